@@ -1,0 +1,303 @@
+import Foundation
+import Synchronization
+
+/// Everything a context tracks: the identity map, the pending changes and its reader
+/// connection. It lives on the context's executor only — the `ManagedObjectContext` actor
+/// holds it, and its objects point back to it to fire faults and report changes — so none of
+/// it needs a lock.
+final class ContextState: ObjectTracking {
+  let store: PersistentStore
+  var model: ManagedObjectModel { store.model }
+  weak var context: ManagedObjectContext?
+  var name: String?
+  var transactionAuthor: String?
+
+  /// One object per row (or per temporary ID): the identity map.
+  private(set) var registered: [ObjectKey: ManagedObject] = [:]
+  /// Inserted objects in insertion order (saved in that order, so keys follow it).
+  private(set) var inserted: [ManagedObject] = []
+  private(set) var updated: Set<ManagedObject> = []
+  private(set) var deleted: Set<ManagedObject> = []
+  private var readerConnection: SQLiteConnection?
+
+  private static let temporaryNonce = UInt64.random(in: 1...UInt64.max)
+  private static let temporaryCounter = Atomic<Int64>(0)
+
+  init(store: PersistentStore, name: String?) {
+    self.store = store
+    self.name = name
+  }
+
+  func reader() throws -> SQLiteConnection {
+    if let readerConnection { return readerConnection }
+    let connection = try store.makeReadConnection()
+    readerConnection = connection
+    return connection
+  }
+
+  var hasChanges: Bool { !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty }
+
+  // MARK: - Identity
+
+  func anyID(of object: ManagedObject) -> AnyManagedID? {
+    guard let entity = object.entity, let key = object.objectKey else { return nil }
+    return AnyManagedID(
+      storeIdentifier: store.identifier, entityName: entity.name,
+      key: key.isTemporary ? .temporary(nonce: Self.temporaryNonce, number: key.value) : .permanent(key.value))
+  }
+
+  /// The identity-map key of an ID of this store, and its entity.
+  func key(for id: AnyManagedID) throws -> (ObjectKey, EntityDescription) {
+    guard id.storeIdentifier == store.identifier, let entity = model.entity(named: id.entityName) else {
+      throw ContextError.foreignStore(id.description)
+    }
+    switch id.key {
+    case .permanent(let pk):
+      return (ObjectKey(rootIndex: entity.rootIndex, isTemporary: false, value: pk), entity)
+    case .temporary(let nonce, let number):
+      guard nonce == Self.temporaryNonce else { throw ContextError.objectNotFound(id.description) }
+      return (ObjectKey(rootIndex: entity.rootIndex, isTemporary: true, value: number), entity)
+    }
+  }
+
+  func registeredObject(for key: ObjectKey) -> ManagedObject? { registered[key] }
+
+  /// The registered object for `key`, or a new fault of `entity` registered for it.
+  func fault(for key: ObjectKey, entity: EntityDescription) -> ManagedObject {
+    if let object = registered[key] { return object }
+    let object = entity.objectType.init()
+    adopt(object, entity: entity, key: key, status: .persisted)
+    object.isFault = true
+    return object
+  }
+
+  private func adopt(_ object: ManagedObject, entity: EntityDescription, key: ObjectKey, status: ObjectStatus) {
+    object.entity = entity
+    object.tracker = self
+    object.status = status
+    object.objectKey = key
+    object.assignSlots()
+    registered[key] = object
+  }
+
+  /// The object for a fetched row: the registered one (loaded if it was a fault, refreshed if
+  /// it is unchanged and the row moved on) or a new one.
+  func materialize(_ row: Row, requested entity: EntityDescription, layout: TableLayout) throws -> ManagedObject {
+    let key = ObjectKey(rootIndex: entity.rootIndex, isTemporary: false, value: row.primaryKey)
+    if let existing = registered[key], let existingEntity = existing.entity {
+      if existing.isFault || (!existing.hasChanges && existing.rowVersion != row.version) {
+        try row.decode(into: existing, entity: existingEntity, layout: layout)
+      }
+      return existing
+    }
+    let name = row.entityName
+    let concrete = name == entity.name ? entity : (model.entity(named: name) ?? entity)
+    let object = concrete.objectType.init()
+    adopt(object, entity: concrete, key: key, status: .persisted)
+    try row.decode(into: object, entity: concrete, layout: layout)
+    return object
+  }
+
+  /// The objects for the rows a SELECT over `entity`'s table returns.
+  func fetchObjects(_ entity: EntityDescription, clauses: String, arguments: [PrimitiveValue]) throws
+    -> [ManagedObject]
+  {
+    var objects: [ManagedObject] = []
+    let layout = store.layout(of: entity)
+    try store.selectRows(of: entity, clauses: clauses, arguments: arguments, connection: reader()) { row in
+      objects.append(try materialize(row, requested: entity, layout: layout))
+    }
+    return objects
+  }
+
+  // MARK: - ObjectTracking
+
+  func fulfillFault(of object: ManagedObject) {
+    guard let entity = object.entity, let key = object.objectKey, !key.isTemporary else {
+      object.isFault = false
+      return
+    }
+    do {
+      let found = try store.loadRow(
+        primaryKey: key.value, into: object, entity: entity, connection: reader())
+      if !found {
+        // As in Core Data: a fault whose row is gone cannot be fulfilled, and inventing values
+        // would be silent data loss. `existingObject(with:)` checks for the row instead.
+        fatalError("TypedStore: cannot fulfil a fault for \(anyID(of: object)?.description ?? entity.name): the row was deleted")
+      }
+    } catch {
+      fatalError("TypedStore: cannot fulfil a fault for \(anyID(of: object)?.description ?? entity.name): \(error)")
+    }
+  }
+
+  func objectDidBecomeUpdated(_ object: ManagedObject) {
+    updated.insert(object)
+  }
+
+  // MARK: - Changes
+
+  func insert(_ object: ManagedObject) {
+    if object.tracker === self {
+      if object.isDeleted, object.status == .persisted {  // re-inserting a deleted object undeletes it
+        object.isDeleted = false
+        deleted.remove(object)
+      }
+      return
+    }
+    precondition(object.status == .detached, "TypedStore: the object already belongs to another context")
+    guard let entity = model.entity(for: type(of: object)) else {
+      preconditionFailure("TypedStore: \(type(of: object)) is not an entity of this context's model")
+    }
+    let number = Self.temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue
+    adopt(object, entity: entity, key: ObjectKey(rootIndex: entity.rootIndex, isTemporary: true, value: number), status: .inserted)
+    inserted.append(object)
+  }
+
+  func delete(_ object: ManagedObject) {
+    guard object.tracker === self, object.status != .invalidated, !object.isDeleted else { return }
+    object.isDeleted = true
+    if object.status == .inserted {
+      inserted.removeAll { $0 === object }
+      if let key = object.objectKey { registered[key] = nil }
+      object.status = .invalidated
+    } else {
+      deleted.insert(object)
+    }
+  }
+
+  func save() throws {
+    let updatedObjects = updated.filter { !$0.isDeleted && $0.status == .persisted }
+    let deletedObjects = deleted.filter { $0.status == .persisted }
+    var changes = ChangeSet()
+    changes.inserts.reserveCapacity(inserted.count)
+    for object in inserted {
+      guard let entity = object.entity, let key = object.objectKey else { continue }
+      let values = try entity.attributes.map { try $0.accessor.encode(object) }
+      changes.inserts.append(
+        ChangeSet.Insert(entityIndex: entity.index, primaryKey: key.isTemporary ? nil : key.value, values: values))
+    }
+    var savedUpdates: [ManagedObject] = []
+    for object in updatedObjects {
+      guard let entity = object.entity, let key = object.objectKey else { continue }
+      var slots: [Int32] = []
+      var values: [PrimitiveValue] = []
+      for (slot, committed) in object.committedValues.sorted(by: { $0.key < $1.key }) {
+        let current = try entity.attributes[Int(slot)].accessor.encode(object)
+        if current != committed {
+          slots.append(slot)
+          values.append(current)
+        }
+      }
+      guard !slots.isEmpty else { continue }
+      savedUpdates.append(object)
+      changes.updates.append(
+        ChangeSet.Update(entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion, slots: slots, values: values))
+    }
+    for object in deletedObjects {
+      guard let entity = object.entity, let key = object.objectKey else { continue }
+      changes.deletes.append(ChangeSet.Delete(entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion))
+    }
+
+    if !changes.isEmpty {
+      let applied = try store.commit(
+        changes, info: TransactionInfo(author: transactionAuthor, contextName: name))
+      for (object, primaryKey) in zip(inserted, applied.insertedKeys) {
+        guard let entity = object.entity, let old = object.objectKey else { continue }
+        registered[old] = nil
+        let key = ObjectKey(rootIndex: entity.rootIndex, isTemporary: false, value: primaryKey)
+        object.objectKey = key
+        registered[key] = object
+        object.status = .persisted
+        object.rowVersion = 1
+      }
+      for object in savedUpdates { object.rowVersion += 1 }
+      for object in deletedObjects {
+        if let key = object.objectKey { registered[key] = nil }
+        object.status = .invalidated
+      }
+    }
+    for object in updated { object.committedValues.removeAll() }
+    inserted.removeAll()
+    updated.removeAll()
+    deleted.removeAll()
+  }
+
+  func rollback() {
+    for object in inserted {
+      if let key = object.objectKey { registered[key] = nil }
+      object.status = .invalidated
+    }
+    for object in updated {
+      guard let entity = object.entity else { continue }
+      for (slot, value) in object.committedValues {
+        try? entity.attributes[Int(slot)].accessor.decode(value, into: object)
+      }
+      object.committedValues.removeAll()
+    }
+    for object in deleted { object.isDeleted = false }
+    inserted.removeAll()
+    updated.removeAll()
+    deleted.removeAll()
+  }
+
+  /// Forgets every registered object; they must not be used afterwards.
+  func reset() {
+    for object in registered.values {
+      object.status = .invalidated
+      object.tracker = nil
+    }
+    for object in inserted + Array(deleted) { object.tracker = nil }
+    registered.removeAll()
+    inserted.removeAll()
+    updated.removeAll()
+    deleted.removeAll()
+  }
+
+  /// Turns the object back into a fault (dropping its changes), or with `mergeChanges`
+  /// reloads its saved values and re-applies its unsaved changes on top.
+  func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+    guard object.tracker === self, object.status == .persisted, let entity = object.entity else { return }
+    var pending: [(Int32, PrimitiveValue)] = []
+    if mergeChanges {
+      for slot in object.committedValues.keys {
+        if let value = try? entity.attributes[Int(slot)].accessor.encode(object) { pending.append((slot, value)) }
+      }
+    }
+    updated.remove(object)
+    object.committedValues.removeAll()
+    object.isFault = true
+    guard mergeChanges, !pending.isEmpty else { return }
+    fulfillFault(of: object)
+    for (slot, value) in pending {
+      object.committedValues[slot] = (try? entity.attributes[Int(slot)].accessor.encode(object)) ?? .null
+      try? entity.attributes[Int(slot)].accessor.decode(value, into: object)
+    }
+    updated.insert(object)
+  }
+
+  /// Gives inserted objects their primary keys now, before they are saved.
+  func obtainPermanentIDs(for objects: [ManagedObject]) throws {
+    var byTable: [String: [ManagedObject]] = [:]
+    for object in objects where object.tracker === self && object.status == .inserted {
+      guard let entity = object.entity, object.objectKey?.isTemporary == true else { continue }
+      byTable[entity.tableName, default: []].append(object)
+    }
+    for (_, group) in byTable.sorted(by: { $0.key < $1.key }) {
+      guard let root = group.first?.entity.flatMap({ model.entity(named: $0.rootName) }) else { continue }
+      let keys = try store.reservePrimaryKeys(count: group.count, root: root)
+      for (object, pk) in zip(group, keys) {
+        guard let old = object.objectKey else { continue }
+        registered[old] = nil
+        let key = ObjectKey(rootIndex: root.rootIndex, isTemporary: false, value: pk)
+        object.objectKey = key
+        registered[key] = object
+      }
+    }
+  }
+
+  /// Breaks the reference cycles between the state and its objects.
+  func tearDown() {
+    reset()
+    readerConnection = nil
+  }
+}

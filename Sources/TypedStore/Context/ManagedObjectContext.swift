@@ -1,0 +1,217 @@
+import Foundation
+
+/// A scratch pad of managed objects over one store, with its own serial executor.
+///
+/// ```swift
+/// let context = container.newBackgroundContext()
+/// try await context.perform { context in
+///   context.transactionAuthor = "importer"
+///   let note = Note(context: context)
+///   note.title = "Draft"
+///   try context.save()
+/// }
+/// ```
+///
+/// A context is an actor whose executor is a serial dispatch queue. Its objects are not
+/// `Sendable`: they stay on that executor, which the compiler checks. There are two ways in:
+/// `perform` (async) and `performAndWait` (blocking), both handing the body the context as an
+/// `isolated` parameter, and `ModelActor`, an actor that shares a context's executor.
+///
+/// Within a context there is one object per row (the identity map). Fetched objects are loaded;
+/// `object(with:)` returns a fault, loaded on its first attribute read. Changes are tracked per
+/// attribute and written by `save()` through the store's one write path, in one transaction.
+public actor ManagedObjectContext {
+  let executor: ContextExecutor
+  let state: ContextState
+
+  /// The store the context reads and writes.
+  public nonisolated let persistentStore: PersistentStore
+
+  public nonisolated var unownedExecutor: UnownedSerialExecutor {
+    executor.asUnownedSerialExecutor()
+  }
+
+  /// Creates a context over `store`. Containers make contexts; use
+  /// `container.newBackgroundContext()`.
+  public init(store: PersistentStore, name: String? = nil) {
+    self.persistentStore = store
+    self.executor = ContextExecutor(label: "TypedStore.context.\(name ?? "unnamed")")
+    self.state = ContextState(store: store, name: name)
+    state.context = self
+  }
+
+  isolated deinit {
+    state.tearDown()
+  }
+
+  // MARK: - Running code on the context
+
+  /// Runs `body` on the context's executor and returns its result.
+  ///
+  /// ```swift
+  /// let count = try await context.perform { context in try context.count(for: FetchRequest<Note>()) }
+  /// ```
+  public func perform<Result: Sendable>(
+    _ body: @Sendable (isolated ManagedObjectContext) throws -> Result
+  ) async rethrows -> Result {
+    try body(self)
+  }
+
+  /// Runs `body` on the context's executor, blocking the calling thread until it returns.
+  /// Called from the context's own executor, it runs `body` at once.
+  ///
+  /// ```swift
+  /// let titles = context.performAndWait { context in (try? context.fetch(FetchRequest<Note>()))?.map(\.title) }
+  /// ```
+  public nonisolated func performAndWait<Result: Sendable>(
+    _ body: @Sendable (isolated ManagedObjectContext) throws -> Result
+  ) rethrows -> Result {
+    if executor.isCurrent {
+      return try assumeIsolated { try body($0) }
+    }
+    return try executor.queue.sync {
+      try assumeIsolated { try body($0) }
+    }
+  }
+
+  // MARK: - Configuration
+
+  /// The context's name, recorded with each transaction it saves.
+  public var name: String? {
+    get { state.name }
+    set { state.name = newValue }
+  }
+
+  /// The author recorded with each transaction this context saves.
+  public var transactionAuthor: String? {
+    get { state.transactionAuthor }
+    set { state.transactionAuthor = newValue }
+  }
+
+  // MARK: - Changes
+
+  /// True when the context has inserted, updated or deleted objects not saved yet.
+  public var hasChanges: Bool { state.hasChanges }
+
+  /// Objects inserted and not saved yet.
+  public var insertedObjects: Set<ManagedObject> { Set(state.inserted) }
+  /// Saved objects with unsaved attribute changes.
+  public var updatedObjects: Set<ManagedObject> { state.updated }
+  /// Objects marked for deletion at the next save.
+  public var deletedObjects: Set<ManagedObject> { state.deleted }
+  /// Every object the context holds, faults included.
+  public var registeredObjects: Set<ManagedObject> { Set(state.registered.values) }
+
+  /// Adds a new object (made with `init()`) to the context; `Note(context:)` does this for you.
+  public func insert(_ object: ManagedObject) { state.insert(object) }
+
+  /// Marks an object for deletion at the next save; an object inserted and not yet saved is
+  /// simply dropped.
+  public func delete(_ object: ManagedObject) { state.delete(object) }
+
+  /// Writes every pending change to the store in one transaction.
+  ///
+  /// On success, inserted objects get permanent IDs and nothing is pending. On failure
+  /// nothing is written, and the context keeps its pending changes.
+  ///
+  /// - Throws: `StoreError.conflict` when an updated or deleted row changed since it was read,
+  ///   `StoreError.uniqueConstraintViolation`, or `StoreError.sqlite`.
+  public func save() throws { try state.save() }
+
+  /// Discards every pending change: inserted objects are dropped, updated objects get their
+  /// saved values back, deleted objects are kept.
+  public func rollback() { state.rollback() }
+
+  /// Forgets every object. Objects fetched before must not be used afterwards.
+  public func reset() { state.reset() }
+
+  /// Turns `object` back into a fault, dropping its unsaved changes; with `mergeChanges`
+  /// reloads its saved values and keeps its unsaved changes on top.
+  public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+    state.refresh(object, mergeChanges: mergeChanges)
+  }
+
+  /// Gives inserted objects their permanent IDs now, before they are saved.
+  public func obtainPermanentIDs(for objects: [ManagedObject]) throws {
+    try state.obtainPermanentIDs(for: objects)
+  }
+
+  // MARK: - Objects by ID
+
+  /// The object for `id`, loaded from the store if needed.
+  ///
+  /// - Throws: `ContextError.objectNotFound` when no row exists for the ID,
+  ///   `ContextError.foreignStore` for an ID of another store.
+  public func existingObject<Entity: ManagedObject>(with id: ManagedID<Entity>) throws -> Entity {
+    let (key, entity) = try state.key(for: id.untyped)
+    if let object = state.registeredObject(for: key) as? Entity, !object.isDeleted || object.status == .persisted {
+      if object.isFault { state.fulfillFault(of: object) }
+      return object
+    }
+    guard !key.isTemporary,
+      let concrete = try persistentStore.entityOfRow(primaryKey: key.value, in: entity, connection: state.reader()),
+      let object = state.fault(for: key, entity: concrete) as? Entity
+    else {
+      throw ContextError.objectNotFound(id.description)
+    }
+    if object.isFault { state.fulfillFault(of: object) }
+    return object
+  }
+
+  /// The object for `id`, as a fault when it is not registered yet: no I/O. Reading an
+  /// attribute of a fault whose row does not exist stops the program, as in Core Data; use
+  /// `existingObject(with:)` when the row may be gone.
+  public func object<Entity: ManagedObject>(with id: ManagedID<Entity>) -> Entity {
+    guard let (key, entity) = try? state.key(for: id.untyped),
+      let object = state.fault(for: key, entity: entity) as? Entity
+    else {
+      preconditionFailure("TypedStore: \(id) is not an ID of this context's store")
+    }
+    return object
+  }
+
+  /// The object for `id` if the context already holds it: no I/O.
+  public func registeredObject<Entity: ManagedObject>(for id: ManagedID<Entity>) -> Entity? {
+    guard let (key, _) = try? state.key(for: id.untyped) else { return nil }
+    return state.registeredObject(for: key) as? Entity
+  }
+}
+
+// MARK: - Objects and their context
+
+extension ManagedObject {
+  /// Creates an object and inserts it into `context`.
+  ///
+  /// ```swift
+  /// let note = Note(context: context)
+  /// ```
+  public convenience init(context: isolated ManagedObjectContext) {
+    self.init()
+    context.insert(self)
+  }
+
+  /// The context the object belongs to, or nil for an object in no context.
+  public var managedObjectContext: ManagedObjectContext? {
+    (tracker as? ContextState)?.context
+  }
+}
+
+/// Gives every entity class a `managedID` typed by its own class.
+public protocol ManagedObjectIdentity: ManagedObject {}
+
+extension ManagedObject: ManagedObjectIdentity {}
+
+extension ManagedObjectIdentity {
+  /// The object's typed ID: temporary until the object is saved (or given a permanent ID),
+  /// then permanent.
+  ///
+  /// ```swift
+  /// let id: ManagedID<Note> = note.managedID
+  /// ```
+  public var managedID: ManagedID<Self> {
+    guard let state = tracker as? ContextState, let id = state.anyID(of: self) else {
+      preconditionFailure("TypedStore: \(type(of: self)) has no ID before it is inserted into a context")
+    }
+    return ManagedID(unchecked: id)
+  }
+}

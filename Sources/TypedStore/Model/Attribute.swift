@@ -1,0 +1,167 @@
+import Foundation
+
+/// Marks a stored property of a `ManagedObject` subclass as a persistent attribute.
+///
+/// ```swift
+/// final class Note: ManagedObject {
+///   @Attribute var title: String = ""
+///   @Attribute(persistentName: "created") var createdAt: Date? = nil
+///   @Attribute var status: Status = .draft                  // RawRepresentable, stored raw
+///   @Attribute(.codable) var options: Options? = nil         // Codable, stored as JSON
+///   @Attribute(preservedOnDeletion: true) var uuid: UUID = UUID()
+/// }
+/// ```
+///
+/// The value written after `=` is the attribute's default for new objects. The property's
+/// Swift name is the attribute's name; `persistentName` renames the column only.
+/// Reading an attribute of a fault loads the object's row; writing one records the change in
+/// the object's context.
+@propertyWrapper
+public struct Attribute<Value> {
+  /// The current value. Stored inline in the object so reads need no lookup.
+  @usableFromInline var value: Value
+  /// The attribute's index in its entity, assigned when the object joins a context.
+  @usableFromInline var slot: Int32 = -1
+  let declaration: AttributeDeclaration
+
+  /// Property wrappers that use the enclosing instance have no plain `wrappedValue`.
+  @available(*, unavailable, message: "@Attribute is only available on ManagedObject subclasses")
+  public var wrappedValue: Value {
+    get { fatalError("@Attribute is only available on ManagedObject subclasses") }
+    set { fatalError("@Attribute is only available on ManagedObject subclasses") }
+  }
+
+  /// Reads and writes go through the object so that faults fire and changes are tracked.
+  @inlinable
+  public static subscript<Object: ManagedObject>(
+    _enclosingInstance object: Object,
+    wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
+    storage storageKeyPath: ReferenceWritableKeyPath<Object, Attribute<Value>>
+  ) -> Value {
+    get {
+      if object._needsAccessHook {
+        object._willAccessValue(slot: object[keyPath: storageKeyPath].slot)
+      }
+      return object[keyPath: storageKeyPath].value
+    }
+    set {
+      object._willChangeValue(slot: object[keyPath: storageKeyPath].slot)
+      object[keyPath: storageKeyPath].value = newValue
+    }
+  }
+
+  init(value: Value, storage: AttributeStorage, options: AttributeOptions) {
+    self.value = value
+    self.declaration = AttributeDeclaration(storage: storage, options: options)
+  }
+}
+
+/// How an attribute's Swift value becomes an SQLite value.
+public enum AttributeStorage: String, Sendable, Codable {
+  /// A type conforming to `AttributeValue`, stored as its primitive value.
+  case standard
+  /// A `RawRepresentable` type whose raw value is an `AttributeValue`, stored raw.
+  case raw
+  /// A `Codable` type stored as JSON text.
+  case codable
+}
+
+/// The argument of `@Attribute(.codable)`.
+public struct CodableStorage: Sendable {
+  /// Store the value as JSON text.
+  public static let codable = CodableStorage()
+}
+
+struct AttributeOptions: Sendable, Hashable {
+  var persistentName: String?
+  var preservedOnDeletion = false
+  var indexed = false
+  var unique = false
+}
+
+struct AttributeDeclaration: Sendable {
+  var storage: AttributeStorage
+  var options: AttributeOptions
+}
+
+// MARK: - Initializers, one per storage kind
+
+extension Attribute where Value: AttributeValue {
+  /// Declares an attribute of a type that `AttributeValue` covers (and optionals of it).
+  ///
+  /// - Parameters:
+  ///   - wrappedValue: the default for new objects.
+  ///   - persistentName: the column name, when it differs from the property name.
+  ///   - preservedOnDeletion: keep the value in the history tombstone of a deleted object.
+  ///   - indexed: create an index on the column.
+  ///   - unique: create a unique index on the column.
+  public init(
+    wrappedValue: Value, persistentName: String? = nil, preservedOnDeletion: Bool = false,
+    indexed: Bool = false, unique: Bool = false
+  ) {
+    self.init(
+      value: wrappedValue, storage: .standard,
+      options: AttributeOptions(
+        persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
+        indexed: indexed, unique: unique))
+  }
+}
+
+extension Attribute where Value: RawRepresentable, Value.RawValue: AttributeValue {
+  /// Declares an attribute of a `RawRepresentable` type (an enum, usually), stored as its raw value.
+  public init(
+    wrappedValue: Value, persistentName: String? = nil, preservedOnDeletion: Bool = false,
+    indexed: Bool = false, unique: Bool = false
+  ) {
+    self.init(
+      value: wrappedValue, storage: .raw,
+      options: AttributeOptions(
+        persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
+        indexed: indexed, unique: unique))
+  }
+}
+
+extension Attribute where Value: OptionalRawRepresentable {
+  /// Declares an optional attribute of a `RawRepresentable` type, stored as its raw value or NULL.
+  public init(
+    wrappedValue: Value, persistentName: String? = nil, preservedOnDeletion: Bool = false,
+    indexed: Bool = false, unique: Bool = false
+  ) {
+    self.init(
+      value: wrappedValue, storage: .raw,
+      options: AttributeOptions(
+        persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
+        indexed: indexed, unique: unique))
+  }
+}
+
+extension Attribute where Value: Codable {
+  /// Declares an attribute of any `Codable` type, stored as JSON text (NULL for nil).
+  ///
+  /// ```swift
+  /// @Attribute(.codable) var options: Options? = nil
+  /// ```
+  public init(
+    wrappedValue: Value, _ storage: CodableStorage, persistentName: String? = nil,
+    preservedOnDeletion: Bool = false, indexed: Bool = false, unique: Bool = false
+  ) {
+    self.init(
+      value: wrappedValue, storage: .codable,
+      options: AttributeOptions(
+        persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
+        indexed: indexed, unique: unique))
+  }
+}
+
+/// `Optional` of a `RawRepresentable` whose raw value is an `AttributeValue`.
+public protocol OptionalRawRepresentable: ExpressibleByNilLiteral {
+  associatedtype WrappedRaw: RawRepresentable where WrappedRaw.RawValue: AttributeValue
+  init(wrappedRaw: WrappedRaw?)
+  var wrappedRaw: WrappedRaw? { get }
+}
+
+extension Optional: OptionalRawRepresentable
+where Wrapped: RawRepresentable, Wrapped.RawValue: AttributeValue {
+  public init(wrappedRaw: Wrapped?) { self = wrappedRaw }
+  public var wrappedRaw: Wrapped? { self }
+}

@@ -1,0 +1,87 @@
+/// One attribute of an entity, as the model describes it.
+///
+/// ```swift
+/// let title = model.entity(for: Note.self)?.attribute(named: "title")
+/// print(title?.attributeType, title?.columnName)   // .string, "title"
+/// ```
+public struct AttributeDescription: Sendable {
+  /// The Swift property name.
+  public let name: String
+  /// The SQLite column name (`persistentName:`, or the property name).
+  public let columnName: String
+  /// How the value is stored.
+  public let attributeType: AttributeType
+  /// Whether values are stored directly, as a raw value, or as JSON.
+  public let storage: AttributeStorage
+  /// Whether the property's type is an `Optional`.
+  public let isOptional: Bool
+  /// Whether the value is kept in the history tombstone when the object is deleted.
+  public let isPreservedOnDeletion: Bool
+  /// Whether the column has an index.
+  public let isIndexed: Bool
+  /// Whether the column has a unique index.
+  public let isUnique: Bool
+  /// The entity that declares the attribute (a superentity, for an inherited attribute).
+  public let entityName: String
+  let accessor: any AttributeAccessor
+}
+
+/// One entity of a model: a `ManagedObject` subclass, its attributes and its place in the
+/// entity hierarchy.
+///
+/// ```swift
+/// let entity = model.entity(for: Note.self)!
+/// print(entity.name, entity.tableName, entity.attributes.map(\.name))
+/// ```
+public final class EntityDescription: Sendable, CustomStringConvertible {
+  /// The entity name: the class name.
+  public let name: String
+  /// The entity whose class this entity's class inherits from, if any.
+  public let superentityName: String?
+  /// The entities whose classes directly inherit from this one.
+  public let subentityNames: [String]
+  /// The top of this entity's hierarchy, whose table stores its rows.
+  public let rootName: String
+  /// All attributes, inherited ones first, in declaration order.
+  public let attributes: [AttributeDescription]
+  /// This entity and every entity below it.
+  public let selfAndDescendantNames: [String]
+
+  let index: Int32
+  let rootIndex: Int32
+  let objectType: ManagedObject.Type
+  private let attributeIndexByName: [String: Int]
+
+  init(
+    name: String, superentityName: String?, subentityNames: [String], rootName: String,
+    attributes: [AttributeDescription], selfAndDescendantNames: [String], index: Int32,
+    rootIndex: Int32, objectType: ManagedObject.Type
+  ) {
+    self.name = name
+    self.superentityName = superentityName
+    self.subentityNames = subentityNames
+    self.rootName = rootName
+    self.attributes = attributes
+    self.selfAndDescendantNames = selfAndDescendantNames
+    self.index = index
+    self.rootIndex = rootIndex
+    self.objectType = objectType
+    self.attributeIndexByName = Dictionary(
+      attributes.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+  }
+
+  /// The name of the table that stores this entity's rows (its root entity's name).
+  public var tableName: String { rootName }
+
+  /// Whether this entity is the root of its hierarchy.
+  public var isRoot: Bool { superentityName == nil }
+
+  /// The attribute with this Swift name.
+  public func attribute(named name: String) -> AttributeDescription? {
+    attributeIndexByName[name].map { attributes[$0] }
+  }
+
+  func attributeIndex(named name: String) -> Int? { attributeIndexByName[name] }
+
+  public var description: String { "EntityDescription(\(name))" }
+}

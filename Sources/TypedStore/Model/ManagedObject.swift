@@ -1,0 +1,148 @@
+/// The base class of every entity in a model.
+///
+/// Subclass it and declare attributes with `@Attribute`; the class name is the entity name.
+///
+/// ```swift
+/// final class Note: ManagedObject {
+///   @Attribute var title: String = ""
+///   @Attribute var createdAt: Date? = nil
+/// }
+///
+/// try await container.performBackgroundTask { context in
+///   let note = Note(context: context)   // inserted, with a temporary ID
+///   note.title = "Draft"
+///   try context.save()                  // now permanent
+/// }
+/// ```
+///
+/// A managed object belongs to the context that inserted or fetched it and never leaves that
+/// context's executor; pass its `managedID` to reach the same row from elsewhere. Object
+/// identity is reference identity: within one context there is one object per row.
+open class ManagedObject: Hashable {
+  /// True while reading an attribute must first do something: fulfil a fault, or record which
+  /// attribute a key path reads. Kept in one flag so the common read costs one test.
+  @usableFromInline final var _needsAccessHook = false
+
+  /// The entity of this object, once it belongs to a context.
+  public internal(set) final var entity: EntityDescription?
+
+  final var objectKey: ObjectKey?
+  final var status: ObjectStatus = .detached
+  final var tracker: (any ObjectTracking)?
+  final var rowVersion: Int64 = 0
+  /// The committed values of the attributes changed since the last save, by slot.
+  final var committedValues: [Int32: PrimitiveValue] = [:]
+  /// Set while the model resolves a key path: the slots read.
+  final var keyPathRecorder: [Int32]?
+
+  /// True when the object's attribute values have not been loaded yet.
+  public internal(set) final var isFault = false {
+    didSet { _needsAccessHook = isFault || keyPathRecorder != nil }
+  }
+
+  /// True when the object is marked for deletion at the next save.
+  public internal(set) final var isDeleted = false
+
+  /// Creates an object that belongs to no context yet; `context.insert(_:)` adds it.
+  ///
+  /// Every entity class needs this initializer: the store creates objects with it when it
+  /// fetches rows. Subclasses that declare initializers of their own must also provide it.
+  public required init() {}
+
+  // MARK: - State
+
+  /// True for an object inserted into its context and not saved yet.
+  public final var isInserted: Bool { status == .inserted }
+
+  /// True for a saved object with attribute changes not saved yet.
+  public final var isUpdated: Bool { status == .persisted && !committedValues.isEmpty }
+
+  /// True when the object has unsaved changes: inserted, updated or deleted.
+  public final var hasChanges: Bool { isInserted || isUpdated || isDeleted }
+
+  /// The names of the attributes changed since the last save.
+  public final var changedAttributeNames: Set<String> {
+    guard let entity else { return [] }
+    if isInserted { return Set(entity.attributes.map(\.name)) }
+    return Set(committedValues.keys.map { entity.attributes[Int($0)].name })
+  }
+
+  // MARK: - Hashable (identity)
+
+  public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+
+  public final func hash(into hasher: inout Hasher) {
+    hasher.combine(ObjectIdentifier(self))
+  }
+
+  // MARK: - Hooks called by @Attribute
+
+  @usableFromInline
+  final func _willAccessValue(slot: Int32) {
+    if keyPathRecorder != nil {
+      keyPathRecorder?.append(slot)
+      return
+    }
+    if isFault { tracker?.fulfillFault(of: self) }
+  }
+
+  @usableFromInline
+  final func _willChangeValue(slot: Int32) {
+    guard slot >= 0, let tracker else { return }  // an object in no context tracks nothing
+    if isFault { tracker.fulfillFault(of: self) }
+    guard status == .persisted, committedValues[slot] == nil, let entity else { return }
+    let wasUpdated = !committedValues.isEmpty
+    committedValues[slot] = (try? entity.attributes[Int(slot)].accessor.encode(self)) ?? .null
+    if !wasUpdated { tracker.objectDidBecomeUpdated(self) }
+  }
+
+  // MARK: - Loading
+
+  /// Writes a row's values into the object and marks it loaded and unchanged.
+  final func load(values: [PrimitiveValue], version: Int64) throws {
+    guard let entity else { return }
+    for (index, attribute) in entity.attributes.enumerated() {
+      try attribute.accessor.decode(values[index], into: self)
+    }
+    rowVersion = version
+    committedValues.removeAll()
+    isFault = false
+  }
+
+  /// Gives every attribute field its slot, so that later writes are tracked.
+  final func assignSlots() {
+    guard let entity else { return }
+    for (index, attribute) in entity.attributes.enumerated() {
+      attribute.accessor.setSlot(Int32(index), in: self)
+    }
+  }
+}
+
+/// Where an object stands in its context's life cycle.
+enum ObjectStatus: Sendable {
+  /// Created with `init()`, not inserted anywhere.
+  case detached
+  /// Inserted, not saved yet.
+  case inserted
+  /// Backed by a row in the store.
+  case persisted
+  /// Its context was reset or its row deleted by a save; the object must not be used.
+  case invalidated
+}
+
+/// The row an object stands for, unique within one store: the root entity's table and the
+/// primary key, or a temporary number before the first save.
+struct ObjectKey: Hashable, Sendable {
+  let rootIndex: Int32
+  let isTemporary: Bool
+  let value: Int64
+}
+
+/// What an object calls back into its context with. The Context layer implements it; the
+/// Model layer only knows this protocol.
+protocol ObjectTracking: AnyObject {
+  /// Loads the object's row now; the object is a fault.
+  func fulfillFault(of object: ManagedObject)
+  /// The object, saved and unchanged until now, had its first attribute changed.
+  func objectDidBecomeUpdated(_ object: ManagedObject)
+}

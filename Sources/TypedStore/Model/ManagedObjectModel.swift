@@ -1,0 +1,229 @@
+import Foundation
+
+/// The entities of an application, built from its `ManagedObject` subclasses.
+///
+/// ```swift
+/// let model = try ManagedObjectModel(Folder.self, Note.self)
+/// print(model.versionHash)   // changes whenever the stored shape changes
+/// ```
+///
+/// Building a model validates every declaration and throws a `ModelError` naming the entity
+/// and property at fault. A subclass of an entity class is a subentity: it shares its root
+/// entity's table. The model's JSON form (`jsonRepresentation`) is what a store keeps; its
+/// `versionHash` is the SHA-256 of that JSON, so two models hash alike exactly when they store
+/// alike.
+public final class ManagedObjectModel: Sendable {
+  /// The entities, superentities before subentities.
+  public let entities: [EntityDescription]
+  /// The model's self-describing form.
+  public let schema: ModelSchema
+  /// The schema as canonical JSON (sorted keys), as stored in a store's metadata.
+  public let jsonRepresentation: Data
+  /// SHA-256 of `jsonRepresentation`, as 64 hex digits.
+  public let versionHash: String
+
+  private let entitiesByName: [String: EntityDescription]
+  private let entitiesByType: [ObjectIdentifier: EntityDescription]
+
+  /// Builds a model from entity classes, in any order.
+  public convenience init(_ types: ManagedObject.Type...) throws {
+    try self.init(types)
+  }
+
+  /// Builds a model from entity classes, in any order.
+  public init(_ types: [ManagedObject.Type]) throws {
+    guard !types.isEmpty else { throw ModelError(entity: "", reason: .noEntities) }
+    let declared = try Self.readDeclarations(types)
+    let entities = try Self.describe(declared)
+    let schema = ModelSchema(entities: entities.map(Self.schemaEntity))
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    let json = try encoder.encode(schema)
+    self.entities = entities
+    self.schema = schema
+    self.jsonRepresentation = json
+    self.versionHash = SHA256.hex(of: json)
+    self.entitiesByName = Dictionary(uniqueKeysWithValues: entities.map { ($0.name, $0) })
+    self.entitiesByType = Dictionary(
+      uniqueKeysWithValues: entities.map { (ObjectIdentifier($0.objectType), $0) })
+  }
+
+  // MARK: - Lookup
+
+  /// The entity with this name.
+  public func entity(named name: String) -> EntityDescription? { entitiesByName[name] }
+
+  /// The entity of this class.
+  public func entity(for type: ManagedObject.Type) -> EntityDescription? {
+    entitiesByType[ObjectIdentifier(type)]
+  }
+
+  /// Whether `name` is `ancestor` or one of its subentities.
+  public func isEntity(_ name: String, kindOf ancestor: String) -> Bool {
+    var current: String? = name
+    while let entity = current.flatMap({ entitiesByName[$0] }) {
+      if entity.name == ancestor { return true }
+      current = entity.superentityName
+    }
+    return false
+  }
+
+  /// The attributes a key path reads, in order (one for `\Note.title`), or nil when it reads
+  /// none, e.g. a computed property that touches no attribute.
+  ///
+  /// The key path is applied to a fresh, detached object whose attribute fields record their
+  /// slot when read (about a microsecond; requests resolve their key paths once).
+  func attributeSlots<Root: ManagedObject>(for keyPath: PartialKeyPath<Root>) -> [Int32]? {
+    guard let entity = entity(for: Root.self), let probe = entity.objectType.init() as? Root else {
+      return nil
+    }
+    probe.entity = entity
+    probe.assignSlots()
+    probe.keyPathRecorder = []
+    probe._needsAccessHook = true
+    _ = probe[keyPath: keyPath]
+    let slots = probe.keyPathRecorder ?? []
+    return slots.isEmpty ? nil : slots
+  }
+
+  // MARK: - Building
+
+  private struct Declared {
+    let name: String
+    let type: ManagedObject.Type
+    let superName: String?
+    let fields: [(name: String, offset: Int, declaration: AttributeDeclaration, accessor: any AttributeAccessor)]
+  }
+
+  private static let reservedColumns: Set<String> = ["pk"]
+
+  static func isValidIdentifier(_ name: String) -> Bool {
+    guard let first = name.unicodeScalars.first, first != "_", !("0"..."9").contains(first) else {
+      return false
+    }
+    return name.unicodeScalars.allSatisfy {
+      ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
+    } && !reservedColumns.contains(name.lowercased())
+  }
+
+  private static func readDeclarations(_ types: [ManagedObject.Type]) throws -> [Declared] {
+    var names = Set<String>()
+    var typeNames: [ObjectIdentifier: String] = [:]
+    for type in types {
+      let name = String(describing: type)
+      guard isValidIdentifier(name) else {
+        throw ModelError(entity: name, reason: .invalidName(name))
+      }
+      guard names.insert(name).inserted else { throw ModelError(entity: name, reason: .duplicateEntity) }
+      typeNames[ObjectIdentifier(type)] = name
+    }
+    return try types.map { type in
+      let name = String(describing: type)
+      var superName: String?
+      if let superclass = _getSuperclass(type), superclass != ManagedObject.self {
+        guard let entityName = typeNames[ObjectIdentifier(superclass)] else {
+          throw ModelError(entity: name, reason: .missingSuperentity(String(describing: superclass)))
+        }
+        superName = entityName
+      }
+      guard let fields = storedFields(of: type) else {
+        throw ModelError(entity: name, reason: .unreadableLayout)
+      }
+      let prototype = type.init()
+      var attributes: [(String, Int, AttributeDeclaration, any AttributeAccessor)] = []
+      for field in fields {
+        guard let attributeType = field.type as? any AttributeField.Type else { continue }
+        let property = field.name.hasPrefix("_") ? String(field.name.dropFirst()) : field.name
+        let (declaration, accessor) = attributeType.makeAccessor(offset: field.offset, prototype: prototype)
+        guard let accessor else {
+          throw ModelError(
+            entity: name, property: property,
+            reason: .unsupportedType(String(describing: field.type)))
+        }
+        attributes.append((property, field.offset, declaration, accessor))
+      }
+      return Declared(name: name, type: type, superName: superName, fields: attributes)
+    }
+  }
+
+  private static func describe(_ declared: [Declared]) throws -> [EntityDescription] {
+    // Order superentities before subentities, otherwise keeping the caller's order.
+    var ordered: [Declared] = []
+    var placed = Set<String>()
+    var pending = declared
+    while !pending.isEmpty {
+      let ready = pending.filter { $0.superName.map(placed.contains) ?? true }
+      ordered += ready
+      placed.formUnion(ready.map(\.name))
+      pending.removeAll { placed.contains($0.name) }
+    }
+    let byName = Dictionary(uniqueKeysWithValues: ordered.map { ($0.name, $0) })
+    func root(of name: String) -> String {
+      var current = name
+      while let parent = byName[current]?.superName { current = parent }
+      return current
+    }
+    func children(of name: String) -> [String] {
+      ordered.filter { $0.superName == name }.map(\.name)
+    }
+    func selfAndDescendants(of name: String) -> [String] {
+      [name] + children(of: name).flatMap(selfAndDescendants)
+    }
+    let indexByName = Dictionary(uniqueKeysWithValues: ordered.enumerated().map { ($1.name, Int32($0)) })
+
+    var columnsByTable: [String: [String: String]] = [:]  // table → column → entity.property
+    var result: [EntityDescription] = []
+    var attributesByName: [String: [AttributeDescription]] = [:]
+    for entity in ordered {
+      let inherited = entity.superName.flatMap { attributesByName[$0] } ?? []
+      let inheritedOffsets = Set(
+        entity.superName.flatMap { byName[$0] }?.fields.map(\.offset) ?? [])
+      let table = root(of: entity.name)
+      var own: [AttributeDescription] = []
+      for field in entity.fields where !inheritedOffsets.contains(field.offset) {
+        let options = field.declaration.options
+        let column = options.persistentName ?? field.name
+        guard isValidIdentifier(field.name) else {
+          throw ModelError(entity: entity.name, property: field.name, reason: .invalidName(field.name))
+        }
+        guard isValidIdentifier(column) else {
+          throw ModelError(entity: entity.name, property: field.name, reason: .invalidName(column))
+        }
+        let key = column.lowercased()  // SQLite identifiers are case-insensitive
+        if columnsByTable[table, default: [:]][key] != nil {
+          throw ModelError(entity: entity.name, property: field.name, reason: .duplicateColumn(column))
+        }
+        columnsByTable[table, default: [:]][key] = "\(entity.name).\(field.name)"
+        let codec = field.accessor.codec
+        own.append(
+          AttributeDescription(
+            name: field.name, columnName: column, attributeType: codec.attributeType,
+            storage: field.declaration.storage, isOptional: codec.isOptional,
+            isPreservedOnDeletion: options.preservedOnDeletion, isIndexed: options.indexed,
+            isUnique: options.unique, entityName: entity.name, accessor: field.accessor))
+      }
+      // Inherited attributes keep their descriptions but use this class's field offsets,
+      // which are the same: a subclass lays out its superclass's fields first.
+      let all = inherited + own
+      attributesByName[entity.name] = all
+      result.append(
+        EntityDescription(
+          name: entity.name, superentityName: entity.superName, subentityNames: children(of: entity.name),
+          rootName: table, attributes: all, selfAndDescendantNames: selfAndDescendants(of: entity.name),
+          index: indexByName[entity.name] ?? 0, rootIndex: indexByName[table] ?? 0,
+          objectType: entity.type))
+    }
+    return result
+  }
+
+  private static func schemaEntity(_ entity: EntityDescription) -> ModelSchema.Entity {
+    ModelSchema.Entity(
+      name: entity.name, superentity: entity.superentityName, table: entity.tableName,
+      attributes: entity.attributes.filter { $0.entityName == entity.name }.map {
+        ModelSchema.Attribute(
+          name: $0.name, column: $0.columnName, type: $0.attributeType, storage: $0.storage,
+          optional: $0.isOptional, preservedOnDeletion: $0.isPreservedOnDeletion,
+          indexed: $0.isIndexed, unique: $0.isUnique)
+      })
+  }
+}

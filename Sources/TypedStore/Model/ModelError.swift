@@ -1,0 +1,55 @@
+/// A problem with a model's declarations, found when the model is built.
+///
+/// ```swift
+/// do { _ = try ManagedObjectModel(Note.self) }
+/// catch let error as ModelError { print(error.entity, error.property ?? "-", error.reason) }
+/// ```
+public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// What is wrong.
+  public enum Reason: Sendable, Equatable {
+    /// The model lists no entity.
+    case noEntities
+    /// Two entities have the same name.
+    case duplicateEntity
+    /// The entity's superclass is an entity that the model does not list.
+    case missingSuperentity(String)
+    /// A name is not usable as an SQL identifier, or is reserved (starts with `_`, or is `pk`).
+    case invalidName(String)
+    /// Two attributes of one table use the same column name.
+    case duplicateColumn(String)
+    /// The attribute's type cannot be stored the way its `@Attribute` asks.
+    case unsupportedType(String)
+    /// The Swift runtime did not describe the class's fields.
+    case unreadableLayout
+  }
+
+  /// The entity at fault.
+  public let entity: String
+  /// The property at fault, when the problem is one property's.
+  public let property: String?
+  public let reason: Reason
+
+  public init(entity: String, property: String? = nil, reason: Reason) {
+    self.entity = entity
+    self.property = property
+    self.reason = reason
+  }
+
+  public var description: String {
+    let place = property.map { "\(entity).\($0)" } ?? entity
+    switch reason {
+    case .noEntities: return "the model has no entity"
+    case .duplicateEntity: return "\(place): the model lists this entity twice"
+    case .missingSuperentity(let name):
+      return "\(place): its superclass \(name) is not an entity of the model"
+    case .invalidName(let name):
+      return
+        "\(place): '\(name)' is not a valid name (letters, digits and _, not starting with _ or a digit, not 'pk')"
+    case .duplicateColumn(let column): return "\(place): column '\(column)' is used twice in one table"
+    case .unsupportedType(let type):
+      return
+        "\(place): \(type) is not a storable attribute type; use an AttributeValue type, a RawRepresentable of one, or @Attribute(.codable)"
+    case .unreadableLayout: return "\(place): the Swift runtime could not describe this class's fields"
+    }
+  }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+/// Converts one attribute's Swift values to and from SQLite values.
+///
+/// A codec is chosen once per attribute when the model is built, from the storage kind the
+/// `@Attribute` initializer recorded; the conditional conformances below prove at run time
+/// what the initializer's constraints proved at compile time.
+protocol ValueCodec<Value>: Sendable {
+  associatedtype Value
+  var attributeType: AttributeType { get }
+  var isOptional: Bool { get }
+  func encode(_ value: Value) throws -> PrimitiveValue
+  func decode(_ primitive: PrimitiveValue) throws -> Value
+}
+
+struct StandardCodec<Value: AttributeValue>: ValueCodec {
+  var attributeType: AttributeType { Value.attributeType }
+  var isOptional: Bool { Value.isOptionalAttribute }
+  func encode(_ value: Value) -> PrimitiveValue { value.primitiveValue }
+  func decode(_ primitive: PrimitiveValue) throws -> Value { try Value(primitiveValue: primitive) }
+}
+
+struct RawCodec<Value: RawRepresentable>: ValueCodec where Value.RawValue: AttributeValue {
+  var attributeType: AttributeType { Value.RawValue.attributeType }
+  var isOptional: Bool { Value.RawValue.isOptionalAttribute }
+  func encode(_ value: Value) -> PrimitiveValue { value.rawValue.primitiveValue }
+  func decode(_ primitive: PrimitiveValue) throws -> Value {
+    guard let value = Value(rawValue: try Value.RawValue(primitiveValue: primitive)) else {
+      throw AttributeDecodingError(expected: Value.self, found: primitive)
+    }
+    return value
+  }
+}
+
+struct OptionalRawCodec<Value: OptionalRawRepresentable>: ValueCodec {
+  var attributeType: AttributeType { Value.WrappedRaw.RawValue.attributeType }
+  var isOptional: Bool { true }
+  func encode(_ value: Value) -> PrimitiveValue {
+    value.wrappedRaw.map { $0.rawValue.primitiveValue } ?? .null
+  }
+  func decode(_ primitive: PrimitiveValue) throws -> Value {
+    if case .null = primitive { return Value(wrappedRaw: nil) }
+    return Value(wrappedRaw: try RawCodec<Value.WrappedRaw>().decode(primitive))
+  }
+}
+
+struct JSONCodec<Value: Codable>: ValueCodec {
+  var attributeType: AttributeType { .codable }
+  var isOptional: Bool { Value.self is any ExpressibleByNilLiteral.Type }
+
+  func encode(_ value: Value) throws -> PrimitiveValue {
+    if let optional = value as? any AnyOptional, optional.isNone { return .null }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    encoder.dateEncodingStrategy = .iso8601
+    return .text(String(decoding: try encoder.encode(value), as: UTF8.self))
+  }
+
+  func decode(_ primitive: PrimitiveValue) throws -> Value {
+    let data: Data
+    switch primitive {
+    case .null: data = Data("null".utf8)
+    case .text(let text): data = Data(text.utf8)
+    case .blob(let blob): data = blob
+    default: throw AttributeDecodingError(expected: Value.self, found: primitive)
+    }
+    let decoder = JSONDecoder()
+    decoder.dateDecodingStrategy = .iso8601
+    return try decoder.decode(Value.self, from: data)
+  }
+}
+
+/// Lets generic code ask whether a value is `Optional.none`.
+protocol AnyOptional {
+  var isNone: Bool { get }
+}
+
+extension Optional: AnyOptional {
+  var isNone: Bool { self == nil }
+}
+
+// MARK: - Run-time proofs of the initializers' constraints
+
+protocol StandardAttributeField { static func makeStandardCodec() -> any ValueCodec }
+protocol RawAttributeField { static func makeRawCodec() -> any ValueCodec }
+protocol OptionalRawAttributeField { static func makeOptionalRawCodec() -> any ValueCodec }
+protocol CodableAttributeField { static func makeCodableCodec() -> any ValueCodec }
+
+extension Attribute: StandardAttributeField where Value: AttributeValue {
+  static func makeStandardCodec() -> any ValueCodec { StandardCodec<Value>() }
+}
+extension Attribute: RawAttributeField where Value: RawRepresentable, Value.RawValue: AttributeValue {
+  static func makeRawCodec() -> any ValueCodec { RawCodec<Value>() }
+}
+extension Attribute: OptionalRawAttributeField where Value: OptionalRawRepresentable {
+  static func makeOptionalRawCodec() -> any ValueCodec { OptionalRawCodec<Value>() }
+}
+extension Attribute: CodableAttributeField where Value: Codable {
+  static func makeCodableCodec() -> any ValueCodec { JSONCodec<Value>() }
+}

@@ -1,0 +1,177 @@
+import Foundation
+
+// Fetching: the request becomes one SELECT over the entity's table. When the context has
+// unsaved inserts or deletes of the entity's hierarchy, order and range are applied in memory
+// after merging them, so results always match what a save would make of the store.
+
+/// A request resolved against the model: SQL clauses and the sort keys as attribute slots.
+private struct ResolvedFetch {
+  let entity: EntityDescription
+  let whereClause: String
+  let arguments: [PrimitiveValue]
+  let sortSlots: [(slot: Int, ascending: Bool)]
+  let orderBy: String
+}
+
+extension ManagedObjectContext {
+  /// The objects the request describes, in its order.
+  ///
+  /// ```swift
+  /// let notes: [Note] = try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]))
+  /// ```
+  ///
+  /// - Throws: `FetchError` for a request that cannot be translated (nothing is read), or the
+  ///   store's error.
+  public func fetch<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> [Entity] {
+    let resolved = try resolve(request)
+    if request.includesPendingChanges && hasPendingChanges(in: resolved.entity) {
+      return try fetchMergingPending(request, resolved).compactMap { $0 as? Entity }
+    }
+    return try state.fetchObjects(
+      resolved.entity, clauses: clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset),
+      arguments: resolved.arguments
+    ).compactMap { $0 as? Entity }
+  }
+
+  /// How many objects the request would fetch, without loading them.
+  public func count<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> Int {
+    let resolved = try resolve(request)
+    if request.includesPendingChanges && hasPendingChanges(in: resolved.entity) {
+      return try fetchObjectIDs(for: request).count
+    }
+    var total = try persistentStore.selectCount(
+      of: resolved.entity, clauses: resolved.whereClause, arguments: resolved.arguments,
+      connection: state.reader())
+    total = max(0, total - request.fetchOffset)
+    return request.fetchLimit > 0 ? min(total, request.fetchLimit) : total
+  }
+
+  /// The IDs of the objects the request would fetch, without registering objects.
+  /// The request is a value: it is not changed.
+  public func fetchObjectIDs<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> [ManagedID<Entity>] {
+    let resolved = try resolve(request)
+    if request.includesPendingChanges && hasPendingChanges(in: resolved.entity) {
+      return try fetchMergingPending(request, resolved).compactMap { object in
+        state.anyID(of: object).map { ManagedID<Entity>(unchecked: $0) }
+      }
+    }
+    var ids: [ManagedID<Entity>] = []
+    let storeID = persistentStore.identifier
+    let statementClauses = clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset)
+    try persistentStore.selectRows(
+      of: resolved.entity, clauses: statementClauses, arguments: resolved.arguments, connection: state.reader()
+    ) { row in
+      ids.append(
+        ManagedID(unchecked: AnyManagedID(storeIdentifier: storeID, entityName: row.entityName, key: .permanent(row.primaryKey))))
+    }
+    return ids
+  }
+
+  // MARK: - Translation
+
+  private func resolve<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> ResolvedFetch {
+    let model = persistentStore.model
+    guard let entity = model.entity(for: Entity.self) else {
+      throw FetchError.unknownEntity(String(describing: Entity.self))
+    }
+    guard request.fetchLimit >= 0, request.fetchOffset >= 0 else {
+      throw FetchError.invalidRange("fetchLimit and fetchOffset must not be negative")
+    }
+    var sortSlots: [(slot: Int, ascending: Bool)] = []
+    var order: [String] = []
+    for descriptor in request.sortDescriptors {
+      guard let keyPath = descriptor.keyPath,
+        let slots = model.attributeSlots(for: keyPath), slots.count == 1, let slot = slots.first
+      else {
+        throw FetchError.unsupportedSortKey(String(describing: descriptor))
+      }
+      let ascending = descriptor.order == .forward
+      sortSlots.append((Int(slot), ascending))
+      order.append("\"\(entity.attributes[Int(slot)].columnName)\" \(ascending ? "ASC" : "DESC")")
+    }
+    order.append("pk ASC")
+    let (restriction, arguments) = persistentStore.entityRestriction(
+      for: entity, includesSubentities: request.includesSubentities)
+    return ResolvedFetch(
+      entity: entity, whereClause: restriction.isEmpty ? "" : " WHERE \(restriction)", arguments: arguments,
+      sortSlots: sortSlots, orderBy: " ORDER BY " + order.joined(separator: ", "))
+  }
+
+  private func clauses(_ resolved: ResolvedFetch, limit: Int, offset: Int) -> String {
+    var text = resolved.whereClause + resolved.orderBy
+    if limit > 0 || offset > 0 {
+      // Integers from the request, not user text: LIMIT -1 means no limit in SQLite.
+      text += " LIMIT \(limit > 0 ? limit : -1) OFFSET \(offset)"
+    }
+    return text
+  }
+
+  // MARK: - Pending changes
+
+  private func hasPendingChanges(in entity: EntityDescription) -> Bool {
+    func inHierarchy(_ object: ManagedObject) -> Bool { object.entity?.rootName == entity.rootName }
+    return state.inserted.contains(where: inHierarchy) || state.deleted.contains(where: inHierarchy)
+      || state.updated.contains(where: inHierarchy)
+  }
+
+  private func fetchMergingPending<Entity: ManagedObject>(
+    _ request: FetchRequest<Entity>, _ resolved: ResolvedFetch
+  ) throws -> [ManagedObject] {
+    let allowed = Set(request.includesSubentities ? resolved.entity.selfAndDescendantNames : [resolved.entity.name])
+    var objects = try state.fetchObjects(
+      resolved.entity, clauses: resolved.whereClause + resolved.orderBy, arguments: resolved.arguments
+    ).filter { !$0.isDeleted }
+    objects += state.inserted.filter { allowed.contains($0.entity?.name ?? "") }
+    if !resolved.sortSlots.isEmpty {
+      let keys = try objects.map { object in
+        try resolved.sortSlots.map { try resolved.entity.attributes[$0.slot].accessor.encode(object) }
+      }
+      let order = objects.indices.sorted { left, right in
+        for (index, sort) in resolved.sortSlots.enumerated() {
+          let comparison = compareSQLite(keys[left][index], keys[right][index])
+          if comparison != 0 { return sort.ascending ? comparison < 0 : comparison > 0 }
+        }
+        return left < right
+      }
+      objects = order.map { objects[$0] }
+    }
+    let start = min(request.fetchOffset, objects.count)
+    let end = request.fetchLimit > 0 ? min(objects.count, start + request.fetchLimit) : objects.count
+    return Array(objects[start..<end])
+  }
+}
+
+/// Orders two values as SQLite's ORDER BY does: NULL, then numbers, then text (by UTF-8
+/// bytes), then blobs (by bytes).
+func compareSQLite(_ left: PrimitiveValue, _ right: PrimitiveValue) -> Int {
+  func rank(_ value: PrimitiveValue) -> Int {
+    switch value {
+    case .null: 0
+    case .integer, .real: 1
+    case .text: 2
+    case .blob: 3
+    }
+  }
+  func number(_ value: PrimitiveValue) -> Double {
+    switch value {
+    case .integer(let int): Double(int)
+    case .real(let real): real
+    default: 0
+    }
+  }
+  func bytes<C: Collection<UInt8>>(_ a: C, _ b: C) -> Int {
+    for (x, y) in zip(a, b) where x != y { return x < y ? -1 : 1 }
+    return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+  }
+  let (l, r) = (rank(left), rank(right))
+  if l != r { return l < r ? -1 : 1 }
+  switch (left, right) {
+  case (.integer(let a), .integer(let b)): return a == b ? 0 : (a < b ? -1 : 1)
+  case (.text(let a), .text(let b)): return bytes(Array(a.utf8), Array(b.utf8))
+  case (.blob(let a), .blob(let b)): return bytes(a, b)
+  case (.null, .null): return 0
+  default:
+    let (a, b) = (number(left), number(right))
+    return a == b ? 0 : (a < b ? -1 : 1)
+  }
+}

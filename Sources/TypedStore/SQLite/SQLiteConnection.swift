@@ -1,0 +1,225 @@
+import CSQLite
+import Foundation
+
+/// One connection to an SQLite file: the only type in TypedStore that calls the C API.
+///
+/// A connection is not thread-safe by itself. The store keeps its writer connection inside a
+/// `Mutex`, and each context owns its own reader connection on its executor, so a connection
+/// is only ever used by one thread at a time (SQLite's multi-thread mode, `SQLITE_OPEN_NOMUTEX`).
+///
+/// Every connection is configured the same way (see `docs/file-format.md`):
+/// - `journal_mode=WAL` (set once by the writer when it creates the file; WAL is persistent),
+/// - `synchronous=NORMAL`,
+/// - no memory-mapped I/O (`mmap_size` stays 0),
+/// - `wal_autocheckpoint=0`: SQLite 3.40 carries the WAL-reset bug fixed upstream in 3.51.3,
+///   which needs a checkpoint that runs while another connection commits and restarts the WAL.
+///   Automatic checkpoints are PASSIVE and can race a commit, so none run; the writer
+///   checkpoints in RESTART mode, which holds the writer lock for its whole run.
+final class SQLiteConnection {
+  enum OpenMode {
+    case readOnly
+    case readWrite
+    case readWriteCreate
+  }
+
+  /// The checkpoint modes TypedStore allows: each one takes the writer lock, so no commit can
+  /// race it. PASSIVE is deliberately absent.
+  enum CheckpointMode {
+    case full
+    case restart
+    case truncate
+
+    var sqliteValue: Int32 {
+      switch self {
+      case .full: SQLITE_CHECKPOINT_FULL
+      case .restart: SQLITE_CHECKPOINT_RESTART
+      case .truncate: SQLITE_CHECKPOINT_TRUNCATE
+      }
+    }
+  }
+
+  let handle: OpaquePointer
+  let path: String
+  private var statements: [String: Statement] = [:]
+  private let walObserver = WALObserver()
+  private(set) var busyTimeout: Duration
+
+  // MARK: - Opening
+
+  init(path: String, mode: OpenMode, busyTimeout: Duration = .seconds(5)) throws {
+    var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+    switch mode {
+    case .readOnly: flags |= SQLITE_OPEN_READONLY
+    case .readWrite: flags |= SQLITE_OPEN_READWRITE
+    case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+    }
+    var handle: OpaquePointer?
+    let code = sqlite3_open_v2(path, &handle, flags, nil)
+    guard code == SQLITE_OK, let handle else {
+      let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
+      if let handle { sqlite3_close_v2(handle) }
+      throw SQLiteError(code: code, message: message)
+    }
+    self.handle = handle
+    self.path = path
+    self.busyTimeout = busyTimeout
+    sqlite3_extended_result_codes(handle, 1)
+    setBusyTimeout(busyTimeout)
+    sqlite3_wal_hook(
+      handle,
+      { context, _, _, pages in
+        if let context {
+          Unmanaged<WALObserver>.fromOpaque(context).takeUnretainedValue().pages = pages
+        }
+        return SQLITE_OK
+      }, Unmanaged.passUnretained(walObserver).toOpaque())
+  }
+
+  deinit {
+    statements.removeAll()
+    sqlite3_close_v2(handle)
+  }
+
+  /// Applies the pragmas every TypedStore connection uses. `journal_mode` is only set by the
+  /// writer, since it writes to the file.
+  func configure(enableWAL: Bool) throws {
+    if enableWAL {
+      let mode = try scalarText("PRAGMA journal_mode=WAL")
+      guard mode?.lowercased() == "wal" else {
+        throw SQLiteError(
+          code: SQLITE_ERROR, message: "the store could not switch to WAL mode (got \(mode ?? "nil"))",
+          sql: "PRAGMA journal_mode=WAL")
+      }
+    }
+    try execute("PRAGMA synchronous=NORMAL")
+    try execute("PRAGMA wal_autocheckpoint=0")
+  }
+
+  func setBusyTimeout(_ timeout: Duration) {
+    busyTimeout = timeout
+    let milliseconds = max(0, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+    sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+  }
+
+  // MARK: - Statements
+
+  /// Runs one or more statements that take no arguments.
+  func execute(_ sql: String) throws {
+    var message: UnsafeMutablePointer<CChar>?
+    let code = sqlite3_exec(handle, sql, nil, nil, &message)
+    if code != SQLITE_OK {
+      let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+      sqlite3_free(message)
+      throw SQLiteError(
+        code: code, extendedCode: sqlite3_extended_errcode(handle), message: text, sql: sql)
+    }
+  }
+
+  /// A prepared statement for `sql`, reset and ready to bind. Statements are cached per SQL text.
+  func statement(_ sql: String) throws -> Statement {
+    if let cached = statements[sql] {
+      cached.reset()
+      return cached
+    }
+    let statement = try Statement(connection: self, sql: sql)
+    statements[sql] = statement
+    return statement
+  }
+
+  /// The first column of the first row, as text, or nil.
+  func scalarText(_ sql: String) throws -> String? {
+    let statement = try statement(sql)
+    defer { statement.reset() }
+    guard try statement.step(), !statement.isNull(0) else { return nil }
+    return statement.string(0)
+  }
+
+  /// The first column of the first row, as an integer, or nil.
+  func scalarInt(_ sql: String) throws -> Int64? {
+    let statement = try statement(sql)
+    defer { statement.reset() }
+    guard try statement.step(), !statement.isNull(0) else { return nil }
+    return statement.int64(0)
+  }
+
+  /// Rows changed by the last INSERT, UPDATE or DELETE on this connection.
+  var changes: Int { Int(sqlite3_changes64(handle)) }
+
+  var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+  func error(_ code: Int32, sql: String?) -> SQLiteError {
+    SQLiteError(
+      code: code, extendedCode: sqlite3_extended_errcode(handle),
+      message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+  }
+
+  // MARK: - Transactions
+
+  /// Runs `body` in a `BEGIN IMMEDIATE` transaction: the cross-process write lock.
+  ///
+  /// Waiting for the lock is bounded by `deadline`: SQLITE_BUSY never reaches the caller
+  /// before it. SQLite's busy handler does most of the waiting; the loop covers the cases
+  /// where SQLite reports BUSY without calling the handler.
+  func writeTransaction<T>(deadline: ContinuousClock.Instant, _ body: () throws -> T) throws -> T {
+    try retryingBusy(until: deadline, sql: "BEGIN IMMEDIATE")
+    do {
+      let result = try body()
+      try retryingBusy(until: deadline, sql: "COMMIT")
+      return result
+    } catch {
+      if isInTransaction { try? execute("ROLLBACK") }
+      throw error
+    }
+  }
+
+  /// Runs `body` in a deferred read transaction, so that several statements see one snapshot.
+  func readTransaction<T>(_ body: () throws -> T) throws -> T {
+    try execute("BEGIN DEFERRED")
+    defer { try? execute("COMMIT") }
+    return try body()
+  }
+
+  private func retryingBusy(until deadline: ContinuousClock.Instant, sql: String) throws {
+    let clock = ContinuousClock()
+    let original = busyTimeout
+    defer { setBusyTimeout(original) }
+    while true {
+      let remaining = clock.now.duration(to: deadline)
+      setBusyTimeout(max(remaining, .milliseconds(1)))
+      do {
+        try execute(sql)
+        return
+      } catch let error as SQLiteError where error.isBusy && clock.now < deadline {
+        // A busy BEGIN leaves no transaction; a busy COMMIT keeps it open, so both retry as is.
+        Thread.sleep(forTimeInterval: 0.001)
+      }
+    }
+  }
+
+  // MARK: - WAL and checkpoints
+
+  /// Frames in the WAL after this connection's last commit.
+  var walPages: Int32 { walObserver.pages }
+
+  /// Copies the WAL into the database file in a mode that holds the writer lock.
+  /// Returns the frames in the log and the frames checkpointed.
+  @discardableResult
+  func checkpoint(_ mode: CheckpointMode) throws -> (log: Int32, checkpointed: Int32) {
+    var log: Int32 = 0
+    var done: Int32 = 0
+    let code = sqlite3_wal_checkpoint_v2(handle, nil, mode.sqliteValue, &log, &done)
+    guard code == SQLITE_OK else { throw error(code, sql: "checkpoint") }
+    walObserver.pages = 0
+    return (log, done)
+  }
+
+  /// `PRAGMA data_version`: changes when another connection commits.
+  func dataVersion() throws -> Int64 {
+    try scalarInt("PRAGMA data_version") ?? 0
+  }
+}
+
+/// Receives SQLite's WAL hook, which reports the WAL size after every commit.
+private final class WALObserver {
+  var pages: Int32 = 0
+}

@@ -1,0 +1,129 @@
+import CSQLite
+import Foundation
+
+/// A prepared statement owned by one `SQLiteConnection`.
+///
+/// Statements are cached by their SQL text on the connection; `reset()` clears the bindings
+/// before each use, so a cached statement never carries arguments from its last run.
+final class Statement {
+  let handle: OpaquePointer
+  let sql: String
+  private unowned let connection: SQLiteConnection
+
+  init(connection: SQLiteConnection, sql: String) throws {
+    var handle: OpaquePointer?
+    let code = sqlite3_prepare_v3(
+      connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
+    guard code == SQLITE_OK, let handle else {
+      throw connection.error(code, sql: sql)
+    }
+    self.handle = handle
+    self.sql = sql
+    self.connection = connection
+  }
+
+  deinit { sqlite3_finalize(handle) }
+
+  // MARK: - Binding (indices start at 1, as in SQLite)
+
+  func reset() {
+    sqlite3_reset(handle)
+    sqlite3_clear_bindings(handle)
+  }
+
+  func bindNull(_ index: Int32) {
+    sqlite3_bind_null(handle, index)
+  }
+
+  func bind(_ value: Int64, at index: Int32) {
+    sqlite3_bind_int64(handle, index, value)
+  }
+
+  func bind(_ value: Double, at index: Int32) {
+    sqlite3_bind_double(handle, index, value)
+  }
+
+  func bind(_ value: String, at index: Int32) {
+    var value = value
+    _ = value.withUTF8 { bytes in
+      if let base = bytes.baseAddress, bytes.count > 0 {
+        sqlite3_bind_text64(
+          handle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self),
+          UInt64(bytes.count), sqliteTransient, UInt8(SQLITE_UTF8))
+      } else {
+        sqlite3_bind_text(handle, index, "", 0, nil)
+      }
+    }
+  }
+
+  func bind(_ value: Data, at index: Int32) {
+    _ = value.withUnsafeBytes { bytes in
+      if let base = bytes.baseAddress, bytes.count > 0 {
+        sqlite3_bind_blob64(handle, index, base, UInt64(bytes.count), sqliteTransient)
+      } else {
+        sqlite3_bind_zeroblob(handle, index, 0)
+      }
+    }
+  }
+
+  // MARK: - Stepping
+
+  /// Advances to the next row; returns false when the statement is done.
+  func step() throws -> Bool {
+    let code = sqlite3_step(handle)
+    switch code {
+    case SQLITE_ROW: return true
+    case SQLITE_DONE: return false
+    default: throw connection.error(code, sql: sql)
+    }
+  }
+
+  /// Runs a statement that returns no rows.
+  func run() throws {
+    while try step() {}
+  }
+
+  // MARK: - Reading columns (indices start at 0, as in SQLite)
+
+  func columnCount() -> Int32 { sqlite3_column_count(handle) }
+
+  func columnName(_ index: Int32) -> String {
+    sqlite3_column_name(handle, index).map { String(cString: $0) } ?? ""
+  }
+
+  func storageClass(_ index: Int32) -> StorageClass {
+    switch sqlite3_column_type(handle, index) {
+    case SQLITE_INTEGER: .integer
+    case SQLITE_FLOAT: .real
+    case SQLITE_TEXT: .text
+    case SQLITE_BLOB: .blob
+    default: .null
+    }
+  }
+
+  func isNull(_ index: Int32) -> Bool { sqlite3_column_type(handle, index) == SQLITE_NULL }
+
+  func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+
+  func double(_ index: Int32) -> Double { sqlite3_column_double(handle, index) }
+
+  func string(_ index: Int32) -> String {
+    guard let text = sqlite3_column_text(handle, index) else { return "" }
+    let count = Int(sqlite3_column_bytes(handle, index))
+    return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+  }
+
+  func data(_ index: Int32) -> Data {
+    let count = Int(sqlite3_column_bytes(handle, index))
+    guard count > 0, let bytes = sqlite3_column_blob(handle, index) else { return Data() }
+    return Data(bytes: bytes, count: count)
+  }
+}
+
+/// SQLite's five storage classes, as a column value reports them.
+enum StorageClass {
+  case null, integer, real, text, blob
+}
+
+/// SQLite's `SQLITE_TRANSIENT`: copy the bound bytes before the call returns.
+let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

@@ -1,0 +1,188 @@
+import Foundation
+
+// Reading and writing entity rows. Reads run on a context's own connection; writes run in
+// the writer's transaction (see `StoreWriter`).
+
+/// The current row of a statement that selects `TableLayout.selectSQL`'s columns.
+struct Row {
+  let statement: Statement
+
+  var primaryKey: Int64 { statement.int64(0) }
+  var version: Int64 { statement.int64(1) }
+  var entityName: String { statement.string(2) }
+
+  /// Decodes the row's attribute values into `object`, whose entity is the row's.
+  func decode(into object: ManagedObject, entity: EntityDescription, layout: TableLayout) throws {
+    guard let positions = layout.positions[entity.name] else { return }
+    for (slot, attribute) in entity.attributes.enumerated() {
+      try attribute.accessor.decode(statement.primitiveValue(at: positions[slot]), into: object)
+    }
+    object.rowVersion = version
+    object.committedValues.removeAll()
+    object.isFault = false
+  }
+}
+
+extension PersistentStore {
+  // MARK: - Reading
+
+  /// Runs a SELECT over `entity`'s table and calls `body` for each row.
+  ///
+  /// - Parameters:
+  ///   - clauses: SQL after `FROM "<table>"` (WHERE, ORDER BY, LIMIT), built by the caller from
+  ///     model identifiers only; its values are in `arguments`.
+  func selectRows(
+    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue],
+    connection: SQLiteConnection, _ body: (Row) throws -> Void
+  ) throws {
+    let sql = layout(of: entity).selectSQL + clauses
+    let statement = try connection.statement(sql)
+    defer { statement.reset() }
+    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    while try statement.step() { try body(Row(statement: statement)) }
+  }
+
+  /// Runs a query that returns one integer (a count).
+  func selectCount(
+    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue], connection: SQLiteConnection
+  ) throws -> Int {
+    let statement = try connection.statement("SELECT count(*) FROM \"\(entity.tableName)\"" + clauses)
+    defer { statement.reset() }
+    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    return try statement.step() ? Int(statement.int64(0)) : 0
+  }
+
+  /// `WHERE` clause text restricting a select to `entity` (and its subentities, when asked),
+  /// with its arguments; empty for a root entity whose subentities are included.
+  func entityRestriction(for entity: EntityDescription, includesSubentities: Bool) -> (String, [PrimitiveValue]) {
+    let names = includesSubentities ? entity.selfAndDescendantNames : [entity.name]
+    if entity.isRoot && includesSubentities { return ("", []) }
+    let marks = Array(repeating: "?", count: names.count).joined(separator: ", ")
+    return ("_entity IN (\(marks))", names.map { .text($0) })
+  }
+
+  /// Loads the row with `primaryKey` into `object`. Returns false when there is no such row
+  /// of `entity` or one of its subentities.
+  func loadRow(
+    primaryKey: Int64, into object: ManagedObject, entity: EntityDescription, connection: SQLiteConnection
+  ) throws -> Bool {
+    var found = false
+    try selectRows(
+      of: entity, clauses: " WHERE pk = ?", arguments: [.integer(primaryKey)], connection: connection
+    ) { row in
+      guard row.entityName == entity.name else { return }
+      try row.decode(into: object, entity: entity, layout: layout(of: entity))
+      found = true
+    }
+    return found
+  }
+
+  /// The concrete entity of the row with `primaryKey` in `entity`'s table, if the row exists
+  /// and is `entity` or one of its subentities.
+  func entityOfRow(primaryKey: Int64, in entity: EntityDescription, connection: SQLiteConnection) throws
+    -> EntityDescription?
+  {
+    let statement = try connection.statement("SELECT _entity FROM \"\(entity.tableName)\" WHERE pk = ?")
+    defer { statement.reset() }
+    statement.bind(primaryKey, at: 1)
+    guard try statement.step(), let found = model.entity(named: statement.string(0)),
+      entity.selfAndDescendantNames.contains(found.name)
+    else { return nil }
+    return found
+  }
+
+  // MARK: - Writing
+
+  /// Writes a change set in one transaction: deletes, then updates, then inserts (so a unique
+  /// value freed by a delete can be reused by an insert of the same save).
+  func commit(_ changes: ChangeSet, info: TransactionInfo) throws -> AppliedChanges {
+    do {
+      return try writer.write(info) { connection in
+        try self.apply(changes, connection: connection)
+      }
+    } catch let error as SQLiteError {
+      throw error.isConstraint && error.extendedCode & 0xFF == 19 && error.message.contains("UNIQUE")
+        ? StoreError.uniqueConstraintViolation(entity: "", message: error.message)
+        : StoreError.sqlite(error)
+    }
+  }
+
+  /// Reserves `count` primary keys for `root`'s table, for objects given permanent IDs
+  /// before they are saved.
+  func reservePrimaryKeys(count: Int, root: EntityDescription) throws -> ClosedRange<Int64> {
+    try writer.write(TransactionInfo()) { connection in
+      try Self.reservePrimaryKeys(count: count, table: root.tableName, connection: connection)
+    }
+  }
+
+  private static func reservePrimaryKeys(count: Int, table: String, connection: SQLiteConnection) throws
+    -> ClosedRange<Int64>
+  {
+    let statement = try connection.statement(
+      "UPDATE _primary_key SET max_pk = max_pk + ? WHERE entity = ? RETURNING max_pk")
+    defer { statement.reset() }
+    statement.bind(Int64(count), at: 1)
+    statement.bind(table, at: 2)
+    guard try statement.step() else {
+      throw SQLiteError(code: 1, message: "no primary key sequence for table \(table)")
+    }
+    let last = statement.int64(0)
+    return (last - Int64(count) + 1)...last
+  }
+
+  private func apply(_ changes: ChangeSet, connection: SQLiteConnection) throws -> AppliedChanges {
+    for delete in changes.deletes {
+      let entity = model.entities[Int(delete.entityIndex)]
+      let statement = try connection.statement(layout(of: entity).deleteSQL)
+      statement.bind(delete.primaryKey, at: 1)
+      statement.bind(delete.version, at: 2)
+      try statement.run()
+      guard connection.changes == 1 else {
+        throw StoreError.conflict(entity: entity.name, primaryKey: delete.primaryKey)
+      }
+    }
+
+    for update in changes.updates {
+      let entity = model.entities[Int(update.entityIndex)]
+      let statement = try connection.statement(layout(of: entity).updateSQL(entity: entity, slots: update.slots))
+      for (index, value) in update.values.enumerated() { statement.bind(value, at: Int32(index + 1)) }
+      let next = Int32(update.values.count + 1)
+      statement.bind(update.primaryKey, at: next)
+      statement.bind(update.version, at: next + 1)
+      try statement.run()
+      guard connection.changes == 1 else {
+        throw StoreError.conflict(entity: entity.name, primaryKey: update.primaryKey)
+      }
+    }
+
+    // Reserve keys per table for the inserts that have none yet.
+    var needed: [String: Int] = [:]
+    for insert in changes.inserts where insert.primaryKey == nil {
+      needed[model.entities[Int(insert.entityIndex)].tableName, default: 0] += 1
+    }
+    var nextKey: [String: Int64] = [:]
+    for (table, count) in needed.sorted(by: { $0.key < $1.key }) {
+      nextKey[table] = try Self.reservePrimaryKeys(count: count, table: table, connection: connection).lowerBound
+    }
+    var applied = AppliedChanges()
+    applied.insertedKeys.reserveCapacity(changes.inserts.count)
+    for insert in changes.inserts {
+      let entity = model.entities[Int(insert.entityIndex)]
+      let primaryKey: Int64
+      if let given = insert.primaryKey {
+        primaryKey = given
+      } else {
+        primaryKey = nextKey[entity.tableName, default: 1]
+        nextKey[entity.tableName] = primaryKey + 1
+      }
+      guard let sql = layout(of: entity).insertSQL[entity.name] else { continue }
+      let statement = try connection.statement(sql)
+      statement.bind(primaryKey, at: 1)
+      statement.bind(entity.name, at: 2)
+      for (index, value) in insert.values.enumerated() { statement.bind(value, at: Int32(index + 3)) }
+      try statement.run()
+      applied.insertedKeys.append(primaryKey)
+    }
+    return applied
+  }
+}

@@ -1,0 +1,24 @@
+import Foundation
+
+// Binding and reading `PrimitiveValue`s: where the Model's values meet SQLite's storage classes.
+extension Statement {
+  func bind(_ value: PrimitiveValue, at index: Int32) {
+    switch value {
+    case .null: bindNull(index)
+    case .integer(let int): bind(int, at: index)
+    case .real(let real): bind(real, at: index)
+    case .text(let text): bind(text, at: index)
+    case .blob(let data): bind(data, at: index)
+    }
+  }
+
+  func primitiveValue(at index: Int32) -> PrimitiveValue {
+    switch storageClass(index) {
+    case .integer: .integer(int64(index))
+    case .real: .real(double(index))
+    case .text: .text(string(index))
+    case .blob: .blob(data(index))
+    case .null: .null
+    }
+  }
+}

@@ -1,0 +1,16 @@
+/// How a store is opened.
+///
+/// ```swift
+/// var options = StoreOptions()
+/// options.busyTimeout = .seconds(10)
+/// let container = try PersistentContainer(name: "Notes", model: model, storeURL: url, options: options)
+/// ```
+public struct StoreOptions: Sendable {
+  /// How long a write waits for the cross-process write lock before it throws
+  /// `SQLiteError` with `SQLITE_BUSY`. SQLite's busy state never reaches a caller sooner.
+  public var busyTimeout: Duration = .seconds(5)
+  /// Pages in the WAL after which the writer checkpoints (RESTART mode) after its commit.
+  public var checkpointThresholdPages: Int32 = 1000
+
+  public init() {}
+}

@@ -1,0 +1,80 @@
+/// The SQL shape of one root entity's table, derived once from the validated model.
+///
+/// Every identifier here comes from the model, which accepts only `[A-Za-z][A-Za-z0-9_]*`
+/// names, and is double-quoted; every value is bound. The layout is the documented file
+/// format (`docs/file-format.md`):
+///
+/// ```sql
+/// CREATE TABLE "Note" (pk INTEGER PRIMARY KEY, _version INTEGER NOT NULL DEFAULT 1,
+///                      _entity TEXT NOT NULL, "title" TEXT NOT NULL, "created" REAL, ...)
+/// ```
+struct TableLayout: Sendable {
+  /// Columns selected before the attributes: pk, _version, _entity.
+  static let leadingColumns: Int32 = 3
+
+  let root: EntityDescription
+  /// Attribute columns of the whole hierarchy, root attributes first.
+  let columns: [(name: String, type: String, notNull: Bool)]
+  /// For each entity of the hierarchy, the select-list position of each of its attributes.
+  let positions: [String: [Int32]]
+  /// `SELECT pk, _version, _entity, <every column> FROM "<table>"`
+  let selectSQL: String
+  /// For each entity, its INSERT statement: pk, then _entity, then its attributes.
+  let insertSQL: [String: String]
+  let deleteSQL: String
+  let createSQL: [String]
+
+  init(root: EntityDescription, hierarchy: [EntityDescription]) {
+    self.root = root
+    var columns: [(name: String, type: String, notNull: Bool)] = []
+    var indexByColumn: [String: Int] = [:]
+    var createIndexes: [String] = []
+    for entity in hierarchy {
+      for attribute in entity.attributes where attribute.entityName == entity.name {
+        indexByColumn[attribute.columnName] = columns.count
+        // Only the root's non-optional attributes can be NOT NULL: a subentity's columns are
+        // empty in the rows of its siblings.
+        columns.append(
+          (attribute.columnName, attribute.attributeType.columnType, entity.isRoot && !attribute.isOptional))
+        if attribute.isUnique {
+          createIndexes.append(
+            "CREATE UNIQUE INDEX \"_unique_\(root.name)_\(attribute.columnName)\" ON \"\(root.name)\"(\"\(attribute.columnName)\")")
+        } else if attribute.isIndexed {
+          createIndexes.append(
+            "CREATE INDEX \"_index_\(root.name)_\(attribute.columnName)\" ON \"\(root.name)\"(\"\(attribute.columnName)\")")
+        }
+      }
+    }
+    if hierarchy.count > 1 {
+      createIndexes.append("CREATE INDEX \"_index_\(root.name)__entity\" ON \"\(root.name)\"(_entity)")
+    }
+    self.columns = columns
+    var positions: [String: [Int32]] = [:]
+    var insertSQL: [String: String] = [:]
+    for entity in hierarchy {
+      let indexes = entity.attributes.map { indexByColumn[$0.columnName] ?? 0 }
+      positions[entity.name] = indexes.map { Int32($0) + Self.leadingColumns }
+      let names = entity.attributes.map { "\"\($0.columnName)\"" }
+      let placeholders = Array(repeating: "?", count: names.count + 2)
+      insertSQL[entity.name] =
+        "INSERT INTO \"\(root.name)\" (\((["pk", "_entity"] + names).joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
+    }
+    self.positions = positions
+    self.insertSQL = insertSQL
+    let selectList = (["pk", "_version", "_entity"] + columns.map { "\"\($0.name)\"" })
+    self.selectSQL = "SELECT \(selectList.joined(separator: ", ")) FROM \"\(root.name)\""
+    self.deleteSQL = "DELETE FROM \"\(root.name)\" WHERE pk = ? AND _version = ?"
+    let definitions =
+      ["pk INTEGER PRIMARY KEY", "_version INTEGER NOT NULL DEFAULT 1", "_entity TEXT NOT NULL"]
+      + columns.map { "\"\($0.name)\" \($0.type)\($0.notNull ? " NOT NULL" : "")" }
+    self.createSQL =
+      ["CREATE TABLE \"\(root.name)\" (\(definitions.joined(separator: ", ")))"] + createIndexes
+  }
+
+  /// `UPDATE` of some attributes of one row, guarded by its version.
+  func updateSQL(entity: EntityDescription, slots: [Int32]) -> String {
+    let assignments = slots.map { "\"\(entity.attributes[Int($0)].columnName)\" = ?" }
+    return
+      "UPDATE \"\(root.name)\" SET \((assignments + ["_version = _version + 1"]).joined(separator: ", ")) WHERE pk = ? AND _version = ?"
+  }
+}

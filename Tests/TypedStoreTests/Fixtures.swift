@@ -1,0 +1,77 @@
+import Foundation
+import TypedStore
+
+// The model of DESIGN.md (attributes only until relationships land), plus entities that
+// exercise every attribute type and a subentity.
+
+enum Status: String, Codable, Sendable {
+  case draft, published, archived
+}
+
+enum Priority: Int, Sendable {
+  case low = 0, high = 2
+}
+
+struct Options: Codable, Equatable, Sendable {
+  var pinned = false
+  var tags: [String] = []
+}
+
+final class Folder: ManagedObject {
+  @Attribute var name: String = ""
+}
+
+class Note: ManagedObject {
+  @Attribute var title: String = ""
+  @Attribute(persistentName: "created") var createdAt: Date? = nil
+  @Attribute var status: Status = .draft
+  @Attribute(.codable) var options: Options? = nil
+  @Attribute(preservedOnDeletion: true) var uuid: UUID = UUID()
+}
+
+final class Checklist: Note {
+  @Attribute var itemCount: Int = 0
+}
+
+final class AllTypes: ManagedObject {
+  @Attribute var bool: Bool = false
+  @Attribute var int: Int = 0
+  @Attribute var int16: Int16 = 0
+  @Attribute var int32: Int32 = 0
+  @Attribute var int64: Int64 = 0
+  @Attribute var double: Double = 0
+  @Attribute var float: Float = 0
+  @Attribute var string: String = ""
+  @Attribute var date: Date = Date(timeIntervalSinceReferenceDate: 0)
+  @Attribute var data: Data = Data()
+  @Attribute var uuid: UUID = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
+  @Attribute var url: URL = URL(string: "https://example.com")!
+  @Attribute var decimal: Decimal = 0
+  @Attribute var optionalBool: Bool? = nil
+  @Attribute var optionalInt: Int? = nil
+  @Attribute var optionalInt16: Int16? = nil
+  @Attribute var optionalInt32: Int32? = nil
+  @Attribute var optionalInt64: Int64? = nil
+  @Attribute var optionalDouble: Double? = nil
+  @Attribute var optionalFloat: Float? = nil
+  @Attribute var optionalString: String? = nil
+  @Attribute var optionalDate: Date? = nil
+  @Attribute var optionalData: Data? = nil
+  @Attribute var optionalUUID: UUID? = nil
+  @Attribute var optionalURL: URL? = nil
+  @Attribute var optionalDecimal: Decimal? = nil
+  @Attribute var status: Status = .draft
+  @Attribute var optionalPriority: Priority? = nil
+  @Attribute(.codable) var options: Options = Options()
+  @Attribute(.codable) var optionalOptions: Options? = nil
+}
+
+let notesModel: ManagedObjectModel = {
+  do { return try ManagedObjectModel(Folder.self, Note.self, Checklist.self) } catch {
+    fatalError("fixture model: \(error)")
+  }
+}()
+
+let allTypesModel: ManagedObjectModel = {
+  do { return try ManagedObjectModel(AllTypes.self) } catch { fatalError("fixture model: \(error)") }
+}()
