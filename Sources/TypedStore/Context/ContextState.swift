@@ -74,7 +74,7 @@ final class ContextState: ObjectTracking {
   private func adopt(_ object: ManagedObject, entity: EntityDescription, key: ObjectKey, status: ObjectStatus) {
     object.entity = entity
     object.tracker = self
-    object.status = status
+    object.lifecycle = status
     object.objectKey = key
     object.assignSlots()
     registered[key] = object
@@ -138,13 +138,13 @@ final class ContextState: ObjectTracking {
 
   func insert(_ object: ManagedObject) {
     if object.tracker === self {
-      if object.isDeleted, object.status == .persisted {  // re-inserting a deleted object undeletes it
+      if object.isDeleted, object.lifecycle == .persisted {  // re-inserting a deleted object undeletes it
         object.isDeleted = false
         deleted.remove(object)
       }
       return
     }
-    precondition(object.status == .detached, "TypedStore: the object already belongs to another context")
+    precondition(object.lifecycle == .detached, "TypedStore: the object already belongs to another context")
     guard let entity = model.entity(for: type(of: object)) else {
       preconditionFailure("TypedStore: \(type(of: object)) is not an entity of this context's model")
     }
@@ -154,20 +154,20 @@ final class ContextState: ObjectTracking {
   }
 
   func delete(_ object: ManagedObject) {
-    guard object.tracker === self, object.status != .invalidated, !object.isDeleted else { return }
+    guard object.tracker === self, object.lifecycle != .invalidated, !object.isDeleted else { return }
     object.isDeleted = true
-    if object.status == .inserted {
+    if object.lifecycle == .inserted {
       inserted.removeAll { $0 === object }
       if let key = object.objectKey { registered[key] = nil }
-      object.status = .invalidated
+      object.lifecycle = .invalidated
     } else {
       deleted.insert(object)
     }
   }
 
   func save() throws {
-    let updatedObjects = updated.filter { !$0.isDeleted && $0.status == .persisted }
-    let deletedObjects = deleted.filter { $0.status == .persisted }
+    let updatedObjects = updated.filter { !$0.isDeleted && $0.lifecycle == .persisted }
+    let deletedObjects = deleted.filter { $0.lifecycle == .persisted }
     var changes = ChangeSet()
     changes.inserts.reserveCapacity(inserted.count)
     for object in inserted {
@@ -207,13 +207,13 @@ final class ContextState: ObjectTracking {
         let key = ObjectKey(rootIndex: entity.rootIndex, isTemporary: false, value: primaryKey)
         object.objectKey = key
         registered[key] = object
-        object.status = .persisted
+        object.lifecycle = .persisted
         object.rowVersion = 1
       }
       for object in savedUpdates { object.rowVersion += 1 }
       for object in deletedObjects {
         if let key = object.objectKey { registered[key] = nil }
-        object.status = .invalidated
+        object.lifecycle = .invalidated
       }
     }
     for object in updated { object.committedValues.removeAll() }
@@ -225,7 +225,7 @@ final class ContextState: ObjectTracking {
   func rollback() {
     for object in inserted {
       if let key = object.objectKey { registered[key] = nil }
-      object.status = .invalidated
+      object.lifecycle = .invalidated
     }
     for object in updated {
       guard let entity = object.entity else { continue }
@@ -243,7 +243,7 @@ final class ContextState: ObjectTracking {
   /// Forgets every registered object; they must not be used afterwards.
   func reset() {
     for object in registered.values {
-      object.status = .invalidated
+      object.lifecycle = .invalidated
       object.tracker = nil
     }
     for object in inserted + Array(deleted) { object.tracker = nil }
@@ -256,7 +256,7 @@ final class ContextState: ObjectTracking {
   /// Turns the object back into a fault (dropping its changes), or with `mergeChanges`
   /// reloads its saved values and re-applies its unsaved changes on top.
   func refresh(_ object: ManagedObject, mergeChanges: Bool) {
-    guard object.tracker === self, object.status == .persisted, let entity = object.entity else { return }
+    guard object.tracker === self, object.lifecycle == .persisted, let entity = object.entity else { return }
     var pending: [(Int32, PrimitiveValue)] = []
     if mergeChanges {
       for slot in object.committedValues.keys {
@@ -278,7 +278,7 @@ final class ContextState: ObjectTracking {
   /// Gives inserted objects their primary keys now, before they are saved.
   func obtainPermanentIDs(for objects: [ManagedObject]) throws {
     var byTable: [String: [ManagedObject]] = [:]
-    for object in objects where object.tracker === self && object.status == .inserted {
+    for object in objects where object.tracker === self && object.lifecycle == .inserted {
       guard let entity = object.entity, object.objectKey?.isTemporary == true else { continue }
       byTable[entity.tableName, default: []].append(object)
     }

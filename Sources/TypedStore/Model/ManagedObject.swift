@@ -27,7 +27,7 @@ open class ManagedObject: Hashable {
   public internal(set) final var entity: EntityDescription?
 
   final var objectKey: ObjectKey?
-  final var status: ObjectStatus = .detached
+  final var lifecycle: ObjectStatus = .detached
   final var tracker: (any ObjectTracking)?
   final var rowVersion: Int64 = 0
   /// The committed values of the attributes changed since the last save, by slot.
@@ -52,10 +52,10 @@ open class ManagedObject: Hashable {
   // MARK: - State
 
   /// True for an object inserted into its context and not saved yet.
-  public final var isInserted: Bool { status == .inserted }
+  public final var isInserted: Bool { lifecycle == .inserted }
 
   /// True for a saved object with attribute changes not saved yet.
-  public final var isUpdated: Bool { status == .persisted && !committedValues.isEmpty }
+  public final var isUpdated: Bool { lifecycle == .persisted && !committedValues.isEmpty }
 
   /// True when the object has unsaved changes: inserted, updated or deleted.
   public final var hasChanges: Bool { isInserted || isUpdated || isDeleted }
@@ -90,7 +90,7 @@ open class ManagedObject: Hashable {
   final func _willChangeValue(slot: Int32) {
     guard slot >= 0, let tracker else { return }  // an object in no context tracks nothing
     if isFault { tracker.fulfillFault(of: self) }
-    guard status == .persisted, committedValues[slot] == nil, let entity else { return }
+    guard lifecycle == .persisted, committedValues[slot] == nil, let entity else { return }
     let wasUpdated = !committedValues.isEmpty
     committedValues[slot] = (try? entity.attributes[Int(slot)].accessor.encode(self)) ?? .null
     if !wasUpdated { tracker.objectDidBecomeUpdated(self) }

@@ -147,12 +147,13 @@ public final class ManagedObjectModel: Sendable {
   }
 
   private static func describe(_ declared: [Declared]) throws -> [EntityDescription] {
-    // Order superentities before subentities, otherwise keeping the caller's order.
+    // Order superentities before subentities, otherwise by name: the order (and so the JSON
+    // and the version hash) does not depend on the order the caller listed the classes in.
     var ordered: [Declared] = []
     var placed = Set<String>()
     var pending = declared
     while !pending.isEmpty {
-      let ready = pending.filter { $0.superName.map(placed.contains) ?? true }
+      let ready = pending.filter { $0.superName.map(placed.contains) ?? true }.sorted { $0.name < $1.name }
       ordered += ready
       placed.formUnion(ready.map(\.name))
       pending.removeAll { placed.contains($0.name) }

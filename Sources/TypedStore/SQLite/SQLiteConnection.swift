@@ -65,14 +65,6 @@ final class SQLiteConnection {
     self.busyTimeout = busyTimeout
     sqlite3_extended_result_codes(handle, 1)
     setBusyTimeout(busyTimeout)
-    sqlite3_wal_hook(
-      handle,
-      { context, _, _, pages in
-        if let context {
-          Unmanaged<WALObserver>.fromOpaque(context).takeUnretainedValue().pages = pages
-        }
-        return SQLITE_OK
-      }, Unmanaged.passUnretained(walObserver).toOpaque())
   }
 
   deinit {
@@ -93,6 +85,15 @@ final class SQLiteConnection {
     }
     try execute("PRAGMA synchronous=NORMAL")
     try execute("PRAGMA wal_autocheckpoint=0")
+    // After the pragma, which clears any WAL hook: ours only records the WAL's size.
+    sqlite3_wal_hook(
+      handle,
+      { context, _, _, pages in
+        if let context {
+          Unmanaged<WALObserver>.fromOpaque(context).takeUnretainedValue().pages = pages
+        }
+        return SQLITE_OK
+      }, Unmanaged.passUnretained(walObserver).toOpaque())
   }
 
   func setBusyTimeout(_ timeout: Duration) {

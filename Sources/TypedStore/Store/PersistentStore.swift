@@ -73,6 +73,18 @@ public final class PersistentStore: Sendable {
     let header = (try? handle.read(upToCount: 16)) ?? Data()
     try? handle.close()
     guard header == Data("SQLite format 3\0".utf8) else { throw StoreError.notADatabase(path: path) }
+    // Reading a WAL-mode file creates its -wal and -shm files; a refused file must be left as
+    // it was found, so companions that did not exist before are removed again.
+    let companions = ["-wal", "-shm"].map { path + $0 }.filter { !FileManager.default.fileExists(atPath: $0) }
+    do {
+      try inspectMetadata(path: path, model: model)
+    } catch {
+      for companion in companions { try? FileManager.default.removeItem(atPath: companion) }
+      throw error
+    }
+  }
+
+  private static func inspectMetadata(path: String, model: ManagedObjectModel) throws {
     do {
       let inspector = try SQLiteConnection(path: path, mode: .readOnly)
       guard let metadata = try readMetadata(inspector) else { throw StoreError.notATypedStore(path: path) }

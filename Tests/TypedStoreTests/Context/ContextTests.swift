@@ -1,0 +1,382 @@
+import Foundation
+import Testing
+@testable import TypedStore
+
+/// Saves notes with the given titles and returns their IDs.
+func saveNotes(_ titles: [String], in container: PersistentContainer) async throws -> [ManagedID<Note>] {
+  try await container.performBackgroundTask { context in
+    let notes = titles.map { title in
+      let note = Note(context: context)
+      note.title = title
+      return note
+    }
+    try context.save()
+    return notes.map(\.managedID)
+  }
+}
+
+@Suite struct IdentityMapTests {
+  @Test func oneObjectPerRowInAContext() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["a"], in: container)
+    try await container.newBackgroundContext().perform { context in
+      let fetched = try context.fetch(FetchRequest<Note>())
+      let existing = try context.existingObject(with: ids[0])
+      let fault = context.object(with: ids[0])
+      #expect(fetched.count == 1)
+      #expect(fetched[0] === existing)
+      #expect(existing === fault)
+      #expect(context.registeredObject(for: ids[0]) === existing)
+    }
+  }
+
+  @Test func insertedObjectKeepsItsIdentityThroughSave() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    try await container.newBackgroundContext().perform { context in
+      let note = Note(context: context)
+      let temporary = note.managedID
+      #expect(temporary.isTemporaryID)
+      #expect(context.registeredObject(for: temporary) === note)
+      try context.save()
+      let permanent = note.managedID
+      #expect(!permanent.isTemporaryID)
+      #expect(permanent != temporary)
+      #expect(context.registeredObject(for: permanent) === note)
+      #expect(context.registeredObject(for: temporary) == nil)
+      #expect(try context.fetch(FetchRequest<Note>()).first === note)
+    }
+  }
+
+  @Test func idsAreEqualAcrossContextsForTheSameRow() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["a", "b"], in: container)
+    let fetched = try await container.viewContext.perform { context in
+      try context.fetchObjectIDs(for: FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]))
+    }
+    #expect(fetched == ids)
+    #expect(Set(fetched).count == 2)
+  }
+}
+
+@Suite struct FaultTests {
+  @Test func objectWithIDIsAFaultUntilAnAttributeIsRead() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["loaded on demand"], in: container)
+    await container.newBackgroundContext().perform { context in
+      let note = context.object(with: ids[0])
+      #expect(note.isFault)
+      #expect(note.title == "loaded on demand")
+      #expect(!note.isFault)
+    }
+  }
+
+  @Test func writingToAFaultLoadsItFirstAndTracksTheChange() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["old"], in: container)
+    try await container.newBackgroundContext().perform { context in
+      let note = context.object(with: ids[0])
+      note.status = .published
+      #expect(!note.isFault)
+      #expect(note.title == "old")
+      #expect(note.isUpdated)
+      #expect(note.changedAttributeNames == ["status"])
+      try context.save()
+    }
+    let status = try await container.newBackgroundContext().perform { context in
+      try context.existingObject(with: ids[0]).status
+    }
+    #expect(status == .published)
+  }
+
+  @Test func refreshTurnsAnObjectBackIntoAFaultWithFreshValues() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["v1"], in: container)
+    let reader = container.newBackgroundContext()
+    let first = try await reader.perform { context in try context.existingObject(with: ids[0]).title }
+    #expect(first == "v1")
+    try await container.performBackgroundTask { context in
+      try context.existingObject(with: ids[0]).title = "v2"
+      try context.save()
+    }
+    try await reader.perform { context in
+      let note = try context.existingObject(with: ids[0])
+      #expect(note.title == "v1")  // the context keeps what it read until refreshed
+      note.status = .archived
+      context.refresh(note, mergeChanges: true)
+      #expect(note.title == "v2")
+      #expect(note.status == .archived)
+      context.refresh(note, mergeChanges: false)
+      #expect(note.isFault)
+      #expect(note.status == .draft)
+      let pending = context.hasChanges
+      #expect(!pending)
+    }
+  }
+}
+
+@Suite struct ChangeTrackingTests {
+  @Test func rollbackRestoresSavedValuesAndDropsInsertsAndDeletes() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["keep", "delete me"], in: container)
+    try await container.newBackgroundContext().perform { context in
+      let kept = try context.existingObject(with: ids[0])
+      let deleted = try context.existingObject(with: ids[1])
+      kept.title = "changed"
+      context.delete(deleted)
+      let inserted = Note(context: context)
+      inserted.title = "new"
+      var pending = context.hasChanges
+      #expect(pending)
+      #expect(context.updatedObjects == [kept])
+      #expect(context.deletedObjects == [deleted])
+      #expect(context.insertedObjects == [inserted])
+      context.rollback()
+      pending = context.hasChanges
+      #expect(!pending)
+      #expect(kept.title == "keep")
+      #expect(!deleted.isDeleted)
+      #expect(try context.count(for: FetchRequest<Note>()) == 2)
+    }
+    let titles = try await container.viewContext.perform { context in
+      try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)])).map(\.title)
+    }
+    #expect(titles == ["delete me", "keep"])
+  }
+
+  @Test func settingTheSameValueSavesNothing() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["same"], in: container)
+    try await container.newBackgroundContext().perform { context in
+      let note = try context.existingObject(with: ids[0])
+      note.title = "same"
+      try context.save()
+      let version = note.rowVersion
+      #expect(version == 1)
+    }
+  }
+
+  @Test func deleteRemovesTheRowAtSave() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["a", "b"], in: container)
+    try await container.newBackgroundContext().perform { context in
+      context.delete(try context.existingObject(with: ids[0]))
+      #expect(try context.count(for: FetchRequest<Note>()) == 1)  // pending delete already counts
+      try context.save()
+      #expect(context.registeredObject(for: ids[0]) == nil)
+    }
+    let remaining = try await container.newBackgroundContext().perform { context in
+      #expect(throws: ContextError.objectNotFound(ids[0].description)) {
+        try context.existingObject(with: ids[0])
+      }
+      return try context.count(for: FetchRequest<Note>())
+    }
+    #expect(remaining == 1)
+  }
+
+  @Test func resetForgetsEveryObject() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["a"], in: container)
+    try await container.newBackgroundContext().perform { context in
+      let first = try context.existingObject(with: ids[0])
+      first.title = "unsaved"
+      context.reset()
+      let pending = context.hasChanges
+      #expect(!pending)
+      #expect(context.registeredObject(for: ids[0]) == nil)
+      let again = try context.existingObject(with: ids[0])
+      #expect(again !== first)
+      #expect(again.title == "a")
+    }
+  }
+
+  @Test func concurrentUpdateOfOneRowIsAConflict() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["base"], in: container)
+    let slow = container.newBackgroundContext()
+    try await slow.perform { context in _ = try context.existingObject(with: ids[0]).title }
+    try await container.performBackgroundTask { context in
+      try context.existingObject(with: ids[0]).title = "first"
+      try context.save()
+    }
+    try await slow.perform { context in
+      let note = try context.existingObject(with: ids[0])
+      note.title = "second"
+      #expect(throws: StoreError.conflict(entity: "Note", primaryKey: ids[0].primaryKey!)) {
+        try context.save()
+      }
+      let pending = context.hasChanges
+      #expect(pending)  // the failed save keeps the changes
+    }
+    let title = try await container.viewContext.perform { context in try context.existingObject(with: ids[0]).title }
+    #expect(title == "first")
+  }
+
+  @Test func uniqueAttributeRefusesADuplicateAndWritesNothing() async throws {
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Tag.self))
+    try await container.performBackgroundTask { context in
+      Tag(context: context).name = "swift"
+      try context.save()
+      Tag(context: context).name = "linux"
+      Tag(context: context).name = "swift"
+      #expect(throws: StoreError.self) { try context.save() }
+      context.rollback()
+      #expect(try context.count(for: FetchRequest<Tag>()) == 1)
+    }
+  }
+}
+
+final class Tag: ManagedObject {
+  @Attribute(unique: true) var name: String = ""
+  @Attribute(indexed: true) var weight: Int = 0
+}
+
+@Suite struct TypedIDTests {
+  @Test func temporaryIDsBecomePermanentWithObtainPermanentIDs() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let (before, after, saved) = try await container.performBackgroundTask { context in
+      let note = Note(context: context)
+      let before = note.managedID
+      try context.obtainPermanentIDs(for: [note])
+      let after = note.managedID
+      try context.save()
+      return (before, after, note.managedID)
+    }
+    #expect(before.isTemporaryID)
+    #expect(!after.isTemporaryID)
+    #expect(after == saved)
+  }
+
+  @Test func primaryKeysAreNeverReusedAfterADelete() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let first = try await saveNotes(["a"], in: container)
+    try await container.performBackgroundTask { context in
+      context.delete(try context.existingObject(with: first[0]))
+      try context.save()
+    }
+    let second = try await saveNotes(["b"], in: container)
+    #expect(second[0].primaryKey! > first[0].primaryKey!)
+  }
+
+  @Test func idResolvesInAnotherContextAndFromADetachedTask() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let id = try await saveNotes(["shared"], in: container)[0]
+    let title = try await Task.detached {
+      try await container.newBackgroundContext().perform { context in
+        try context.existingObject(with: id).title
+      }
+    }.value
+    #expect(title == "shared")
+  }
+
+  @Test func uriRoundTripsAndValidatesStoreAndEntity() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let id = try await saveNotes(["x"], in: container)[0]
+    let uri = id.uriRepresentation
+    #expect(uri.absoluteString == "typedstore://\(container.persistentStore.identifier.uuidString)/Note/p\(id.primaryKey!)")
+    #expect(try ManagedID<Note>(validating: uri) == id)
+    #expect(throws: ManagedIDError.entityMismatch(expected: "Folder", found: "Note")) {
+      try ManagedID<Folder>(validating: uri)
+    }
+    #expect(throws: ManagedIDError.entityMismatch(expected: "Checklist", found: "Note")) {
+      try ManagedID<Checklist>(validating: uri)
+    }
+    let foreign = UUID()
+    #expect(throws: ManagedIDError.unknownStore(foreign)) {
+      try ManagedID<Note>(validating: URL(string: "typedstore://\(foreign.uuidString)/Note/p1")!)
+    }
+    for bad in ["https://example.com/Note/p1", "typedstore://not-a-uuid/Note/p1", "typedstore://\(foreign.uuidString)/Note/x1", "typedstore://\(foreign.uuidString)/Note"] {
+      #expect(throws: ManagedIDError.malformedURI(bad)) { try ManagedID<Note>(validating: URL(string: bad)!) }
+    }
+  }
+
+  @Test func subentityIDsAreAcceptedWhereTheSuperentityIsExpected() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let id = try await container.performBackgroundTask { context in
+      let list = Checklist(context: context)
+      list.title = "groceries"
+      list.itemCount = 3
+      try context.save()
+      return list.managedID
+    }
+    #expect(id.entityName == "Checklist")
+    let asNote = try ManagedID<Note>(validating: id.uriRepresentation)
+    let (title, count) = try await container.newBackgroundContext().perform { context in
+      let note = try context.existingObject(with: asNote)
+      return (note.title, (note as? Checklist)?.itemCount)
+    }
+    #expect(title == "groceries")
+    #expect(count == 3)
+  }
+
+  @Test func idsAreCodableAsTheirURI() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let id = try await saveNotes(["x"], in: container)[0]
+    let data = try JSONEncoder().encode([id])
+    #expect(String(decoding: data, as: UTF8.self) == "[\"\(id.uriRepresentation.absoluteString.replacingOccurrences(of: "/", with: "\\/"))\"]")
+    #expect(try JSONDecoder().decode([ManagedID<Note>].self, from: data) == [id])
+    #expect(throws: ManagedIDError.self) { try JSONDecoder().decode([ManagedID<Folder>].self, from: data) }
+  }
+
+  @Test func existingObjectOfAMissingRowThrows() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let id = try await saveNotes(["x"], in: container)[0]
+    let missing = try ManagedID<Note>(validating: URL(string: "typedstore://\(id.storeIdentifier.uuidString)/Note/p999")!)
+    let error = await container.viewContext.perform { context in
+      #expect(throws: ContextError.self) { try context.existingObject(with: missing) }
+    }
+    #expect(error == .objectNotFound(missing.description))
+  }
+}
+
+actor NoteImporter: ModelActor {
+  nonisolated let modelContext: ManagedObjectContext
+  init(container: PersistentContainer) { modelContext = container.newBackgroundContext() }
+
+  func importTitles(_ titles: [String]) throws -> [ManagedID<Note>] {
+    try withContext { context in
+      let notes = titles.map { title in
+        let note = Note(context: context)
+        note.title = title
+        return note
+      }
+      try context.save()
+      return notes.map(\.managedID)
+    }
+  }
+
+  func title(of id: ManagedID<Note>, via other: NoteImporter) async throws -> String {
+    // Two model actors calling each other: the executor never blocks, so no deadlock.
+    try await other.titleDirectly(id)
+  }
+
+  func titleDirectly(_ id: ManagedID<Note>) throws -> String {
+    try withContext { context in try context.existingObject(with: id).title }
+  }
+}
+
+@Suite struct ModelActorTests {
+  @Test func modelActorRunsOnItsContextsExecutor() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let first = NoteImporter(container: container)
+    let second = NoteImporter(container: container)
+    let ids = try await first.importTitles(["one", "two"])
+    #expect(try await first.title(of: ids[1], via: second) == "two")
+    #expect(try await second.title(of: ids[0], via: first) == "one")
+  }
+
+  @Test func performAndWaitBlocksUntilTheBodyRan() throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let context = container.newBackgroundContext()
+    let id = try context.performAndWait { context in
+      let note = Note(context: context)
+      note.title = "sync"
+      try context.save()
+      return note.managedID
+    }
+    let title = try context.performAndWait { context in
+      // Re-entrant: runs at once on the context's own executor.
+      try context.performAndWait { inner in try inner.existingObject(with: id).title }
+    }
+    #expect(title == "sync")
+  }
+}

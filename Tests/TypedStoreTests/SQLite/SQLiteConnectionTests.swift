@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+@testable import TypedStore
+
+@Suite struct SQLiteConnectionTests {
+  private func freshPath(_ name: String) -> String {
+    let url = PersistentContainer.testStoreURL(variant: name)
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+    return url.path
+  }
+
+  @Test func writeWaitsForTheLockUntilItsDeadlineAndNotLonger() throws {
+    let path = freshPath("busy")
+    let holder = try SQLiteConnection(path: path, mode: .readWriteCreate)
+    try holder.configure(enableWAL: true)
+    try holder.execute("CREATE TABLE t (x)")
+    try holder.execute("BEGIN IMMEDIATE")
+    let waiter = try SQLiteConnection(path: path, mode: .readWrite)
+    let clock = ContinuousClock()
+    let start = clock.now
+    let error = #expect(throws: SQLiteError.self) {
+      try waiter.writeTransaction(deadline: .now + .milliseconds(300)) { try waiter.execute("INSERT INTO t VALUES (1)") }
+    }
+    let waited = clock.now - start
+    #expect(error?.isBusy == true)
+    #expect(waited >= .milliseconds(290))
+    #expect(waited < .seconds(3))
+    try holder.execute("ROLLBACK")
+  }
+
+  @Test func writeSucceedsWhenTheLockIsReleasedBeforeTheDeadline() async throws {
+    let path = freshPath("released")
+    let holder = try SQLiteConnection(path: path, mode: .readWriteCreate)
+    try holder.configure(enableWAL: true)
+    try holder.execute("CREATE TABLE t (x)")
+    try holder.execute("BEGIN IMMEDIATE")
+    let release = Task.detached {
+      try await Task.sleep(for: .milliseconds(150))
+      try holder.execute("COMMIT")
+    }
+    let waiter = try SQLiteConnection(path: path, mode: .readWrite)
+    try waiter.writeTransaction(deadline: .now + .seconds(5)) { try waiter.execute("INSERT INTO t VALUES (1)") }
+    try await release.value
+    #expect(try waiter.scalarInt("SELECT count(*) FROM t") == 1)
+  }
+
+  @Test func failedTransactionRollsBack() throws {
+    let path = freshPath("rollback")
+    let connection = try SQLiteConnection(path: path, mode: .readWriteCreate)
+    try connection.execute("CREATE TABLE t (x UNIQUE)")
+    #expect(throws: SQLiteError.self) {
+      try connection.writeTransaction(deadline: .now + .seconds(1)) {
+        try connection.execute("INSERT INTO t VALUES (1)")
+        try connection.execute("INSERT INTO t VALUES (1)")
+      }
+    }
+    #expect(!connection.isInTransaction)
+    #expect(try connection.scalarInt("SELECT count(*) FROM t") == 0)
+  }
+
+  @Test func errorsCarryCodesMessageAndSQL() throws {
+    let connection = try SQLiteConnection(path: freshPath("errors"), mode: .readWriteCreate)
+    let error = #expect(throws: SQLiteError.self) { try connection.statement("SELECT * FROM missing") }
+    #expect(error?.code == 1)
+    #expect(error?.message.contains("no such table") == true)
+    #expect(error?.sql == "SELECT * FROM missing")
+  }
+
+  @Test func checkpointRunsInAWriterLockingModeAndEmptiesTheWAL() throws {
+    let path = freshPath("checkpoint")
+    let connection = try SQLiteConnection(path: path, mode: .readWriteCreate)
+    try connection.configure(enableWAL: true)
+    try connection.execute("CREATE TABLE t (x); INSERT INTO t VALUES (randomblob(10000));")
+    #expect(connection.walPages > 0)
+    let result = try connection.checkpoint(.truncate)
+    #expect(result.log == 0)
+    let attributes = try FileManager.default.attributesOfItem(atPath: path + "-wal")
+    #expect(attributes[.size] as? Int == 0)
+  }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+@testable import TypedStore
+
+/// The bytes of a store file and of its -wal (nil where absent), and whether its -shm exists.
+/// The -shm file is SQLite's shared-memory index: every reader of a WAL store updates its read
+/// marks, so only its presence is compared.
+private func snapshot(_ url: URL) -> [Data?] {
+  ["", "-wal"].map { FileManager.default.contents(atPath: url.path + $0) }
+    + [FileManager.default.fileExists(atPath: url.path + "-shm") ? Data("present".utf8) : nil]
+}
+
+@Suite struct StoreFileTests {
+  @Test func foreignFileIsRefusedAndLeftUnchanged() throws {
+    let url = PersistentContainer.testStoreURL()
+    try Data("this is a text file, not a database\n".utf8).write(to: url)
+    let before = snapshot(url)
+    #expect(throws: StoreError.notADatabase(path: url.path)) {
+      try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
+    }
+    #expect(snapshot(url) == before)
+  }
+
+  @Test func foreignSQLiteDatabaseIsRefusedAndLeftUnchanged() throws {
+    let url = PersistentContainer.testStoreURL()
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+    do {
+      let other = try SQLiteConnection(path: url.path, mode: .readWriteCreate)
+      try other.execute("CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('ada');")
+    }
+    let before = snapshot(url)
+    #expect(throws: StoreError.notATypedStore(path: url.path)) {
+      try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
+    }
+    #expect(snapshot(url) == before)
+  }
+
+  @Test func corruptStoreIsRefusedAndLeftUnchanged() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    _ = try await saveNotes(["a"], in: container)
+    let url = container.persistentStore.url
+    _ = try container.persistentStore.writer.withConnection { try $0.checkpoint(.truncate).log }
+    // Keep the header, overwrite the rest of the first page and the second with garbage.
+    var bytes = try Data(contentsOf: url)
+    for index in 100..<min(bytes.count, 8192) { bytes[index] = UInt8(truncatingIfNeeded: index &* 7) }
+    let copy = PersistentContainer.testStoreURL(variant: "copy")
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy.path + suffix) }
+    try bytes.write(to: copy)
+    let before = snapshot(copy)
+    #expect(throws: StoreError.self) {
+      try PersistentContainer(name: "Test", model: notesModel, storeURL: copy)
+    }
+    #expect(snapshot(copy) == before)
+  }
+
+  @Test func storeMadeWithAnotherModelIsRefusedAndLeftUnchanged() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    _ = try await saveNotes(["a"], in: container)
+    let url = container.persistentStore.url
+    let other = try ManagedObjectModel(Folder.self)
+    let before = snapshot(url)
+    #expect(throws: StoreError.modelMismatch(storeHash: notesModel.versionHash, modelHash: other.versionHash)) {
+      try PersistentContainer(name: "Test", model: other, storeURL: url)
+    }
+    #expect(snapshot(url) == before)
+  }
+
+  @Test func reopeningKeepsTheStoreUUIDAndData() async throws {
+    let url: URL
+    let identifier: UUID
+    do {
+      let container = try PersistentContainer.makeTest(model: notesModel)
+      _ = try await saveNotes(["kept"], in: container)
+      url = container.persistentStore.url
+      identifier = container.persistentStore.identifier
+    }
+    let reopened = try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
+    #expect(reopened.persistentStore.identifier == identifier)
+    let metadata = try reopened.persistentStore.metadata()
+    #expect(metadata["model_hash"] == notesModel.versionHash)
+    #expect(metadata["format_version"] == "1")
+    #expect(metadata["model_json"].map { Data($0.utf8) } == notesModel.jsonRepresentation)
+    let titles = try await reopened.viewContext.perform { context in try context.fetch(FetchRequest<Note>()).map(\.title) }
+    #expect(titles == ["kept"])
+  }
+
+  @Test func emptyFileBecomesANewStore() throws {
+    let url = PersistentContainer.testStoreURL()
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+    #expect(FileManager.default.createFile(atPath: url.path, contents: Data()))
+    let container = try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
+    #expect(try container.persistentStore.metadata()["store_uuid"] == container.persistentStore.identifier.uuidString)
+  }
+
+  @Test func twoContainersOnOneFileShareRowsAndKeys() async throws {
+    let first = try PersistentContainer.makeTest(model: notesModel)
+    let second = try PersistentContainer(name: "Other", model: notesModel, storeURL: first.persistentStore.url)
+    #expect(first.persistentStore.identifier == second.persistentStore.identifier)
+    let a = try await saveNotes(["from first"], in: first)
+    let b = try await saveNotes(["from second"], in: second)
+    #expect(a[0].primaryKey != b[0].primaryKey)
+    let titles = try await first.newBackgroundContext().perform { context in
+      try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)])).map(\.title)
+    }
+    #expect(titles == ["from first", "from second"])
+    let resolved = try await second.viewContext.perform { context in try context.existingObject(with: a[0]).title }
+    #expect(resolved == "from first")
+  }
+
+  @Test func connectionsUseTheDocumentedPragmas() throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let pragmas = try container.persistentStore.writer.withConnection { connection in
+      [
+        try connection.scalarText("PRAGMA journal_mode"), try connection.scalarInt("PRAGMA synchronous").map(String.init),
+        try connection.scalarInt("PRAGMA wal_autocheckpoint").map(String.init), try connection.scalarInt("PRAGMA mmap_size").map(String.init),
+      ]
+    }
+    #expect(pragmas == ["wal", "1", "0", "0"])  // WAL, synchronous=NORMAL, no auto-checkpoint, no mmap
+    let reader = try container.persistentStore.makeReadConnection()
+    #expect(try reader.scalarInt("PRAGMA wal_autocheckpoint") == 0)
+    #expect(try reader.scalarInt("PRAGMA query_only") == 1)
+  }
+}
