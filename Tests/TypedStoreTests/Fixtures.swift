@@ -9,7 +9,8 @@ enum Status: String, Codable, Sendable {
 }
 
 enum Priority: Int, Sendable {
-  case low = 0, high = 2
+  case low = 0
+  case high = 2
 }
 
 struct Options: Codable, Equatable, Sendable {

@@ -123,7 +123,8 @@ final class ContextState: ObjectTracking {
       if !found {
         // As in Core Data: a fault whose row is gone cannot be fulfilled, and inventing values
         // would be silent data loss. `existingObject(with:)` checks for the row instead.
-        fatalError("TypedStore: cannot fulfil a fault for \(anyID(of: object)?.description ?? entity.name): the row was deleted")
+        fatalError(
+          "TypedStore: cannot fulfil a fault for \(anyID(of: object)?.description ?? entity.name): the row was deleted")
       }
     } catch {
       fatalError("TypedStore: cannot fulfil a fault for \(anyID(of: object)?.description ?? entity.name): \(error)")
@@ -149,7 +150,9 @@ final class ContextState: ObjectTracking {
       preconditionFailure("TypedStore: \(type(of: object)) is not an entity of this context's model")
     }
     let number = Self.temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue
-    adopt(object, entity: entity, key: ObjectKey(rootIndex: entity.rootIndex, isTemporary: true, value: number), status: .inserted)
+    adopt(
+      object, entity: entity, key: ObjectKey(rootIndex: entity.rootIndex, isTemporary: true, value: number),
+      status: .inserted)
     inserted.append(object)
   }
 
@@ -191,11 +194,13 @@ final class ContextState: ObjectTracking {
       guard !slots.isEmpty else { continue }
       savedUpdates.append(object)
       changes.updates.append(
-        ChangeSet.Update(entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion, slots: slots, values: values))
+        ChangeSet.Update(
+          entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion, slots: slots, values: values))
     }
     for object in deletedObjects {
       guard let entity = object.entity, let key = object.objectKey else { continue }
-      changes.deletes.append(ChangeSet.Delete(entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion))
+      changes.deletes.append(
+        ChangeSet.Delete(entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion))
     }
 
     if !changes.isEmpty {

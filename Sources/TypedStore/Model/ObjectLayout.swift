@@ -23,10 +23,14 @@ struct ClassField {
   let type: Any.Type
 }
 
+/// `_EachFieldOptions.classType`, spelled by value: the SPI declares it as a mutable static.
+private let classTypeOption = _EachFieldOptions(rawValue: 1 << 0)
+
 /// The stored fields of `type`, superclass fields first, in declaration order.
 func storedFields(of type: AnyClass) -> [ClassField]? {
   var fields: [ClassField] = []
-  let complete = _forEachField(of: type, options: _EachFieldOptions(rawValue: 1 << 0) /* .classType */) { name, offset, fieldType, _ in
+  let complete = _forEachField(of: type, options: classTypeOption) {
+    name, offset, fieldType, _ in
     fields.append(ClassField(name: String(cString: name), offset: offset, type: fieldType))
     return true
   }

@@ -62,7 +62,9 @@ extension ManagedObjectContext {
       of: resolved.entity, clauses: statementClauses, arguments: resolved.arguments, connection: state.reader()
     ) { row in
       ids.append(
-        ManagedID(unchecked: AnyManagedID(storeIdentifier: storeID, entityName: row.entityName, key: .permanent(row.primaryKey))))
+        ManagedID(
+          unchecked: AnyManagedID(storeIdentifier: storeID, entityName: row.entityName, key: .permanent(row.primaryKey))
+        ))
     }
     return ids
   }

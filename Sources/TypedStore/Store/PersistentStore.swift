@@ -59,7 +59,8 @@ public final class PersistentStore: Sendable {
       throw Self.storeError(error, path: path)
     }
     let tables = layouts.values.sorted { $0.root.index < $1.root.index }
-    let identifier = try Self.createOrRead(connection: connection, path: path, model: model, tables: tables, options: options)
+    let identifier = try Self.createOrRead(
+      connection: connection, path: path, model: model, tables: tables, options: options)
     self.identifier = identifier
     self.writer = StoreWriter(connection: connection, options: options)
     StoreRegistry.register(identifier, model: model)

@@ -38,10 +38,12 @@ struct TableLayout: Sendable {
           (attribute.columnName, attribute.attributeType.columnType, entity.isRoot && !attribute.isOptional))
         if attribute.isUnique {
           createIndexes.append(
-            "CREATE UNIQUE INDEX \"_unique_\(root.name)_\(attribute.columnName)\" ON \"\(root.name)\"(\"\(attribute.columnName)\")")
+            "CREATE UNIQUE INDEX \"_unique_\(root.name)_\(attribute.columnName)\" ON \"\(root.name)\"(\"\(attribute.columnName)\")"
+          )
         } else if attribute.isIndexed {
           createIndexes.append(
-            "CREATE INDEX \"_index_\(root.name)_\(attribute.columnName)\" ON \"\(root.name)\"(\"\(attribute.columnName)\")")
+            "CREATE INDEX \"_index_\(root.name)_\(attribute.columnName)\" ON \"\(root.name)\"(\"\(attribute.columnName)\")"
+          )
         }
       }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TypedStore
 
 /// Saves notes with the given titles and returns their IDs.
@@ -272,7 +273,8 @@ final class Tag: ManagedObject {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let id = try await saveNotes(["x"], in: container)[0]
     let uri = id.uriRepresentation
-    #expect(uri.absoluteString == "typedstore://\(container.persistentStore.identifier.uuidString)/Note/p\(id.primaryKey!)")
+    #expect(
+      uri.absoluteString == "typedstore://\(container.persistentStore.identifier.uuidString)/Note/p\(id.primaryKey!)")
     #expect(try ManagedID<Note>(validating: uri) == id)
     #expect(throws: ManagedIDError.entityMismatch(expected: "Folder", found: "Note")) {
       try ManagedID<Folder>(validating: uri)
@@ -284,7 +286,10 @@ final class Tag: ManagedObject {
     #expect(throws: ManagedIDError.unknownStore(foreign)) {
       try ManagedID<Note>(validating: URL(string: "typedstore://\(foreign.uuidString)/Note/p1")!)
     }
-    for bad in ["https://example.com/Note/p1", "typedstore://not-a-uuid/Note/p1", "typedstore://\(foreign.uuidString)/Note/x1", "typedstore://\(foreign.uuidString)/Note"] {
+    for bad in [
+      "https://example.com/Note/p1", "typedstore://not-a-uuid/Note/p1", "typedstore://\(foreign.uuidString)/Note/x1",
+      "typedstore://\(foreign.uuidString)/Note",
+    ] {
       #expect(throws: ManagedIDError.malformedURI(bad)) { try ManagedID<Note>(validating: URL(string: bad)!) }
     }
   }
@@ -312,7 +317,9 @@ final class Tag: ManagedObject {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let id = try await saveNotes(["x"], in: container)[0]
     let data = try JSONEncoder().encode([id])
-    #expect(String(decoding: data, as: UTF8.self) == "[\"\(id.uriRepresentation.absoluteString.replacingOccurrences(of: "/", with: "\\/"))\"]")
+    #expect(
+      String(decoding: data, as: UTF8.self)
+        == "[\"\(id.uriRepresentation.absoluteString.replacingOccurrences(of: "/", with: "\\/"))\"]")
     #expect(try JSONDecoder().decode([ManagedID<Note>].self, from: data) == [id])
     #expect(throws: ManagedIDError.self) { try JSONDecoder().decode([ManagedID<Folder>].self, from: data) }
   }
@@ -320,7 +327,8 @@ final class Tag: ManagedObject {
   @Test func existingObjectOfAMissingRowThrows() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let id = try await saveNotes(["x"], in: container)[0]
-    let missing = try ManagedID<Note>(validating: URL(string: "typedstore://\(id.storeIdentifier.uuidString)/Note/p999")!)
+    let missing = try ManagedID<Note>(
+      validating: URL(string: "typedstore://\(id.storeIdentifier.uuidString)/Note/p999")!)
     let error = await container.viewContext.perform { context in
       #expect(throws: ContextError.self) { try context.existingObject(with: missing) }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TypedStore
 
 @Suite struct AttributeRoundTripTests {
@@ -94,7 +95,8 @@ import Testing
   }
 
   @Test func optionalsRoundTripNilAndValues() async throws {
-    try await roundTrip(variant: "nil") { _ in } check: { o in
+    try await roundTrip(variant: "nil") { _ in
+    } check: { o in
       #expect(o.optionalBool == nil)
       #expect(o.optionalInt == nil)
       #expect(o.optionalInt16 == nil)
@@ -150,7 +152,8 @@ import Testing
     }
     let connection = try SQLiteConnection(path: container.persistentStore.url.path, mode: .readOnly)
     let row = try connection.statement(
-      "SELECT typeof(bool), bool, typeof(date), date, typeof(uuid), hex(uuid), status, optionalPriority, options, typeof(decimal), _entity, _version FROM \"AllTypes\"")
+      "SELECT typeof(bool), bool, typeof(date), date, typeof(uuid), hex(uuid), status, optionalPriority, options, typeof(decimal), _entity, _version FROM \"AllTypes\""
+    )
     #expect(try row.step())
     #expect(row.string(0) == "integer")
     #expect(row.int64(1) == 1)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TypedStore
 
 @Suite struct SQLiteConnectionTests {
@@ -19,7 +20,9 @@ import Testing
     let clock = ContinuousClock()
     let start = clock.now
     let error = #expect(throws: SQLiteError.self) {
-      try waiter.writeTransaction(deadline: .now + .milliseconds(300)) { try waiter.execute("INSERT INTO t VALUES (1)") }
+      try waiter.writeTransaction(deadline: .now + .milliseconds(300)) {
+        try waiter.execute("INSERT INTO t VALUES (1)")
+      }
     }
     let waited = clock.now - start
     #expect(error?.isBusy == true)

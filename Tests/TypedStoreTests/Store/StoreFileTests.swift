@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TypedStore
 
 /// The bytes of a store file and of its -wal (nil where absent), and whether its -shm exists.
@@ -80,7 +81,9 @@ private func snapshot(_ url: URL) -> [Data?] {
     #expect(metadata["model_hash"] == notesModel.versionHash)
     #expect(metadata["format_version"] == "1")
     #expect(metadata["model_json"].map { Data($0.utf8) } == notesModel.jsonRepresentation)
-    let titles = try await reopened.viewContext.perform { context in try context.fetch(FetchRequest<Note>()).map(\.title) }
+    let titles = try await reopened.viewContext.perform { context in
+      try context.fetch(FetchRequest<Note>()).map(\.title)
+    }
     #expect(titles == ["kept"])
   }
 
@@ -111,8 +114,10 @@ private func snapshot(_ url: URL) -> [Data?] {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let pragmas = try container.persistentStore.writer.withConnection { connection in
       [
-        try connection.scalarText("PRAGMA journal_mode"), try connection.scalarInt("PRAGMA synchronous").map(String.init),
-        try connection.scalarInt("PRAGMA wal_autocheckpoint").map(String.init), try connection.scalarInt("PRAGMA mmap_size").map(String.init),
+        try connection.scalarText("PRAGMA journal_mode"),
+        try connection.scalarInt("PRAGMA synchronous").map(String.init),
+        try connection.scalarInt("PRAGMA wal_autocheckpoint").map(String.init),
+        try connection.scalarInt("PRAGMA mmap_size").map(String.init),
       ]
     }
     #expect(pragmas == ["wal", "1", "0", "0"])  // WAL, synchronous=NORMAL, no auto-checkpoint, no mmap

@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+import TypedStore
+
+// The examples of README.md and docs/, compiled and run. The model declarations of
+// docs/model.md are the fixtures in Fixtures.swift (Folder, Note, Checklist, Status, Options).
+
+/// docs/container-and-contexts.md, "Model actors".
+actor DocImporter: ModelActor {
+  nonisolated let modelContext: ManagedObjectContext
+  init(container: PersistentContainer) { modelContext = container.newBackgroundContext() }
+
+  func importTitles(_ titles: [String]) throws -> [ManagedID<Note>] {
+    try withContext { context in
+      let notes = titles.map { title in
+        let note = Note(context: context)
+        note.title = title
+        return note
+      }
+      try context.save()
+      return notes.map(\.managedID)
+    }
+  }
+}
+
+@Suite struct DocExamplesTests {
+  @Test func readmeExample() async throws {
+    let url = PersistentContainer.testStoreURL()
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+    let container = try PersistentContainer(
+      name: "Notes", model: ManagedObjectModel(Folder.self, Note.self, Checklist.self), storeURL: url)
+
+    let id: ManagedID<Note> = try await container.performBackgroundTask { context in
+      let note = Note(context: context)
+      note.title = "Draft"
+      try context.save()
+      return note.managedID
+    }
+
+    let title = try await container.viewContext.perform { context in
+      try context.existingObject(with: id).title  // a Note: no cast
+    }
+    #expect(title == "Draft")
+  }
+
+  @Test func containerAndContextsExamples() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+
+    try await container.performBackgroundTask { context in
+      context.transactionAuthor = "importer"
+      let note = Note(context: context)
+      note.title = "Draft"
+      try context.save()
+    }
+
+    let count = try await container.viewContext.perform { context in
+      try context.count(for: FetchRequest<Note>())
+    }
+    #expect(count == 1)
+
+    let context = container.newBackgroundContext()
+    let titles = try context.performAndWait { context in
+      try context.fetch(FetchRequest<Note>()).map(\.title)
+    }
+    #expect(titles == ["Draft"])
+
+    let (notes, total, ids) = try await context.perform { context in
+      var request = FetchRequest<Note>(sortBy: [SortDescriptor(\.createdAt, order: .reverse)])
+      request.fetchLimit = 20
+      let notes = try context.fetch(request)
+      let total = try context.count(for: FetchRequest<Note>())
+      let ids = try context.fetchObjectIDs(for: request)
+      return (notes.count, total, ids)
+    }
+    #expect(notes == 1 && total == 1 && ids.count == 1)
+
+    let imported = try await DocImporter(container: container).importTitles(["a", "b"])
+    #expect(imported.count == 2)
+  }
+
+  @Test func typedIDExamples() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let id = try await container.performBackgroundTask { context in
+      let note = Note(context: context)
+      let id: ManagedID<Note> = note.managedID
+      #expect(id.isTemporaryID)
+      try context.save()
+      let again: Note = try context.existingObject(with: note.managedID)  // no cast
+      #expect(again === note)
+      return note.managedID
+    }
+    let uri = id.uriRepresentation
+    #expect(try ManagedID<Note>(validating: uri) == id)
+    let any: AnyManagedID = id.untyped
+    #expect(any.typed(as: Note.self) == id)
+    #expect(any.typed(as: Folder.self) == nil)
+  }
+
+  @Test func modelExamples() throws {
+    let model = try ManagedObjectModel(Folder.self, Note.self, Checklist.self)
+    #expect(model.entity(for: Checklist.self)?.superentityName == "Note")
+    let json = String(decoding: model.jsonRepresentation, as: UTF8.self)
+    #expect(json.contains("\"column\":\"created\""))
+    let schema = try JSONDecoder().decode(ModelSchema.self, from: model.jsonRepresentation)
+    #expect(schema.entities.count == 3)
+  }
+}
