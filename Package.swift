@@ -27,9 +27,15 @@ let package = Package(
       dependencies: ["TypedStore", "CZlib"],
       path: "Tools/typedstore"
     ),
+    // A second process for the multi-process tests.
+    .executableTarget(
+      name: "typedstore-test-writer",
+      dependencies: ["TypedStore"],
+      path: "Tests/TestWriter"
+    ),
     .testTarget(
       name: "TypedStoreTests",
-      dependencies: ["TypedStore"]
+      dependencies: ["TypedStore", "typedstore-test-writer"]
     ),
   ],
   swiftLanguageModes: [.v6]

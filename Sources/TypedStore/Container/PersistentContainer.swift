@@ -26,6 +26,7 @@ public final class PersistentContainer: Sendable {
   /// A long-lived context for reading, named "viewContext". On Linux there is no main run
   /// loop to bind it to: it has its own serial executor like every context.
   public let viewContext: ManagedObjectContext
+  private let publisher = ChangePublisher()
 
   /// Opens (or creates) the store at `storeURL` with `model`.
   ///
@@ -43,7 +44,9 @@ public final class PersistentContainer: Sendable {
     }
     self.name = name
     self.managedObjectModel = model
-    self.persistentStore = try PersistentStore(url: url, model: model, options: options)
+    let publisher = self.publisher
+    self.persistentStore = try PersistentStore(
+      url: url, model: model, options: options, publish: { publisher.publish($0) })
     self.viewContext = ManagedObjectContext(store: persistentStore, name: "viewContext")
   }
 
@@ -74,5 +77,56 @@ public final class PersistentContainer: Sendable {
     _ body: @Sendable (isolated ManagedObjectContext) throws -> Result
   ) async rethrows -> Result {
     try await newBackgroundContext().perform(body)
+  }
+
+  // MARK: - Change notifications
+
+  /// The changes of every transaction this process commits to the store, in commit order,
+  /// from now on. Each call returns a new stream; it ends when its task is cancelled.
+  ///
+  /// ```swift
+  /// for await changes in container.storeChanges() {
+  ///   print(changes.author ?? "-", changes.inserted(Note.self).count)
+  /// }
+  /// ```
+  public func storeChanges() -> AsyncStream<StoreChanges> {
+    publisher.stream()
+  }
+
+  /// Calls `callback` with the changes of every transaction this process commits to the
+  /// store, in commit order, on a serial queue, until the returned observation is cancelled
+  /// or released.
+  public func addStoreChangesObserver(_ callback: @escaping @Sendable (StoreChanges) -> Void)
+    -> StoreChangesObservation
+  {
+    publisher.addObserver(callback)
+  }
+
+  // MARK: - History
+
+  /// The position after the last transaction in the store's history.
+  public var currentHistoryToken: HistoryToken {
+    get throws { try persistentStore.currentHistoryToken() }
+  }
+
+  /// The transactions the request selects, in transaction order.
+  ///
+  /// ```swift
+  /// let transactions = try container.fetchHistory(HistoryRequest(after: token))
+  /// ```
+  public func fetchHistory(_ request: HistoryRequest) throws -> [HistoryTransaction] {
+    try persistentStore.fetchHistory(request)
+  }
+
+  /// Deletes the history before `token` (the token's own transaction is kept).
+  @discardableResult
+  public func deleteHistory(before token: HistoryToken) throws -> Int {
+    try persistentStore.deleteHistory(before: token)
+  }
+
+  /// Deletes the history committed at or before `date`.
+  @discardableResult
+  public func deleteHistory(before date: Date) throws -> Int {
+    try persistentStore.deleteHistory(before: date)
   }
 }

@@ -280,6 +280,16 @@ final class ContextState: ObjectTracking {
     updated.insert(object)
   }
 
+  /// Drops an object whose row another transaction deleted: it leaves the identity map and
+  /// every pending set, and must not be used afterwards.
+  func forgetDeleted(_ object: ManagedObject) {
+    if let key = object.objectKey { registered[key] = nil }
+    updated.remove(object)
+    deleted.remove(object)
+    object.isDeleted = true
+    object.lifecycle = .invalidated
+  }
+
   /// Gives inserted objects their primary keys now, before they are saved.
   func obtainPermanentIDs(for objects: [ManagedObject]) throws {
     var byTable: [String: [ManagedObject]] = [:]

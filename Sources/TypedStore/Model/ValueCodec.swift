@@ -13,6 +13,11 @@ protocol ValueCodec<Value>: Sendable {
   func decode(_ primitive: PrimitiveValue) throws -> Value
 }
 
+extension ValueCodec {
+  /// Decodes without the caller knowing `Value`; the result is a `Value`.
+  func decodeAny(_ primitive: PrimitiveValue) throws -> Any { try decode(primitive) }
+}
+
 struct StandardCodec<Value: AttributeValue>: ValueCodec {
   var attributeType: AttributeType { Value.attributeType }
   var isOptional: Bool { Value.isOptionalAttribute }

@@ -147,6 +147,9 @@ final class SQLiteConnection {
   /// Rows changed by the last INSERT, UPDATE or DELETE on this connection.
   var changes: Int { Int(sqlite3_changes64(handle)) }
 
+  /// The rowid of the last row this connection inserted.
+  var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
   var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
   func error(_ code: Int32, sql: String?) -> SQLiteError {

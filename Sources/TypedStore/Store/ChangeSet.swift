@@ -35,9 +35,3 @@ struct AppliedChanges: Sendable {
   /// The primary key of each insert, in the change set's order.
   var insertedKeys: [Int64] = []
 }
-
-/// Who wrote a transaction; recorded with it in history.
-struct TransactionInfo: Sendable {
-  var author: String?
-  var contextName: String?
-}

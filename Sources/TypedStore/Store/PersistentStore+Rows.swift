@@ -3,6 +3,12 @@ import Foundation
 // Reading and writing entity rows. Reads run on a context's own connection; writes run in
 // the writer's transaction (see `StoreWriter`).
 
+/// Updates of one entity that change the same attributes share one statement.
+private struct UpdateShape: Hashable {
+  var entityIndex: Int32
+  var slots: [Int32]
+}
+
 /// The current row of a statement that selects `TableLayout.selectSQL`'s columns.
 struct Row {
   let statement: Statement
@@ -97,8 +103,8 @@ extension PersistentStore {
   /// value freed by a delete can be reused by an insert of the same save).
   func commit(_ changes: ChangeSet, info: TransactionInfo) throws -> AppliedChanges {
     do {
-      return try writer.write(info) { connection in
-        try self.apply(changes, connection: connection)
+      return try writer.write(info) { connection, history in
+        try self.apply(changes, connection: connection, history: history)
       }
     } catch let error as SQLiteError {
       throw error.isConstraint && error.extendedCode & 0xFF == 19 && error.message.contains("UNIQUE")
@@ -110,7 +116,7 @@ extension PersistentStore {
   /// Reserves `count` primary keys for `root`'s table, for objects given permanent IDs
   /// before they are saved.
   func reservePrimaryKeys(count: Int, root: EntityDescription) throws -> ClosedRange<Int64> {
-    try writer.write(TransactionInfo()) { connection in
+    try writer.write(TransactionInfo()) { connection, _ in
       try Self.reservePrimaryKeys(count: count, table: root.tableName, connection: connection)
     }
   }
@@ -130,29 +136,41 @@ extension PersistentStore {
     return (last - Int64(count) + 1)...last
   }
 
-  private func apply(_ changes: ChangeSet, connection: SQLiteConnection) throws -> AppliedChanges {
-    for delete in changes.deletes {
-      let entity = model.entities[Int(delete.entityIndex)]
+  private func apply(_ changes: ChangeSet, connection: SQLiteConnection, history: HistoryRecorder) throws
+    -> AppliedChanges
+  {
+    for group in grouped(changes.deletes, by: { $0.entityIndex }) {
+      let entity = model.entities[Int(group.key)]
+      try history.willDelete(entity, primaryKeys: group.rows.map(\.primaryKey))
       let statement = try connection.statement(layout(of: entity).deleteSQL)
-      statement.bind(delete.primaryKey, at: 1)
-      statement.bind(delete.version, at: 2)
-      try statement.run()
-      guard connection.changes == 1 else {
-        throw StoreError.conflict(entity: entity.name, primaryKey: delete.primaryKey)
+      for delete in group.rows {
+        statement.reset()
+        statement.bind(delete.primaryKey, at: 1)
+        statement.bind(delete.version, at: 2)
+        try statement.run()
+        guard connection.changes == 1 else {
+          throw StoreError.conflict(entity: entity.name, primaryKey: delete.primaryKey)
+        }
       }
     }
 
-    for update in changes.updates {
-      let entity = model.entities[Int(update.entityIndex)]
-      let statement = try connection.statement(layout(of: entity).updateSQL(entity: entity, slots: update.slots))
-      for (index, value) in update.values.enumerated() { statement.bind(value, at: Int32(index + 1)) }
-      let next = Int32(update.values.count + 1)
-      statement.bind(update.primaryKey, at: next)
-      statement.bind(update.version, at: next + 1)
-      try statement.run()
-      guard connection.changes == 1 else {
-        throw StoreError.conflict(entity: entity.name, primaryKey: update.primaryKey)
+    for group in grouped(changes.updates, by: { UpdateShape(entityIndex: $0.entityIndex, slots: $0.slots) }) {
+      let entity = model.entities[Int(group.key.entityIndex)]
+      let statement = try connection.statement(layout(of: entity).updateSQL(entity: entity, slots: group.key.slots))
+      for update in group.rows {
+        statement.reset()
+        for (index, value) in update.values.enumerated() { statement.bind(value, at: Int32(index + 1)) }
+        let next = Int32(update.values.count + 1)
+        statement.bind(update.primaryKey, at: next)
+        statement.bind(update.version, at: next + 1)
+        try statement.run()
+        guard connection.changes == 1 else {
+          throw StoreError.conflict(entity: entity.name, primaryKey: update.primaryKey)
+        }
       }
+      try history.didUpdate(
+        entity, primaryKeys: group.rows.map(\.primaryKey),
+        changedAttributes: group.key.slots.map { entity.attributes[Int($0)].name })
     }
 
     // Reserve keys per table for the inserts that have none yet.
@@ -166,6 +184,7 @@ extension PersistentStore {
     }
     var applied = AppliedChanges()
     applied.insertedKeys.reserveCapacity(changes.inserts.count)
+    var insertedByEntity: [Int32: [Int64]] = [:]
     for insert in changes.inserts {
       let entity = model.entities[Int(insert.entityIndex)]
       let primaryKey: Int64
@@ -182,7 +201,23 @@ extension PersistentStore {
       for (index, value) in insert.values.enumerated() { statement.bind(value, at: Int32(index + 3)) }
       try statement.run()
       applied.insertedKeys.append(primaryKey)
+      insertedByEntity[insert.entityIndex, default: []].append(primaryKey)
+    }
+    for (entityIndex, keys) in insertedByEntity.sorted(by: { $0.key < $1.key }) {
+      try history.didInsert(model.entities[Int(entityIndex)], primaryKeys: keys)
     }
     return applied
+  }
+
+  /// Rows with the same key, keys in order of first appearance.
+  private func grouped<Row, Key: Hashable>(_ rows: [Row], by key: (Row) -> Key) -> [(key: Key, rows: [Row])] {
+    var order: [Key] = []
+    var groups: [Key: [Row]] = [:]
+    for row in rows {
+      let rowKey = key(row)
+      if groups[rowKey] == nil { order.append(rowKey) }
+      groups[rowKey, default: []].append(row)
+    }
+    return order.map { ($0, groups[$0] ?? []) }
   }
 }

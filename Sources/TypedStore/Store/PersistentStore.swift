@@ -26,6 +26,8 @@ public final class PersistentStore: Sendable {
   public let options: StoreOptions
 
   let writer: StoreWriter
+  /// A reader for history requests made on the store itself (contexts have their own).
+  let historyReader = Mutex<SQLiteConnection?>(nil)
   private let layouts: [String: TableLayout]
 
   // MARK: - Opening
@@ -34,7 +36,16 @@ public final class PersistentStore: Sendable {
   ///
   /// - Throws: `StoreError` when the file is not a database, not a TypedStore store, damaged,
   ///   of an unknown format version, or made with another model; the file is unchanged.
-  public init(url: URL, model: ManagedObjectModel, options: StoreOptions = StoreOptions()) throws {
+  public convenience init(url: URL, model: ManagedObjectModel, options: StoreOptions = StoreOptions()) throws {
+    try self.init(url: url, model: model, options: options, publish: { _ in })
+  }
+
+  /// Opens the store; `publish` receives what each committed write changed, in commit order,
+  /// while the writer lock is held (it must not block).
+  init(
+    url: URL, model: ManagedObjectModel, options: StoreOptions,
+    publish: @escaping @Sendable (CommittedTransaction) -> Void
+  ) throws {
     self.url = url
     self.model = model
     self.options = options
@@ -62,8 +73,8 @@ public final class PersistentStore: Sendable {
     let identifier = try Self.createOrRead(
       connection: connection, path: path, model: model, tables: tables, options: options)
     self.identifier = identifier
-    self.writer = StoreWriter(connection: connection, options: options)
-    StoreRegistry.register(identifier, model: model)
+    self.writer = StoreWriter(connection: connection, storeIdentifier: identifier, options: options, publish: publish)
+    ModelRegistry.register(identifier, model: model)
   }
 
   /// Reads the metadata of an existing file without writing to it.
@@ -129,6 +140,7 @@ public final class PersistentStore: Sendable {
           insert.bind(value, at: 2)
           try insert.run()
         }
+        for sql in HistorySchema.createSQL { try connection.execute(sql) }
         for table in tables {
           for sql in table.createSQL { try connection.execute(sql) }
           let sequence = try connection.statement("INSERT INTO _primary_key (entity, max_pk) VALUES (?, 0)")
@@ -194,19 +206,5 @@ public final class PersistentStore: Sendable {
   /// The metadata of the open store.
   public func metadata() throws -> [String: String] {
     try writer.withConnection { try Self.readMetadata($0) ?? [:] }
-  }
-}
-
-/// The stores opened in this process, by UUID, so that a `ManagedID` URI can be validated
-/// against the model of the store it names.
-enum StoreRegistry {
-  private static let models = Mutex<[UUID: ManagedObjectModel]>([:])
-
-  static func register(_ identifier: UUID, model: ManagedObjectModel) {
-    models.withLock { $0[identifier] = model }
-  }
-
-  static func model(for identifier: UUID) -> ManagedObjectModel? {
-    models.withLock { $0[identifier] }
   }
 }

@@ -1,41 +1,55 @@
 import Foundation
 import Synchronization
 
-/// The one write path. Every change to a store goes through `write(_:_:)`:
+/// The one write path. Every change to a store — a context save, a batch request, a history
+/// deletion — goes through `write(_:_:)`:
 ///
 /// 1. begin an immediate transaction: the cross-process write lock, waited for up to the
 ///    store's busy timeout and never reported busy before it;
 /// 2. apply the rows (the caller's closure);
-/// 3. record history for exactly those rows in the same transaction — the seam the history
-///    layer fills (`recordHistory`); until then nothing is recorded;
+/// 3. record history for exactly those rows in the same transaction: the closure reports each
+///    group of rows to the `HistoryRecorder` as it applies them (deleted rows before they go,
+///    so their tombstones can be read), and the recorder writes the change rows set-based;
 /// 4. commit, then checkpoint in RESTART mode when the WAL has grown past the threshold
 ///    (never a PASSIVE checkpoint: see `SQLiteConnection`);
-/// 5. publish what changed to in-process observers — the seam the change-notification layer
-///    fills.
+/// 5. publish what the transaction changed to in-process observers, in commit order.
 ///
 /// The writer connection lives inside a `Mutex`, so writes from every context of the process
-/// run one at a time; writes from other processes wait on SQLite's lock.
+/// run one at a time; writes from other processes wait on SQLite's lock. A failure at any
+/// step before the commit rolls everything back: no rows without history, no history
+/// without rows, nothing published.
 final class StoreWriter: Sendable {
   private let connection: Mutex<SQLiteConnection>
   private let busyTimeout: Duration
   private let checkpointThresholdPages: Int32
+  private let recordsHistory: Bool
+  private let publish: @Sendable (CommittedTransaction) -> Void
+  private let storeIdentifier: UUID
 
-  init(connection: sending SQLiteConnection, options: StoreOptions) {
+  init(
+    connection: sending SQLiteConnection, storeIdentifier: UUID, options: StoreOptions,
+    publish: @escaping @Sendable (CommittedTransaction) -> Void
+  ) {
     self.connection = Mutex(connection)
     self.busyTimeout = options.busyTimeout
     self.checkpointThresholdPages = options.checkpointThresholdPages
+    self.recordsHistory = options.recordsHistory
+    self.publish = publish
+    self.storeIdentifier = storeIdentifier
   }
 
-  /// Runs `apply` in one write transaction and commits it; on any error nothing is written.
+  /// Runs `apply` in one write transaction, records its history and commits it; on any
+  /// error nothing is written.
   func write<Result: Sendable>(
-    _ info: TransactionInfo, _ apply: @Sendable (SQLiteConnection) throws -> Result
+    _ info: TransactionInfo, _ apply: @Sendable (SQLiteConnection, HistoryRecorder) throws -> Result
   ) throws -> Result {
     try connection.withLock { connection in
       let deadline = ContinuousClock.now + busyTimeout
-      let result = try connection.writeTransaction(deadline: deadline) {  // 1, 4
-        try apply(connection)  // 2
-        // 3: history recording joins here (persistent history issue).
-      }
+      let (result, committed) = try connection.writeTransaction(deadline: deadline) {  // 1
+        let history = HistoryRecorder(connection: connection, info: info, isEnabled: recordsHistory)  // 3
+        let result = try apply(connection, history)  // 2 (and 3, group by group)
+        return (result, history.finish(storeIdentifier: storeIdentifier))
+      }  // 4: committed
       if connection.walPages >= checkpointThresholdPages {
         // A checkpoint that cannot finish now (a reader holds an old snapshot) is retried
         // after a later commit; the data is already committed either way.
@@ -43,12 +57,12 @@ final class StoreWriter: Sendable {
         _ = try? connection.checkpoint(.restart)
         connection.setBusyTimeout(busyTimeout)
       }
+      if let committed { publish(committed) }  // 5: still under the lock, so in commit order
       return result
     }
-    // 5: publishing to observers joins here (change notifications issue).
   }
 
-  /// Runs `body` with the writer connection outside any transaction (store creation).
+  /// Runs `body` with the writer connection outside any transaction.
   func withConnection<Result: Sendable>(_ body: @Sendable (SQLiteConnection) throws -> Result)
     throws -> Result
   {

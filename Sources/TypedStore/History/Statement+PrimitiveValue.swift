@@ -1,6 +1,7 @@
 import Foundation
 
 // Binding and reading `PrimitiveValue`s: where the Model's values meet SQLite's storage classes.
+// It lives in History, the lowest layer that uses both SQLite and the Model.
 extension Statement {
   func bind(_ value: PrimitiveValue, at index: Int32) {
     switch value {

@@ -133,7 +133,7 @@ public struct ManagedID<Entity: ManagedObject>: Sendable, Hashable, Codable, Cus
 
   /// Checks an untyped ID against `Entity`, as `init(validating: URL)` does.
   public init(validating untyped: AnyManagedID) throws(ManagedIDError) {
-    guard let model = StoreRegistry.model(for: untyped.storeIdentifier) else {
+    guard let model = ModelRegistry.model(for: untyped.storeIdentifier) else {
       throw .unknownStore(untyped.storeIdentifier)
     }
     guard model.entity(named: untyped.entityName) != nil else {

@@ -1,0 +1,144 @@
+import Foundation
+
+/// Records one write transaction's history, inside that transaction (step 3 of the write
+/// path, see `StoreWriter`).
+///
+/// Change rows are written with set-based SQL: one statement per entity and kind, whatever
+/// the number of rows, with the keys bound as one JSON array (`json_each`). A delete's
+/// tombstone is read from the row by SQL before the row goes. The transaction row is inserted
+/// with the first change, so a write that changes nothing leaves no history (and no gap in
+/// the numbers).
+final class HistoryRecorder {
+  private let connection: SQLiteConnection
+  private let info: TransactionInfo
+  private let isEnabled: Bool
+  private let timestamp = Date()
+  private var number: Int64?
+  private var changes: [CommittedTransaction.Group] = []
+
+  init(connection: SQLiteConnection, info: TransactionInfo, isEnabled: Bool) {
+    self.connection = connection
+    self.info = info
+    self.isEnabled = isEnabled
+  }
+
+  /// Records that rows of `entity` are about to be deleted, keeping their tombstones.
+  /// Call before deleting them.
+  func willDelete(_ entity: EntityDescription, primaryKeys: [Int64]) throws {
+    guard !primaryKeys.isEmpty else { return }
+    changes.append(.init(kind: .delete, entityName: entity.name, primaryKeys: primaryKeys, changedAttributes: []))
+    guard isEnabled else { return }
+    let preserved = entity.attributes.filter(\.isPreservedOnDeletion)
+    let tombstone =
+      preserved.isEmpty
+      ? "NULL"
+      : "json_object("
+        + preserved.map { "'\($0.name)', \(Self.taggedValue(column: $0.columnName))" }.joined(separator: ", ")
+        + ")"
+    let statement = try connection.statement(
+      """
+      INSERT INTO _history_change (transaction_number, kind, entity, pk, changed, tombstone)
+      SELECT ?, 2, _entity, pk, NULL, \(tombstone) FROM "\(entity.tableName)"
+      WHERE _entity = ? AND pk IN (SELECT value FROM json_each(?)) ORDER BY pk
+      """)
+    statement.bind(try transactionNumber(), at: 1)
+    statement.bind(entity.name, at: 2)
+    statement.bind(HistorySchema.jsonArray(primaryKeys), at: 3)
+    try statement.run()
+  }
+
+  /// Records inserted rows of `entity`.
+  func didInsert(_ entity: EntityDescription, primaryKeys: [Int64]) throws {
+    try record(.insert, entity, primaryKeys: primaryKeys, changedAttributes: [])
+  }
+
+  /// Records updated rows of `entity` whose `changedAttributes` changed.
+  func didUpdate(_ entity: EntityDescription, primaryKeys: [Int64], changedAttributes: [String]) throws {
+    try record(.update, entity, primaryKeys: primaryKeys, changedAttributes: changedAttributes)
+  }
+
+  /// What the transaction changed, once all its rows are applied; nil when it changed nothing.
+  func finish(storeIdentifier: UUID) -> CommittedTransaction? {
+    guard !changes.isEmpty else { return nil }
+    return CommittedTransaction(
+      storeIdentifier: storeIdentifier, number: number, timestamp: timestamp, author: info.author,
+      contextName: info.contextName, groups: changes)
+  }
+
+  // MARK: - Helpers
+
+  private func record(
+    _ kind: ChangeKind, _ entity: EntityDescription, primaryKeys: [Int64], changedAttributes: [String]
+  )
+    throws
+  {
+    guard !primaryKeys.isEmpty else { return }
+    changes.append(
+      .init(kind: kind, entityName: entity.name, primaryKeys: primaryKeys, changedAttributes: changedAttributes))
+    guard isEnabled else { return }
+    let statement = try connection.statement(
+      """
+      INSERT INTO _history_change (transaction_number, kind, entity, pk, changed, tombstone)
+      SELECT ?, ?, ?, value, ?, NULL FROM json_each(?)
+      """)
+    statement.bind(try transactionNumber(), at: 1)
+    statement.bind(Int64(kind.rawValue), at: 2)
+    statement.bind(entity.name, at: 3)
+    if kind == .update {
+      statement.bind(HistorySchema.jsonArray(changedAttributes), at: 4)
+    } else {
+      statement.bindNull(4)
+    }
+    statement.bind(HistorySchema.jsonArray(primaryKeys), at: 5)
+    try statement.run()
+  }
+
+  private func transactionNumber() throws -> Int64 {
+    if let number { return number }
+    let statement = try connection.statement(
+      "INSERT INTO _history_transaction (timestamp, author, context_name, process_id) VALUES (?, ?, ?, ?)")
+    statement.bind(timestamp.timeIntervalSinceReferenceDate, at: 1)
+    if let author = info.author { statement.bind(author, at: 2) } else { statement.bindNull(2) }
+    if let name = info.contextName { statement.bind(name, at: 3) } else { statement.bindNull(3) }
+    statement.bind(Int64(ProcessInfo.processInfo.processIdentifier), at: 4)
+    try statement.run()
+    let number = connection.lastInsertRowID
+    self.number = number
+    return number
+  }
+
+  /// SQL for a column's value in a tombstone: `{"integer": 1}`, `{"real": 1.5}`,
+  /// `{"text": "..."}`, `{"blob": "<hex>"}`, or null; exact for every storage class.
+  private static func taggedValue(column: String) -> String {
+    let c = "\"\(column)\""
+    return """
+      CASE typeof(\(c)) WHEN 'integer' THEN json_object('integer', \(c)) WHEN 'real' THEN json_object('real', \(c)) \
+      WHEN 'text' THEN json_object('text', \(c)) WHEN 'blob' THEN json_object('blob', hex(\(c))) END
+      """
+  }
+}
+
+/// What one committed write transaction changed: the source of its `StoreChanges`, and
+/// (when history is on) identical to the history rows it wrote.
+struct CommittedTransaction: Sendable {
+  struct Group: Sendable {
+    var kind: ChangeKind
+    var entityName: String
+    var primaryKeys: [Int64]
+    var changedAttributes: [String]
+  }
+
+  var storeIdentifier: UUID
+  /// The history transaction number; nil when history is off.
+  var number: Int64?
+  var timestamp: Date
+  var author: String?
+  var contextName: String?
+  var groups: [Group]
+}
+
+/// Who wrote a transaction; recorded with it in history.
+struct TransactionInfo: Sendable {
+  var author: String?
+  var contextName: String?
+}

@@ -1,0 +1,50 @@
+/// The history tables (part of the documented file format, `docs/history.md`).
+///
+/// Transaction numbers come from `AUTOINCREMENT`, so they are never reused, also after
+/// history is deleted. Change rows are appended in transaction order, so deleting history
+/// before a transaction removes one contiguous range of each table.
+enum HistorySchema {
+  static let createSQL = [
+    """
+    CREATE TABLE _history_transaction (
+      number INTEGER PRIMARY KEY AUTOINCREMENT,
+      timestamp REAL NOT NULL,
+      author TEXT,
+      context_name TEXT,
+      process_id INTEGER NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE _history_change (
+      id INTEGER PRIMARY KEY,
+      transaction_number INTEGER NOT NULL,
+      kind INTEGER NOT NULL,
+      entity TEXT NOT NULL,
+      pk INTEGER NOT NULL,
+      changed TEXT,
+      tombstone TEXT
+    )
+    """,
+    "CREATE INDEX _history_change_by_transaction ON _history_change(transaction_number)",
+    "INSERT INTO _metadata (key, value) VALUES ('history_horizon', '1')",
+  ]
+
+  /// A JSON array of integers, for `json_each(?)`: how a list of keys is bound as one value.
+  static func jsonArray(_ keys: [Int64]) -> String {
+    var text = "["
+    text.reserveCapacity(keys.count * 8 + 2)
+    for (index, key) in keys.enumerated() {
+      if index > 0 { text += "," }
+      text += String(key)
+    }
+    return text + "]"
+  }
+
+  /// A JSON array of strings.
+  static func jsonArray(_ names: [String]) -> String {
+    let escaped = names.map { name in
+      "\"" + name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
+    return "[" + escaped.joined(separator: ",") + "]"
+  }
+}

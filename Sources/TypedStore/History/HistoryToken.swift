@@ -1,0 +1,57 @@
+import Foundation
+
+/// A position in a store's history: the number of the last transaction seen, bound to the
+/// store it came from.
+///
+/// ```swift
+/// let token = try container.currentHistoryToken()
+/// // ... later, in this process or another:
+/// let missed = try container.fetchHistory(HistoryRequest(after: token))
+/// ```
+///
+/// Tokens are ordered by transaction number and `Codable`, so a consumer can keep its
+/// position in a file or in the store. A token names no transaction that can disappear: it
+/// stays valid until history after it is deleted (then reading after it throws
+/// `HistoryError.tokenExpired`).
+public struct HistoryToken: Sendable, Hashable, Codable, Comparable, CustomStringConvertible {
+  /// The UUID of the store whose history this is a position in.
+  public let storeIdentifier: UUID
+  /// The number of the last transaction before the position (0: before any transaction).
+  public let transactionNumber: Int64
+
+  public init(storeIdentifier: UUID, transactionNumber: Int64) {
+    self.storeIdentifier = storeIdentifier
+    self.transactionNumber = transactionNumber
+  }
+
+  /// Orders by transaction number; tokens of different stores are ordered by store UUID first
+  /// so that the order stays total, but comparing them means nothing.
+  public static func < (lhs: HistoryToken, rhs: HistoryToken) -> Bool {
+    if lhs.storeIdentifier != rhs.storeIdentifier {
+      return lhs.storeIdentifier.uuidString < rhs.storeIdentifier.uuidString
+    }
+    return lhs.transactionNumber < rhs.transactionNumber
+  }
+
+  public var description: String { "HistoryToken(\(transactionNumber) in \(storeIdentifier))" }
+}
+
+/// Why history cannot be read as asked. Never a silent partial answer.
+public enum HistoryError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// History after the token was deleted: the oldest transaction still kept is
+  /// `horizon.transactionNumber + 1`. Start again from a fresh fetch of the store's data.
+  case tokenExpired(horizon: HistoryToken)
+  /// The token belongs to another store.
+  case foreignStore(expected: UUID, found: UUID)
+  /// A range whose end comes before its start, or a negative limit.
+  case invalidRequest(String)
+
+  public var description: String {
+    switch self {
+    case .tokenExpired(let horizon):
+      "history after this token was deleted; the oldest kept transaction follows \(horizon.transactionNumber)"
+    case .foreignStore(let expected, let found): "the token belongs to store \(found), not \(expected)"
+    case .invalidRequest(let reason): "invalid history request: \(reason)"
+    }
+  }
+}

@@ -1,0 +1,92 @@
+import Foundation
+
+/// The values a deleted row kept: its attributes marked `preservedOnDeletion`.
+///
+/// ```swift
+/// let uuid: UUID? = tombstone[\Note.uuid]          // typed, by key path
+/// let json = try JSONEncoder().encode(tombstone.jsonObject)   // for tools
+/// ```
+public struct HistoryTombstone: Sendable, Hashable {
+  /// The concrete entity of the deleted row.
+  public let entityName: String
+  /// The stored values by attribute name.
+  public let values: [String: PrimitiveValue]
+  let storeIdentifier: UUID
+
+  /// The preserved value of the attribute `keyPath` reads, or nil when the attribute was not
+  /// preserved (or the key path names no attribute of the row's entity).
+  public subscript<Entity: ManagedObject, Value>(keyPath: KeyPath<Entity, Value>) -> Value? {
+    guard let model = ModelRegistry.model(for: storeIdentifier),
+      let entity = model.entity(named: entityName),
+      let slots = model.attributeSlots(for: keyPath as PartialKeyPath<Entity>), slots.count == 1,
+      let slot = slots.first, Int(slot) < entity.attributes.count
+    else { return nil }
+    let attribute = entity.attributes[Int(slot)]
+    guard let value = values[attribute.name] else { return nil }
+    return (try? attribute.accessor.codec.decodeAny(value)) as? Value
+  }
+
+  /// The values as plain JSON for tools: numbers, booleans and strings (dates ISO 8601, UUIDs
+  /// as strings, binary data as base64), by attribute name.
+  public var jsonObject: [String: JSONValue] {
+    let entity = ModelRegistry.model(for: storeIdentifier)?.entity(named: entityName)
+    var object: [String: JSONValue] = [:]
+    for (name, value) in values {
+      object[name] = JSONValue(value, type: entity?.attribute(named: name)?.attributeType)
+    }
+    return object
+  }
+}
+
+/// A JSON value, as tools print it.
+public enum JSONValue: Sendable, Hashable, Codable {
+  case null
+  case bool(Bool)
+  case integer(Int64)
+  case double(Double)
+  case string(String)
+
+  /// The natural JSON form of a stored value of an attribute type.
+  public init(_ value: PrimitiveValue, type: AttributeType?) {
+    switch (value, type) {
+    case (.null, _): self = .null
+    case (.integer(let int), .boolean): self = .bool(int != 0)
+    case (.integer(let int), _): self = .integer(int)
+    case (.real(let real), .date):
+      self = .string(
+        Date(timeIntervalSinceReferenceDate: real).formatted(
+          .iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)))
+    case (.real(let real), _): self = real.isFinite ? .double(real) : .string(String(real))
+    case (.text(let text), _): self = .string(text)
+    case (.blob(let data), .uuid) where data.count == 16:
+      self = (try? UUID(primitiveValue: value)).map { .string($0.uuidString) } ?? .string(data.base64EncodedString())
+    case (.blob(let data), _): self = .string(data.base64EncodedString())
+    }
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    switch self {
+    case .null: try container.encodeNil()
+    case .bool(let value): try container.encode(value)
+    case .integer(let value): try container.encode(value)
+    case .double(let value): try container.encode(value)
+    case .string(let value): try container.encode(value)
+    }
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.singleValueContainer()
+    if container.decodeNil() {
+      self = .null
+    } else if let value = try? container.decode(Bool.self) {
+      self = .bool(value)
+    } else if let value = try? container.decode(Int64.self) {
+      self = .integer(value)
+    } else if let value = try? container.decode(Double.self) {
+      self = .double(value)
+    } else {
+      self = .string(try container.decode(String.self))
+    }
+  }
+}

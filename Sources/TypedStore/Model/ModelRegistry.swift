@@ -1,0 +1,16 @@
+import Foundation
+import Synchronization
+
+/// The stores opened in this process, by UUID, so that a `ManagedID` URI can be validated
+/// against the model of the store it names.
+enum ModelRegistry {
+  private static let models = Mutex<[UUID: ManagedObjectModel]>([:])
+
+  static func register(_ identifier: UUID, model: ManagedObjectModel) {
+    models.withLock { $0[identifier] = model }
+  }
+
+  static func model(for identifier: UUID) -> ManagedObjectModel? {
+    models.withLock { $0[identifier] }
+  }
+}

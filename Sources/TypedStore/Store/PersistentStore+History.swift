@@ -1,0 +1,63 @@
+import Foundation
+
+extension PersistentStore {
+  /// The position after the last transaction recorded in the store's history.
+  ///
+  /// ```swift
+  /// let token = try store.currentHistoryToken()
+  /// ```
+  public func currentHistoryToken() throws -> HistoryToken {
+    try withHistoryReader { connection in
+      HistoryToken(storeIdentifier: identifier, transactionNumber: try HistoryReader.currentNumber(connection))
+    }
+  }
+
+  /// The oldest position history can still be read from: history after it is complete.
+  public func historyHorizon() throws -> HistoryToken {
+    try withHistoryReader { connection in
+      HistoryToken(storeIdentifier: identifier, transactionNumber: try HistoryReader.horizon(connection) - 1)
+    }
+  }
+
+  /// The transactions the request selects, in transaction order.
+  ///
+  /// - Throws: `HistoryError.tokenExpired` when history after the start was deleted,
+  ///   `HistoryError.foreignStore` for a token of another store.
+  public func fetchHistory(_ request: HistoryRequest) throws -> [HistoryTransaction] {
+    try withHistoryReader { connection in
+      try HistoryReader.fetch(request, storeIdentifier: identifier, model: model, connection: connection)
+    }
+  }
+
+  /// Deletes the history before `token`; the token's own transaction is kept, so history
+  /// after the token stays readable. Returns the number of transactions deleted.
+  @discardableResult
+  public func deleteHistory(before token: HistoryToken) throws -> Int {
+    guard token.storeIdentifier == identifier else {
+      throw HistoryError.foreignStore(expected: identifier, found: token.storeIdentifier)
+    }
+    return try writer.write(TransactionInfo()) { connection, _ in
+      try HistoryReader.deleteHistory(before: token.transactionNumber, connection: connection)
+    }
+  }
+
+  /// Deletes the history committed at or before `date`. Returns the number of transactions
+  /// deleted.
+  @discardableResult
+  public func deleteHistory(before date: Date) throws -> Int {
+    try writer.write(TransactionInfo()) { connection, _ in
+      let first = try HistoryReader.firstNumber(after: date, connection: connection)
+      return try HistoryReader.deleteHistory(before: first, connection: connection)
+    }
+  }
+
+  private func withHistoryReader<Result: Sendable>(_ body: @Sendable (SQLiteConnection) throws -> Result) throws
+    -> Result
+  {
+    try historyReader.withLock { reader in
+      if reader == nil { reader = try makeReadConnection() }
+      guard let connection = reader else { throw StoreError.notATypedStore(path: url.path) }
+      return try body(connection)
+    }
+  }
+}

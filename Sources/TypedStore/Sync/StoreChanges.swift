@@ -1,0 +1,78 @@
+import Foundation
+
+/// What one committed transaction changed: the objects it inserted, updated and deleted, by
+/// entity, with its author and history token. Every save and batch request publishes one.
+///
+/// ```swift
+/// for await changes in container.storeChanges() {
+///   let deleted: Set<ManagedID<Note>> = changes.deleted(Note.self)
+///   try await container.viewContext.perform { context in context.mergeChanges(changes) }
+/// }
+/// ```
+///
+/// Its contents equal the history the transaction recorded.
+public struct StoreChanges: Sendable {
+  /// The store the transaction was committed to.
+  public let storeIdentifier: UUID
+  /// The token just after the transaction; nil when the store does not record history.
+  public let token: HistoryToken?
+  /// The author of the transaction.
+  public let author: String?
+  /// The name of the context that saved, if any.
+  public let contextName: String?
+  /// When the transaction committed.
+  public let timestamp: Date
+  /// Every inserted, updated and deleted row, untyped.
+  public let insertedIDs: Set<AnyManagedID>
+  public let updatedIDs: Set<AnyManagedID>
+  public let deletedIDs: Set<AnyManagedID>
+  /// For each updated row, the attributes that changed.
+  public let changedAttributes: [AnyManagedID: [String]]
+
+  init(_ committed: CommittedTransaction) {
+    storeIdentifier = committed.storeIdentifier
+    token = committed.number.map { HistoryToken(storeIdentifier: committed.storeIdentifier, transactionNumber: $0) }
+    author = committed.author
+    contextName = committed.contextName
+    timestamp = committed.timestamp
+    var inserted = Set<AnyManagedID>()
+    var updated = Set<AnyManagedID>()
+    var deleted = Set<AnyManagedID>()
+    var changed: [AnyManagedID: [String]] = [:]
+    for group in committed.groups {
+      for primaryKey in group.primaryKeys {
+        let id = AnyManagedID(
+          storeIdentifier: committed.storeIdentifier, entityName: group.entityName, key: .permanent(primaryKey))
+        switch group.kind {
+        case .insert: inserted.insert(id)
+        case .update:
+          updated.insert(id)
+          changed[id] = group.changedAttributes
+        case .delete: deleted.insert(id)
+        }
+      }
+    }
+    insertedIDs = inserted
+    updatedIDs = updated
+    deletedIDs = deleted
+    changedAttributes = changed
+  }
+
+  /// The inserted objects of `Entity` (and its subentities).
+  public func inserted<Entity: ManagedObject>(_ type: Entity.Type) -> Set<ManagedID<Entity>> {
+    Set(insertedIDs.compactMap { $0.typed(as: type) })
+  }
+
+  /// The updated objects of `Entity` (and its subentities).
+  public func updated<Entity: ManagedObject>(_ type: Entity.Type) -> Set<ManagedID<Entity>> {
+    Set(updatedIDs.compactMap { $0.typed(as: type) })
+  }
+
+  /// The deleted objects of `Entity` (and its subentities).
+  public func deleted<Entity: ManagedObject>(_ type: Entity.Type) -> Set<ManagedID<Entity>> {
+    Set(deletedIDs.compactMap { $0.typed(as: type) })
+  }
+
+  /// True when the transaction changed no row (never the case for a published value).
+  public var isEmpty: Bool { insertedIDs.isEmpty && updatedIDs.isEmpty && deletedIDs.isEmpty }
+}
