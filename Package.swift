@@ -6,6 +6,7 @@ let package = Package(
   products: [
     .library(name: "TypedStore", targets: ["TypedStore"]),
     .executable(name: "typedstore", targets: ["typedstore"]),
+    .executable(name: "typedstore-bench", targets: ["typedstore-bench"]),
   ],
   targets: [
     .systemLibrary(
@@ -27,6 +28,11 @@ let package = Package(
       dependencies: ["TypedStore", "CZlib"],
       path: "Tools/typedstore"
     ),
+    .executableTarget(
+      name: "typedstore-bench",
+      dependencies: ["TypedStore", "CSQLite"],
+      path: "Tools/typedstore-bench"
+    ),
     // A second process for the multi-process tests.
     .executableTarget(
       name: "typedstore-test-writer",
@@ -35,7 +41,7 @@ let package = Package(
     ),
     .testTarget(
       name: "TypedStoreTests",
-      dependencies: ["TypedStore", "typedstore-test-writer"]
+      dependencies: ["TypedStore", "typedstore-test-writer", "typedstore-bench"]
     ),
   ],
   swiftLanguageModes: [.v6]

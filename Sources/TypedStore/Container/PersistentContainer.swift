@@ -73,10 +73,12 @@ public final class PersistentContainer: Sendable {
   ///   return note.managedID
   /// }
   /// ```
+  @inline(never)
   public func performBackgroundTask<Result: Sendable>(
     _ body: @Sendable (isolated ManagedObjectContext) throws -> Result
   ) async rethrows -> Result {
-    try await newBackgroundContext().perform(body)
+    let context = newBackgroundContext()
+    return try await context.perform(body)
   }
 
   // MARK: - Change notifications

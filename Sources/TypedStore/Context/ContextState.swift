@@ -309,10 +309,4 @@ final class ContextState: ObjectTracking {
       }
     }
   }
-
-  /// Breaks the reference cycles between the state and its objects.
-  func tearDown() {
-    reset()
-    readerConnection = nil
-  }
 }

@@ -40,10 +40,6 @@ public actor ManagedObjectContext {
     state.context = self
   }
 
-  isolated deinit {
-    state.tearDown()
-  }
-
   // MARK: - Running code on the context
 
   /// Runs `body` on the context's executor and returns its result.
@@ -197,11 +193,11 @@ extension ManagedObject {
 }
 
 /// Gives every entity class a `managedID` typed by its own class.
-public protocol ManagedObjectIdentity: ManagedObject {}
+public protocol ManagedObjectIdentity: AnyObject {}
 
 extension ManagedObject: ManagedObjectIdentity {}
 
-extension ManagedObjectIdentity {
+extension ManagedObjectIdentity where Self: ManagedObject {
   /// The object's typed ID: temporary until the object is saved (or given a permanent ID),
   /// then permanent.
   ///

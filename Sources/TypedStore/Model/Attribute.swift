@@ -32,7 +32,6 @@ public struct Attribute<Value> {
   }
 
   /// Reads and writes go through the object so that faults fire and changes are tracked.
-  @inlinable
   public static subscript<Object: ManagedObject>(
     _enclosingInstance object: Object,
     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,

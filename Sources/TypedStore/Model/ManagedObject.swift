@@ -28,7 +28,8 @@ open class ManagedObject: Hashable {
 
   final var objectKey: ObjectKey?
   final var lifecycle: ObjectStatus = .detached
-  final var tracker: (any ObjectTracking)?
+  /// The context's state, held weakly: the context holds its objects, not the reverse.
+  final weak var tracker: (any ObjectTracking)?
   final var rowVersion: Int64 = 0
   /// The committed values of the attributes changed since the last save, by slot.
   final var committedValues: [Int32: PrimitiveValue] = [:]
@@ -83,7 +84,11 @@ open class ManagedObject: Hashable {
       keyPathRecorder?.append(slot)
       return
     }
-    if isFault { tracker?.fulfillFault(of: self) }
+    guard isFault else { return }
+    guard let tracker else {
+      fatalError("TypedStore: an attribute of a fault was read after its context was deallocated or reset")
+    }
+    tracker.fulfillFault(of: self)
   }
 
   @usableFromInline

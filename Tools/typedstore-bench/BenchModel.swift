@@ -1,0 +1,59 @@
+import Foundation
+import TypedStore
+
+/// The benchmark's entity: five attributes (integer, text, text, double, date).
+final class BenchItem: ManagedObject {
+  @Attribute var number: Int = 0
+  @Attribute var name: String = ""
+  @Attribute var category: String = ""
+  @Attribute var score: Double = 0
+  @Attribute var created: Date = Date(timeIntervalSinceReferenceDate: 0)
+}
+
+/// The values of row `index`, the same for both sides.
+struct BenchRow {
+  var number: Int64
+  var name: String
+  var category: String
+  var score: Double
+  var created: Double
+
+  init(number: Int64, name: String, category: String, score: Double, created: Double) {
+    self.number = number
+    self.name = name
+    self.category = category
+    self.score = score
+    self.created = created
+  }
+
+  init(_ index: Int) {
+    number = Int64(index)
+    name = "item \(index)"
+    category = "category \(index % 10)"
+    score = Double(index) * 0.5
+    created = 700_000_000 + Double(index)
+  }
+}
+
+/// An order-independent summary of rows, to check that both sides read the same data.
+struct Checksum: Equatable, CustomStringConvertible {
+  var count = 0
+  var numbers: Int64 = 0
+  var textLength = 0
+  var scores: Double = 0
+  var dates: Double = 0
+
+  mutating func add(_ row: BenchRow) {
+    add(number: row.number, name: row.name, category: row.category, score: row.score, created: row.created)
+  }
+
+  mutating func add(number: Int64, name: String, category: String, score: Double, created: Double) {
+    count += 1
+    numbers &+= number
+    textLength += name.utf8.count + category.utf8.count
+    scores += score
+    dates += created
+  }
+
+  var description: String { "\(count) rows, Σnumber \(numbers), Σtext \(textLength), Σscore \(scores)" }
+}

@@ -1,0 +1,171 @@
+import CSQLite
+import Foundation
+
+/// The baseline: the same work done with the raw SQLite C API, prepared statements and one
+/// transaction, with the pragmas TypedStore uses (WAL, synchronous=NORMAL).
+final class RawDatabase {
+  let handle: OpaquePointer
+
+  init(path: String) throws {
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    var handle: OpaquePointer?
+    guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK, let handle
+    else { throw BenchError.sqlite("cannot open \(path)") }
+    self.handle = handle
+    try execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+  }
+
+  /// Opens an existing file (a TypedStore store, to read its tables the raw way).
+  init(existing path: String) throws {
+    var handle: OpaquePointer?
+    guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let handle else {
+      throw BenchError.sqlite("cannot open \(path)")
+    }
+    self.handle = handle
+  }
+
+  deinit { sqlite3_close_v2(handle) }
+
+  func execute(_ sql: String) throws {
+    guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else {
+      throw BenchError.sqlite(String(cString: sqlite3_errmsg(handle)) + " in " + sql)
+    }
+  }
+
+  func prepare(_ sql: String) throws -> OpaquePointer {
+    var statement: OpaquePointer?
+    guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+      throw BenchError.sqlite(String(cString: sqlite3_errmsg(handle)) + " in " + sql)
+    }
+    return statement
+  }
+
+  /// Runs `sql` and returns its first row's columns as doubles (for checksums).
+  func numbers(_ sql: String) throws -> [Double] {
+    let statement = try prepare(sql)
+    defer { sqlite3_finalize(statement) }
+    guard sqlite3_step(statement) == SQLITE_ROW else { return [] }
+    return (0..<sqlite3_column_count(statement)).map { sqlite3_column_double(statement, $0) }
+  }
+
+  // MARK: - The baseline operations
+
+  static let createSQL =
+    "CREATE TABLE raw (pk INTEGER PRIMARY KEY, number INTEGER NOT NULL, name TEXT NOT NULL, category TEXT NOT NULL, score REAL NOT NULL, created REAL NOT NULL)"
+
+  func insert(_ rows: Int) throws {
+    let statement = try prepare(
+      "INSERT INTO raw (pk, number, name, category, score, created) VALUES (?, ?, ?, ?, ?, ?)")
+    defer { sqlite3_finalize(statement) }
+    try execute("BEGIN IMMEDIATE")
+    for index in 0..<rows {
+      let row = BenchRow(index)
+      sqlite3_bind_int64(statement, 1, Int64(index + 1))
+      sqlite3_bind_int64(statement, 2, row.number)
+      bindText(statement, 3, row.name)
+      bindText(statement, 4, row.category)
+      sqlite3_bind_double(statement, 5, row.score)
+      sqlite3_bind_double(statement, 6, row.created)
+      guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError.sqlite("insert failed") }
+      sqlite3_reset(statement)
+    }
+    try execute("COMMIT")
+  }
+
+  /// Steps every row into Swift structs; returns a checksum of what was read.
+  func fetchAll(where condition: String = "") throws -> Checksum {
+    let statement = try prepare("SELECT number, name, category, score, created FROM raw\(condition)")
+    defer { sqlite3_finalize(statement) }
+    var rows: [BenchRow] = []
+    while sqlite3_step(statement) == SQLITE_ROW {
+      rows.append(
+        BenchRow(
+          number: sqlite3_column_int64(statement, 0), name: text(statement, 1), category: text(statement, 2),
+          score: sqlite3_column_double(statement, 3), created: sqlite3_column_double(statement, 4)))
+    }
+    var checksum = Checksum()
+    for row in rows { checksum.add(row) }
+    return checksum
+  }
+
+  func updateEachScore(_ rows: Int) throws {
+    let statement = try prepare("UPDATE raw SET score = ? WHERE pk = ?")
+    defer { sqlite3_finalize(statement) }
+    try execute("BEGIN IMMEDIATE")
+    for index in 0..<rows {
+      sqlite3_bind_double(statement, 1, BenchRow(index).score + 1)
+      sqlite3_bind_int64(statement, 2, Int64(index + 1))
+      guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError.sqlite("update failed") }
+      sqlite3_reset(statement)
+    }
+    try execute("COMMIT")
+  }
+
+  func deleteEach(_ rows: Int) throws {
+    let statement = try prepare("DELETE FROM raw WHERE pk = ?")
+    defer { sqlite3_finalize(statement) }
+    try execute("BEGIN IMMEDIATE")
+    for index in 0..<rows {
+      sqlite3_bind_int64(statement, 1, Int64(index + 1))
+      guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError.sqlite("delete failed") }
+      sqlite3_reset(statement)
+    }
+    try execute("COMMIT")
+  }
+
+  /// Reads history change rows of a TypedStore store into Swift structs.
+  func fetchHistoryRows(after number: Int64) throws -> Int {
+    struct ChangeRow {
+      var transaction: Int64
+      var kind: Int64
+      var entity: String
+      var pk: Int64
+      var changed: String?
+    }
+    let statement = try prepare(
+      "SELECT t.number, t.timestamp, t.author, c.kind, c.entity, c.pk, c.changed FROM _history_transaction t JOIN _history_change c ON c.transaction_number = t.number WHERE t.number > ? ORDER BY c.id"
+    )
+    defer { sqlite3_finalize(statement) }
+    sqlite3_bind_int64(statement, 1, number)
+    var rows: [ChangeRow] = []
+    while sqlite3_step(statement) == SQLITE_ROW {
+      rows.append(
+        ChangeRow(
+          transaction: sqlite3_column_int64(statement, 0), kind: sqlite3_column_int64(statement, 3),
+          entity: text(statement, 4), pk: sqlite3_column_int64(statement, 5),
+          changed: sqlite3_column_type(statement, 6) == SQLITE_NULL ? nil : text(statement, 6)))
+    }
+    return rows.count
+  }
+
+  private func bindText(_ statement: OpaquePointer, _ index: Int32, _ value: String) {
+    var value = value
+    value.withUTF8 { bytes in
+      guard let base = bytes.baseAddress else {
+        sqlite3_bind_text(statement, index, "", 0, nil)
+        return
+      }
+      sqlite3_bind_text(
+        statement, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(bytes.count),
+        unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+    }
+  }
+
+  private func text(_ statement: OpaquePointer, _ index: Int32) -> String {
+    guard let bytes = sqlite3_column_text(statement, index) else { return "" }
+    return String(
+      decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, index))), as: UTF8.self)
+  }
+}
+
+enum BenchError: Error, CustomStringConvertible {
+  case sqlite(String)
+  case mismatch(String)
+
+  var description: String {
+    switch self {
+    case .sqlite(let message): "SQLite: \(message)"
+    case .mismatch(let message): "results differ: \(message)"
+    }
+  }
+}
