@@ -15,7 +15,7 @@ extension ManagedObjectContext {
     for index in 0..<request.count {
       let draft = Entity()
       request.fill(index, draft)
-      let values = try entity.attributes.map { try $0.accessor.encode(draft) }
+      let values = try entity.accessors.map { try $0.encode(draft) }
       changes.inserts.append(ChangeSet.Insert(entityIndex: entity.index, primaryKey: nil, values: values))
     }
     let applied = try persistentStore.commit(changes, info: batchInfo(request.author))
@@ -37,7 +37,7 @@ extension ManagedObjectContext {
         throw BatchError.unsupportedKeyPath(String(describing: assignment.keyPath))
       }
       assignment.apply(draft)
-      assignments.append((slot, try entity.attributes[Int(slot)].accessor.encode(draft)))
+      assignments.append((slot, try entity.accessors[Int(slot)].encode(draft)))
     }
     let rows = try persistentStore.batchUpdate(
       entity, selection: request.selection, includesSubentities: request.includesSubentities,

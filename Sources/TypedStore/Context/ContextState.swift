@@ -13,7 +13,7 @@ final class ContextState: ObjectTracking {
   var transactionAuthor: String?
 
   /// One object per row (or per temporary ID): the identity map.
-  private(set) var registered: [ObjectKey: ManagedObject] = [:]
+  private(set) var registered = IdentityMap()
   /// Inserted objects in insertion order (saved in that order, so keys follow it).
   private(set) var inserted: [ManagedObject] = []
   private(set) var updated: Set<ManagedObject> = []
@@ -71,12 +71,14 @@ final class ContextState: ObjectTracking {
     return object
   }
 
-  private func adopt(_ object: ManagedObject, entity: EntityDescription, key: ObjectKey, status: ObjectStatus) {
+  private func adopt(
+    _ object: ManagedObject, entity: EntityDescription, key: ObjectKey, status: ObjectStatus, assigningSlots: Bool = true
+  ) {
     object.entity = entity
     object.tracker = self
     object.lifecycle = status
     object.objectKey = key
-    object.assignSlots()
+    if assigningSlots { object.assignSlots() }
     registered[key] = object
   }
 
@@ -90,11 +92,13 @@ final class ContextState: ObjectTracking {
       }
       return existing
     }
-    let name = row.entityName
-    let concrete = name == entity.name ? entity : (model.entity(named: name) ?? entity)
+    // Only a hierarchy with subentities needs each row's entity name, and most rows are
+    // usually of the requested entity: compare bytes before making a string.
+    let concrete =
+      entity.subentityNames.isEmpty || row.isEntity(entity) ? entity : (model.entity(named: row.entityName) ?? entity)
     let object = concrete.objectType.init()
-    adopt(object, entity: concrete, key: key, status: .persisted)
-    try row.decode(into: object, entity: concrete, layout: layout)
+    adopt(object, entity: concrete, key: key, status: .persisted, assigningSlots: false)
+    try row.decode(into: object, entity: concrete, layout: layout, assigningSlots: true)
     return object
   }
 
@@ -175,7 +179,7 @@ final class ContextState: ObjectTracking {
     changes.inserts.reserveCapacity(inserted.count)
     for object in inserted {
       guard let entity = object.entity, let key = object.objectKey else { continue }
-      let values = try entity.attributes.map { try $0.accessor.encode(object) }
+      let values = try entity.accessors.map { try $0.encode(object) }
       changes.inserts.append(
         ChangeSet.Insert(entityIndex: entity.index, primaryKey: key.isTemporary ? nil : key.value, values: values))
     }
@@ -185,7 +189,7 @@ final class ContextState: ObjectTracking {
       var slots: [Int32] = []
       var values: [PrimitiveValue] = []
       for (slot, committed) in object.committedValues.sorted(by: { $0.key < $1.key }) {
-        let current = try entity.attributes[Int(slot)].accessor.encode(object)
+        let current = try entity.accessors[Int(slot)].encode(object)
         if current != committed {
           slots.append(slot)
           values.append(current)
@@ -235,7 +239,7 @@ final class ContextState: ObjectTracking {
     for object in updated {
       guard let entity = object.entity else { continue }
       for (slot, value) in object.committedValues {
-        try? entity.attributes[Int(slot)].accessor.decode(value, into: object)
+        try? entity.accessors[Int(slot)].decode(value, into: object)
       }
       object.committedValues.removeAll()
     }
@@ -265,7 +269,7 @@ final class ContextState: ObjectTracking {
     var pending: [(Int32, PrimitiveValue)] = []
     if mergeChanges {
       for slot in object.committedValues.keys {
-        if let value = try? entity.attributes[Int(slot)].accessor.encode(object) { pending.append((slot, value)) }
+        if let value = try? entity.accessors[Int(slot)].encode(object) { pending.append((slot, value)) }
       }
     }
     updated.remove(object)
@@ -274,8 +278,8 @@ final class ContextState: ObjectTracking {
     guard mergeChanges, !pending.isEmpty else { return }
     fulfillFault(of: object)
     for (slot, value) in pending {
-      object.committedValues[slot] = (try? entity.attributes[Int(slot)].accessor.encode(object)) ?? .null
-      try? entity.attributes[Int(slot)].accessor.decode(value, into: object)
+      object.committedValues[slot] = (try? entity.accessors[Int(slot)].encode(object)) ?? .null
+      try? entity.accessors[Int(slot)].decode(value, into: object)
     }
     updated.insert(object)
   }

@@ -22,7 +22,7 @@ public struct Attribute<Value> {
   @usableFromInline var value: Value
   /// The attribute's index in its entity, assigned when the object joins a context.
   @usableFromInline var slot: Int32 = -1
-  let declaration: AttributeDeclaration
+  @usableFromInline let declaration: AttributeDeclaration
 
   /// Property wrappers that use the enclosing instance have no plain `wrappedValue`.
   @available(*, unavailable, message: "@Attribute is only available on ManagedObject subclasses")
@@ -32,6 +32,7 @@ public struct Attribute<Value> {
   }
 
   /// Reads and writes go through the object so that faults fire and changes are tracked.
+  @inlinable
   public static subscript<Object: ManagedObject>(
     _enclosingInstance object: Object,
     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
@@ -49,6 +50,7 @@ public struct Attribute<Value> {
     }
   }
 
+  @inlinable
   init(value: Value, storage: AttributeStorage, options: AttributeOptions) {
     self.value = value
     self.declaration = AttributeDeclaration(storage: storage, options: options)
@@ -71,16 +73,35 @@ public struct CodableStorage: Sendable {
   public static let codable = CodableStorage()
 }
 
+// The declaration each `@Attribute` initializer records. Its types are `@usableFromInline`
+// so the initializers can be inlined into entity classes: creating an object then costs no
+// generic metadata lookups.
+@usableFromInline
 struct AttributeOptions: Sendable, Hashable {
-  var persistentName: String?
-  var preservedOnDeletion = false
-  var indexed = false
-  var unique = false
+  @usableFromInline var persistentName: String?
+  @usableFromInline var preservedOnDeletion: Bool
+  @usableFromInline var indexed: Bool
+  @usableFromInline var unique: Bool
+
+  @inlinable
+  init(persistentName: String?, preservedOnDeletion: Bool, indexed: Bool, unique: Bool) {
+    self.persistentName = persistentName
+    self.preservedOnDeletion = preservedOnDeletion
+    self.indexed = indexed
+    self.unique = unique
+  }
 }
 
+@usableFromInline
 struct AttributeDeclaration: Sendable {
-  var storage: AttributeStorage
-  var options: AttributeOptions
+  @usableFromInline var storage: AttributeStorage
+  @usableFromInline var options: AttributeOptions
+
+  @inlinable
+  init(storage: AttributeStorage, options: AttributeOptions) {
+    self.storage = storage
+    self.options = options
+  }
 }
 
 // MARK: - Initializers, one per storage kind
@@ -94,6 +115,7 @@ extension Attribute where Value: AttributeValue {
   ///   - preservedOnDeletion: keep the value in the history tombstone of a deleted object.
   ///   - indexed: create an index on the column.
   ///   - unique: create a unique index on the column.
+  @inlinable
   public init(
     wrappedValue: Value, persistentName: String? = nil, preservedOnDeletion: Bool = false,
     indexed: Bool = false, unique: Bool = false
@@ -108,6 +130,7 @@ extension Attribute where Value: AttributeValue {
 
 extension Attribute where Value: RawRepresentable, Value.RawValue: AttributeValue {
   /// Declares an attribute of a `RawRepresentable` type (an enum, usually), stored as its raw value.
+  @inlinable
   public init(
     wrappedValue: Value, persistentName: String? = nil, preservedOnDeletion: Bool = false,
     indexed: Bool = false, unique: Bool = false
@@ -122,6 +145,7 @@ extension Attribute where Value: RawRepresentable, Value.RawValue: AttributeValu
 
 extension Attribute where Value: OptionalRawRepresentable {
   /// Declares an optional attribute of a `RawRepresentable` type, stored as its raw value or NULL.
+  @inlinable
   public init(
     wrappedValue: Value, persistentName: String? = nil, preservedOnDeletion: Bool = false,
     indexed: Bool = false, unique: Bool = false
@@ -140,6 +164,7 @@ extension Attribute where Value: Codable {
   /// ```swift
   /// @Attribute(.codable) var options: Options? = nil
   /// ```
+  @inlinable
   public init(
     wrappedValue: Value, _ storage: CodableStorage, persistentName: String? = nil,
     preservedOnDeletion: Bool = false, indexed: Bool = false, unique: Bool = false

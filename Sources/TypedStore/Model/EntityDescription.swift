@@ -47,7 +47,12 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   /// This entity and every entity below it.
   public let selfAndDescendantNames: [String]
 
+  /// The attributes' accessors, by slot: what the hot paths use (an array of small values,
+  /// cheaper to walk than the descriptions).
+  let accessors: [any AttributeAccessor]
   let index: Int32
+  /// The name's UTF-8 bytes, to recognise the entity's rows without making strings.
+  let nameUTF8: [UInt8]
   let rootIndex: Int32
   let objectType: ManagedObject.Type
   private let attributeIndexByName: [String: Int]
@@ -62,6 +67,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     self.subentityNames = subentityNames
     self.rootName = rootName
     self.attributes = attributes
+    self.nameUTF8 = Array(name.utf8)
+    self.accessors = attributes.map(\.accessor)
     self.selfAndDescendantNames = selfAndDescendantNames
     self.index = index
     self.rootIndex = rootIndex

@@ -97,28 +97,15 @@ open class ManagedObject: Hashable {
     if isFault { tracker.fulfillFault(of: self) }
     guard lifecycle == .persisted, committedValues[slot] == nil, let entity else { return }
     let wasUpdated = !committedValues.isEmpty
-    committedValues[slot] = (try? entity.attributes[Int(slot)].accessor.encode(self)) ?? .null
+    committedValues[slot] = (try? entity.accessors[Int(slot)].encode(self)) ?? .null
     if !wasUpdated { tracker.objectDidBecomeUpdated(self) }
-  }
-
-  // MARK: - Loading
-
-  /// Writes a row's values into the object and marks it loaded and unchanged.
-  final func load(values: [PrimitiveValue], version: Int64) throws {
-    guard let entity else { return }
-    for (index, attribute) in entity.attributes.enumerated() {
-      try attribute.accessor.decode(values[index], into: self)
-    }
-    rowVersion = version
-    committedValues.removeAll()
-    isFault = false
   }
 
   /// Gives every attribute field its slot, so that later writes are tracked.
   final func assignSlots() {
     guard let entity else { return }
-    for (index, attribute) in entity.attributes.enumerated() {
-      attribute.accessor.setSlot(Int32(index), in: self)
+    for (index, accessor) in entity.accessors.enumerated() {
+      accessor.setSlot(Int32(index), in: self)
     }
   }
 }

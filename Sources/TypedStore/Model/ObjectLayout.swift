@@ -37,13 +37,16 @@ func storedFields(of type: AnyClass) -> [ClassField]? {
   return complete ? fields : nil
 }
 
-/// Reads and writes one attribute of objects of one class.
-protocol AttributeAccessor: Sendable {
+/// Reads and writes one attribute of objects of one class. A class, so that the hot loops
+/// copy a reference, not an existential value, per attribute.
+protocol AttributeAccessor: AnyObject, Sendable {
   var codec: any ValueCodec { get }
   /// The attribute's current value in `object`, as SQLite stores it.
   func encode(_ object: ManagedObject) throws -> PrimitiveValue
   /// Sets the attribute in `object` from its stored form.
   func decode(_ value: PrimitiveValue, into object: ManagedObject) throws
+  /// Sets the attribute and its slot in a new object.
+  func decode(_ value: PrimitiveValue, slot: Int32, into object: ManagedObject) throws
   /// Records the attribute's index in the object's field, for change tracking.
   func setSlot(_ slot: Int32, in object: ManagedObject)
   /// The declaration recorded by the `@Attribute` initializer that built `object`'s field.
@@ -51,42 +54,63 @@ protocol AttributeAccessor: Sendable {
 }
 
 /// The `Attribute<Value>` field at `offset` in objects of one class.
-struct FieldAccessor<Value>: AttributeAccessor {
+///
+/// The offsets of the wrapper's `value` and `slot` are read once from `MemoryLayout`, so the
+/// accessor addresses them directly: generic code reached through the `AttributeAccessor`
+/// existential then needs no `Attribute<Value>` metadata lookup per call, which profiles
+/// showed as the largest cost of loading rows.
+final class FieldAccessor<Codec: ValueCodec>: AttributeAccessor {
+  typealias Value = Codec.Value
   let offset: Int
-  let typedCodec: any ValueCodec<Value>
+  let valueOffset: Int
+  let slotOffset: Int
+  let typedCodec: Codec
+
+  init(offset: Int, codec: Codec) {
+    self.offset = offset
+    self.typedCodec = codec
+    self.valueOffset = offset + (MemoryLayout<Attribute<Value>>.offset(of: \Attribute<Value>.value) ?? 0)
+    self.slotOffset = offset + (MemoryLayout<Attribute<Value>>.offset(of: \Attribute<Value>.slot) ?? 0)
+  }
 
   var codec: any ValueCodec { typedCodec }
 
   @inline(__always)
-  private func withField<Result>(
-    _ object: ManagedObject, _ body: (UnsafeMutablePointer<Attribute<Value>>) throws -> Result
-  ) rethrows -> Result {
-    try withExtendedLifetime(object) {
-      let base = Unmanaged.passUnretained(object).toOpaque()
-      return try body((base + offset).assumingMemoryBound(to: Attribute<Value>.self))
-    }
+  private func address(in object: ManagedObject, at offset: Int) -> UnsafeMutableRawPointer {
+    Unmanaged.passUnretained(object).toOpaque() + offset
   }
 
   func encode(_ object: ManagedObject) throws -> PrimitiveValue {
-    try withField(object) { try typedCodec.encode($0.pointee.value) }
+    try withExtendedLifetime(object) {
+      try typedCodec.encode(address(in: object, at: valueOffset).assumingMemoryBound(to: Value.self).pointee)
+    }
   }
 
   func decode(_ value: PrimitiveValue, into object: ManagedObject) throws {
     let decoded = try typedCodec.decode(value)
-    withField(object) { $0.pointee.value = decoded }
+    withExtendedLifetime(object) {
+      address(in: object, at: valueOffset).assumingMemoryBound(to: Value.self).pointee = decoded
+    }
+  }
+
+  func decode(_ value: PrimitiveValue, slot: Int32, into object: ManagedObject) throws {
+    let decoded = try typedCodec.decode(value)
+    withExtendedLifetime(object) {
+      address(in: object, at: valueOffset).assumingMemoryBound(to: Value.self).pointee = decoded
+      address(in: object, at: slotOffset).assumingMemoryBound(to: Int32.self).pointee = slot
+    }
   }
 
   func setSlot(_ slot: Int32, in object: ManagedObject) {
-    withField(object) { $0.pointee.slot = slot }
+    withExtendedLifetime(object) {
+      address(in: object, at: slotOffset).assumingMemoryBound(to: Int32.self).pointee = slot
+    }
   }
 
   func declaration(in object: ManagedObject) -> AttributeDeclaration {
-    withField(object) { $0.pointee.declaration }
-  }
-
-  /// The typed value, for readers that know `Value` (tombstones, tests).
-  func value(in object: ManagedObject) -> Value {
-    withField(object) { $0.pointee.value }
+    withExtendedLifetime(object) {
+      address(in: object, at: offset).assumingMemoryBound(to: Attribute<Value>.self).pointee.declaration
+    }
   }
 }
 
@@ -103,7 +127,7 @@ extension Attribute: AttributeField {
   static func makeAccessor(offset: Int, prototype: ManagedObject) -> (
     AttributeDeclaration, (any AttributeAccessor)?
   ) {
-    let probe = FieldAccessor<Value>(offset: offset, typedCodec: PlaceholderCodec<Value>())
+    let probe = FieldAccessor(offset: offset, codec: PlaceholderCodec<Value>())
     let declaration = probe.declaration(in: prototype)
     let codec: (any ValueCodec)?
     switch declaration.storage {
@@ -115,8 +139,13 @@ extension Attribute: AttributeField {
     case .codable: codec = (Self.self as? any CodableAttributeField.Type)?.makeCodableCodec()
     }
     guard let typed = codec as? any ValueCodec<Value> else { return (declaration, nil) }
-    return (declaration, FieldAccessor<Value>(offset: offset, typedCodec: typed))
+    return (declaration, makeFieldAccessor(offset: offset, codec: typed))
   }
+}
+
+/// Opens the codec existential so the accessor holds the concrete codec type.
+private func makeFieldAccessor<Codec: ValueCodec>(offset: Int, codec: Codec) -> any AttributeAccessor {
+  FieldAccessor(offset: offset, codec: codec)
 }
 
 /// Used only to read a field's declaration before its real codec is known.

@@ -126,7 +126,7 @@ extension ManagedObjectContext {
     objects += state.inserted.filter { allowed.contains($0.entity?.name ?? "") }
     if !resolved.sortSlots.isEmpty {
       let keys = try objects.map { object in
-        try resolved.sortSlots.map { try resolved.entity.attributes[$0.slot].accessor.encode(object) }
+        try resolved.sortSlots.map { try resolved.entity.accessors[$0.slot].encode(object) }
       }
       let order = objects.indices.sorted { left, right in
         for (index, sort) in resolved.sortSlots.enumerated() {

@@ -17,15 +17,32 @@ struct Row {
   var version: Int64 { statement.int64(1) }
   var entityName: String { statement.string(2) }
 
-  /// Decodes the row's attribute values into `object`, whose entity is the row's.
-  func decode(into object: ManagedObject, entity: EntityDescription, layout: TableLayout) throws {
-    guard let positions = layout.positions[entity.name] else { return }
-    for (slot, attribute) in entity.attributes.enumerated() {
-      try attribute.accessor.decode(statement.primitiveValue(at: positions[slot]), into: object)
+  /// Whether the row's entity is `entity`, compared without making a string.
+  func isEntity(_ entity: EntityDescription) -> Bool {
+    statement.textEquals(2, entity.nameUTF8)
+  }
+
+  /// Decodes the row's attribute values into `object`, whose entity is the row's; with
+  /// `assigningSlots`, also gives each field its slot (a new object).
+  func decode(
+    into object: ManagedObject, entity: EntityDescription, layout: TableLayout, assigningSlots: Bool = false
+  ) throws {
+    let positions = layout.positions[Int(entity.index)]
+    let accessors = entity.accessors
+    if assigningSlots {
+      // A new object: no committed values to clear, not a fault.
+      for slot in accessors.indices {
+        try accessors[slot].decode(statement.primitiveValue(at: positions[slot]), slot: Int32(slot), into: object)
+      }
+      object.rowVersion = version
+      return
+    }
+    for slot in accessors.indices {
+      try accessors[slot].decode(statement.primitiveValue(at: positions[slot]), into: object)
     }
     object.rowVersion = version
-    object.committedValues.removeAll()
-    object.isFault = false
+    if !object.committedValues.isEmpty { object.committedValues.removeAll() }
+    if object.isFault { object.isFault = false }
   }
 }
 
@@ -76,7 +93,7 @@ extension PersistentStore {
     try selectRows(
       of: entity, clauses: " WHERE pk = ?", arguments: [.integer(primaryKey)], connection: connection
     ) { row in
-      guard row.entityName == entity.name else { return }
+      guard row.isEntity(entity) else { return }
       try row.decode(into: object, entity: entity, layout: layout(of: entity))
       found = true
     }

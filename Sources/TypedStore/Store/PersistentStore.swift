@@ -52,7 +52,7 @@ public final class PersistentStore: Sendable {
     var layouts: [String: TableLayout] = [:]
     for root in model.entities where root.isRoot {
       let hierarchy = model.entities.filter { $0.rootName == root.name }
-      layouts[root.name] = TableLayout(root: root, hierarchy: hierarchy)
+      layouts[root.name] = TableLayout(root: root, hierarchy: hierarchy, entityCount: model.entities.count)
     }
     self.layouts = layouts
 

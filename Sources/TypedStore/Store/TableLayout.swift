@@ -8,15 +8,16 @@
 /// CREATE TABLE "Note" (pk INTEGER PRIMARY KEY, _version INTEGER NOT NULL DEFAULT 1,
 ///                      _entity TEXT NOT NULL, "title" TEXT NOT NULL, "created" REAL, ...)
 /// ```
-struct TableLayout: Sendable {
+final class TableLayout: Sendable {
   /// Columns selected before the attributes: pk, _version, _entity.
   static let leadingColumns: Int32 = 3
 
   let root: EntityDescription
   /// Attribute columns of the whole hierarchy, root attributes first.
   let columns: [(name: String, type: String, notNull: Bool)]
-  /// For each entity of the hierarchy, the select-list position of each of its attributes.
-  let positions: [String: [Int32]]
+  /// For each entity of the model (by `EntityDescription.index`), the select-list position of
+  /// each of its attributes; empty for entities of other tables.
+  let positions: [[Int32]]
   /// `SELECT pk, _version, _entity, <every column> FROM "<table>"`
   let selectSQL: String
   /// For each entity, its INSERT statement: pk, then _entity, then its attributes.
@@ -24,7 +25,7 @@ struct TableLayout: Sendable {
   let deleteSQL: String
   let createSQL: [String]
 
-  init(root: EntityDescription, hierarchy: [EntityDescription]) {
+  init(root: EntityDescription, hierarchy: [EntityDescription], entityCount: Int) {
     self.root = root
     var columns: [(name: String, type: String, notNull: Bool)] = []
     var indexByColumn: [String: Int] = [:]
@@ -51,11 +52,11 @@ struct TableLayout: Sendable {
       createIndexes.append("CREATE INDEX \"_index_\(root.name)__entity\" ON \"\(root.name)\"(_entity)")
     }
     self.columns = columns
-    var positions: [String: [Int32]] = [:]
+    var positions = [[Int32]](repeating: [], count: entityCount)
     var insertSQL: [String: String] = [:]
     for entity in hierarchy {
       let indexes = entity.attributes.map { indexByColumn[$0.columnName] ?? 0 }
-      positions[entity.name] = indexes.map { Int32($0) + Self.leadingColumns }
+      positions[Int(entity.index)] = indexes.map { Int32($0) + Self.leadingColumns }
       let names = entity.attributes.map { "\"\($0.columnName)\"" }
       let placeholders = Array(repeating: "?", count: names.count + 2)
       insertSQL[entity.name] =
