@@ -80,11 +80,12 @@ enum HistoryReader {
         let names = types.compactMap { model.entity(for: $0) }.flatMap(\.selfAndDescendantNames)
         entityNames = HistorySchema.jsonArray(names)
         conditions.append(
-          "EXISTS (SELECT 1 FROM _history_change c WHERE c.transaction_number = number AND c.entity IN (SELECT value FROM json_each(?)))"
+          "EXISTS (SELECT 1 FROM _history_change c WHERE c.id BETWEEN first_change AND last_change AND c.entity IN (SELECT value FROM json_each(?)))"
         )
         arguments.append(.text(HistorySchema.jsonArray(names)))
       }
-      var sql = "SELECT number, timestamp, author, context_name, process_id FROM _history_transaction"
+      var sql =
+        "SELECT number, timestamp, author, context_name, process_id, first_change, last_change FROM _history_transaction"
       if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
       sql += " ORDER BY number"
       if let limit = request.transactionLimit { sql += " LIMIT \(limit)" }
@@ -95,6 +96,8 @@ enum HistoryReader {
         var author: String?
         var contextName: String?
         var processID: Int64
+        var firstChange: Int64
+        var lastChange: Int64
       }
       var headers: [Header] = []
       let statement = try connection.statement(sql)
@@ -105,19 +108,20 @@ enum HistoryReader {
           Header(
             number: statement.int64(0), timestamp: statement.double(1),
             author: statement.isNull(2) ? nil : statement.string(2),
-            contextName: statement.isNull(3) ? nil : statement.string(3), processID: statement.int64(4)))
+            contextName: statement.isNull(3) ? nil : statement.string(3), processID: statement.int64(4),
+            firstChange: statement.int64(5), lastChange: statement.int64(6)))
       }
       guard let first = headers.first, let last = headers.last else { return [] }
 
       var changesByNumber: [Int64: [HistoryChange]] = [:]
       var changeSQL =
-        "SELECT transaction_number, kind, entity, pk, changed, tombstone FROM _history_change WHERE transaction_number BETWEEN ? AND ?"
+        "SELECT transaction_number, kind, entity, pk, changed, tombstone FROM _history_change WHERE id BETWEEN ? AND ?"
       if entityNames != nil { changeSQL += " AND entity IN (SELECT value FROM json_each(?))" }
       changeSQL += " ORDER BY id"
       let changes = try connection.statement(changeSQL)
       defer { changes.reset() }
-      changes.bind(first.number, at: 1)
-      changes.bind(last.number, at: 2)
+      changes.bind(headers.map(\.firstChange).min() ?? first.firstChange, at: 1)
+      changes.bind(headers.map(\.lastChange).max() ?? last.lastChange, at: 2)
       if let entityNames { changes.bind(entityNames, at: 3) }
       let decoder = JSONDecoder()
       while try changes.step() {
@@ -163,8 +167,10 @@ enum HistoryReader {
     latest.bind(number, at: 1)
     let deletedUntil = try latest.step() && !latest.isNull(0) ? latest.double(0) : nil
     latest.reset()
+    // Change rows are in commit order: everything below the first change of the oldest kept
+    // transaction goes, as one rowid range.
     let changes = try connection.statement(
-      "DELETE FROM _history_change WHERE id < coalesce((SELECT min(id) FROM _history_change WHERE transaction_number >= ?), (SELECT max(id) + 1 FROM _history_change))"
+      "DELETE FROM _history_change WHERE id < coalesce((SELECT first_change FROM _history_transaction WHERE number >= ? ORDER BY number LIMIT 1), (SELECT max(id) + 1 FROM _history_change))"
     )
     changes.bind(number, at: 1)
     try changes.run()

@@ -14,6 +14,8 @@ final class HistoryRecorder {
   private let isEnabled: Bool
   private let timestamp = Date()
   private var number: Int64?
+  /// The rowids of the transaction's first and last change rows.
+  private var changeRange: ClosedRange<Int64>?
   private var changes: [CommittedTransaction.Group] = []
 
   init(connection: SQLiteConnection, info: TransactionInfo, isEnabled: Bool) {
@@ -45,6 +47,7 @@ final class HistoryRecorder {
     statement.bind(entity.name, at: 2)
     statement.bind(HistorySchema.jsonArray(primaryKeys), at: 3)
     try statement.run()
+    noteInsertedChanges()
   }
 
   /// Records inserted rows of `entity`.
@@ -57,9 +60,18 @@ final class HistoryRecorder {
     try record(.update, entity, primaryKeys: primaryKeys, changedAttributes: changedAttributes)
   }
 
-  /// What the transaction changed, once all its rows are applied; nil when it changed nothing.
-  func finish(storeIdentifier: UUID) -> CommittedTransaction? {
+  /// Completes the transaction's history row and returns what the transaction changed, once
+  /// all its rows are applied; nil when it changed nothing.
+  func finish(storeIdentifier: UUID) throws -> CommittedTransaction? {
     guard !changes.isEmpty else { return nil }
+    if let number, let changeRange {
+      let statement = try connection.statement(
+        "UPDATE _history_transaction SET first_change = ?, last_change = ? WHERE number = ?")
+      statement.bind(changeRange.lowerBound, at: 1)
+      statement.bind(changeRange.upperBound, at: 2)
+      statement.bind(number, at: 3)
+      try statement.run()
+    }
     return CommittedTransaction(
       storeIdentifier: storeIdentifier, number: number, timestamp: timestamp, author: info.author,
       contextName: info.contextName, groups: changes)
@@ -91,6 +103,17 @@ final class HistoryRecorder {
     }
     statement.bind(HistorySchema.jsonArray(primaryKeys), at: 5)
     try statement.run()
+    noteInsertedChanges()
+  }
+
+  /// Extends the transaction's change range by the rows the last statement inserted: they
+  /// have consecutive rowids, the last one being `lastInsertRowID`.
+  private func noteInsertedChanges() {
+    let count = Int64(connection.changes)
+    guard count > 0 else { return }
+    let last = connection.lastInsertRowID
+    let first = last - count + 1
+    changeRange = changeRange.map { min($0.lowerBound, first)...max($0.upperBound, last) } ?? first...last
   }
 
   private func transactionNumber() throws -> Int64 {

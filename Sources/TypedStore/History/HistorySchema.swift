@@ -1,8 +1,10 @@
 /// The history tables (part of the documented file format, `docs/history.md`).
 ///
 /// Transaction numbers come from `AUTOINCREMENT`, so they are never reused, also after
-/// history is deleted. Change rows are appended in transaction order, so deleting history
-/// before a transaction removes one contiguous range of each table.
+/// history is deleted. Change rows are appended in commit order, so each transaction's changes
+/// are one contiguous range of rowids, which its row records (`first_change`, `last_change`):
+/// reading a transaction's changes and deleting history before a transaction are rowid range
+/// operations, and the change table needs no secondary index to keep up to date.
 enum HistorySchema {
   static let createSQL = [
     """
@@ -11,7 +13,9 @@ enum HistorySchema {
       timestamp REAL NOT NULL,
       author TEXT,
       context_name TEXT,
-      process_id INTEGER NOT NULL
+      process_id INTEGER NOT NULL,
+      first_change INTEGER NOT NULL DEFAULT 0,
+      last_change INTEGER NOT NULL DEFAULT 0
     )
     """,
     """
@@ -25,7 +29,6 @@ enum HistorySchema {
       tombstone TEXT
     )
     """,
-    "CREATE INDEX _history_change_by_transaction ON _history_change(transaction_number)",
     "INSERT INTO _metadata (key, value) VALUES ('history_horizon', '1')",
   ]
 

@@ -38,13 +38,13 @@ public struct Attribute<Value> {
     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
     storage storageKeyPath: ReferenceWritableKeyPath<Object, Attribute<Value>>
   ) -> Value {
-    get {
+    @inline(__always) get {
       if object._needsAccessHook {
         object._willAccessValue(slot: object[keyPath: storageKeyPath].slot)
       }
       return object[keyPath: storageKeyPath].value
     }
-    set {
+    @inline(__always) set {
       object._willChangeValue(slot: object[keyPath: storageKeyPath].slot)
       object[keyPath: storageKeyPath].value = newValue
     }

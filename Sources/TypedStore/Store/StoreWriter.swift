@@ -48,7 +48,7 @@ final class StoreWriter: Sendable {
       let (result, committed) = try connection.writeTransaction(deadline: deadline) {  // 1
         let history = HistoryRecorder(connection: connection, info: info, isEnabled: recordsHistory)  // 3
         let result = try apply(connection, history)  // 2 (and 3, group by group)
-        return (result, history.finish(storeIdentifier: storeIdentifier))
+        return (result, try history.finish(storeIdentifier: storeIdentifier))
       }  // 4: committed
       if connection.walPages >= checkpointThresholdPages {
         // A checkpoint that cannot finish now (a reader holds an old snapshot) is retried

@@ -16,11 +16,16 @@ final class ChangePublisher: Sendable {
   private let callbackQueue = DispatchQueue(label: "TypedStore.storeChanges")
 
   func publish(_ committed: CommittedTransaction) {
-    let changes = StoreChanges(committed)
-    let callbacks = observers.withLock { observers in
-      for continuation in observers.streams.values { continuation.yield(changes) }
+    // Built only when someone listens: a large batch makes a large value.
+    var changes: StoreChanges?
+    let callbacks = observers.withLock { observers -> [@Sendable (StoreChanges) -> Void] in
+      guard !observers.streams.isEmpty || !observers.callbacks.isEmpty else { return [] }
+      let value = StoreChanges(committed)
+      changes = value
+      for continuation in observers.streams.values { continuation.yield(value) }
       return Array(observers.callbacks.values)
     }
+    guard let changes else { return }
     guard !callbacks.isEmpty else { return }
     callbackQueue.async {
       for callback in callbacks { callback(changes) }
