@@ -73,9 +73,11 @@ extension ManagedObjectContext {
         storeIdentifier: persistentStore.identifier, entityName: entityName, key: .permanent(primaryKey)))
   }
 
-  private func result<Entity: ManagedObject>(_ rows: [AffectedRow], returnsObjectIDs: Bool) -> BatchResult<Entity> {
-    BatchResult(
-      count: rows.count,
-      objectIDs: returnsObjectIDs ? rows.map { typedID(entityName: $0.entityName, primaryKey: $0.primaryKey) } : nil)
+  private func result<Entity: ManagedObject>(_ rows: AffectedRows, returnsObjectIDs: Bool) -> BatchResult<Entity> {
+    guard returnsObjectIDs else { return BatchResult(count: rows.count, objectIDs: nil) }
+    let ids: [ManagedID<Entity>] = rows.groups.flatMap { group in
+      group.primaryKeys.map { typedID(entityName: group.entityName, primaryKey: $0) }
+    }
+    return BatchResult(count: ids.count, objectIDs: ids.sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) })
   }
 }

@@ -4,8 +4,9 @@ import Foundation
 /// path, see `StoreWriter`).
 ///
 /// Change rows are written with set-based SQL: one statement per entity and kind, whatever
-/// the number of rows, with the keys bound as one JSON array (`json_each`). A delete's
-/// tombstone is read from the row by SQL before the row goes. The transaction row is inserted
+/// the number of rows — the same selection as the batch statement that changes the rows, or
+/// for a save the keys bound as one JSON array (`json_each`). A delete's tombstone is read
+/// from the row by SQL before the row goes. The transaction row is inserted
 /// with the first change, so a write that changes nothing leaves no history (and no gap in
 /// the numbers).
 final class HistoryRecorder {
@@ -24,30 +25,35 @@ final class HistoryRecorder {
     self.isEnabled = isEnabled
   }
 
-  /// Records that rows of `entity` are about to be deleted, keeping their tombstones.
-  /// Call before deleting them.
-  func willDelete(_ entity: EntityDescription, primaryKeys: [Int64]) throws {
-    guard !primaryKeys.isEmpty else { return }
-    changes.append(.init(kind: .delete, entityName: entity.name, primaryKeys: primaryKeys, changedAttributes: []))
+  /// Records that the selected rows are about to be deleted, keeping their tombstones; call
+  /// before deleting them. `groups` are the same rows' keys by entity, for the notification.
+  func willDelete(_ rows: HistoryRows, groups: [(entity: EntityDescription, primaryKeys: [Int64])]) throws {
+    let groups = groups.filter { !$0.primaryKeys.isEmpty }
+    guard !groups.isEmpty else { return }
+    for group in groups {
+      changes.append(
+        .init(kind: .delete, entityName: group.entity.name, primaryKeys: group.primaryKeys, changedAttributes: []))
+    }
     guard isEnabled else { return }
-    let preserved = entity.attributes.filter(\.isPreservedOnDeletion)
-    let tombstone =
-      preserved.isEmpty
-      ? "NULL"
-      : "json_object("
-        + preserved.map { "'\($0.name)', \(Self.taggedValue(column: $0.columnName))" }.joined(separator: ", ")
-        + ")"
-    let statement = try connection.statement(
-      """
-      INSERT INTO _history_change (transaction_number, kind, entity, pk, changed, tombstone)
-      SELECT ?, 2, _entity, pk, NULL, \(tombstone) FROM "\(entity.tableName)"
-      WHERE _entity = ? AND pk IN (SELECT value FROM json_each(?)) ORDER BY pk
-      """)
-    statement.bind(try transactionNumber(), at: 1)
-    statement.bind(entity.name, at: 2)
-    statement.bind(HistorySchema.jsonArray(primaryKeys), at: 3)
-    try statement.run()
-    noteInsertedChanges()
+    try insertChanges(
+      rows, kind: .delete, changed: nil, tombstone: Self.tombstoneSQL(for: groups.map(\.entity)))
+  }
+
+  /// Records that the selected rows are about to get new values for `changedAttributes`;
+  /// call before updating them (the selection may depend on the values that change).
+  func willUpdate(
+    _ rows: HistoryRows, changedAttributes: [String], groups: [(entity: EntityDescription, primaryKeys: [Int64])]
+  ) throws {
+    let groups = groups.filter { !$0.primaryKeys.isEmpty }
+    guard !groups.isEmpty else { return }
+    for group in groups {
+      changes.append(
+        .init(
+          kind: .update, entityName: group.entity.name, primaryKeys: group.primaryKeys,
+          changedAttributes: changedAttributes))
+    }
+    guard isEnabled else { return }
+    try insertChanges(rows, kind: .update, changed: HistorySchema.jsonArray(changedAttributes), tombstone: "NULL")
   }
 
   /// Records inserted rows of `entity`.
@@ -58,6 +64,35 @@ final class HistoryRecorder {
   /// Records updated rows of `entity` whose `changedAttributes` changed.
   func didUpdate(_ entity: EntityDescription, primaryKeys: [Int64], changedAttributes: [String]) throws {
     try record(.update, entity, primaryKeys: primaryKeys, changedAttributes: changedAttributes)
+  }
+
+  /// One `INSERT ... SELECT` of change rows for the selected rows, in primary key order.
+  private func insertChanges(_ rows: HistoryRows, kind: ChangeKind, changed: String?, tombstone: String) throws {
+    let statement = try connection.statement(
+      """
+      INSERT INTO _history_change (transaction_number, kind, entity, pk, changed, tombstone)
+      SELECT ?, \(kind.rawValue), _entity, pk, ?, \(tombstone) FROM "\(rows.table)"\(rows.whereClause) ORDER BY pk
+      """)
+    statement.bind(try transactionNumber(), at: 1)
+    if let changed { statement.bind(changed, at: 2) } else { statement.bindNull(2) }
+    for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 3)) }
+    try statement.run()
+    noteInsertedChanges()
+  }
+
+  /// SQL for the tombstone of a row of any of `entities`: a JSON object of its attributes
+  /// marked `preservedOnDeletion`, chosen by the row's `_entity`.
+  private static func tombstoneSQL(for entities: [EntityDescription]) -> String {
+    let cases = entities.compactMap { entity -> String? in
+      let preserved = entity.attributes.filter(\.isPreservedOnDeletion)
+      guard !preserved.isEmpty else { return nil }
+      let object =
+        "json_object("
+        + preserved.map { "'\($0.name)', \(taggedValue(column: $0.columnName))" }.joined(separator: ", ") + ")"
+      // Entity names are validated identifiers: safe as SQL string literals.
+      return "WHEN '\(entity.name)' THEN \(object)"
+    }
+    return cases.isEmpty ? "NULL" : "CASE _entity \(cases.joined(separator: " ")) END"
   }
 
   /// Completes the transaction's history row and returns what the transaction changed, once
@@ -158,6 +193,14 @@ struct CommittedTransaction: Sendable {
   var author: String?
   var contextName: String?
   var groups: [Group]
+}
+
+/// The rows of one table that a change covers, as SQL: those `whereClause` selects (the
+/// clause starts with " WHERE", or is empty for every row), with its arguments.
+struct HistoryRows {
+  var table: String
+  var whereClause: String
+  var arguments: [PrimitiveValue]
 }
 
 /// Who wrote a transaction; recorded with it in history.

@@ -8,67 +8,63 @@ enum RowSelection: Sendable {
   case primaryKeys([Int64])
 }
 
-/// One row a batch request changed.
-struct AffectedRow: Sendable {
-  var entityName: String
-  var primaryKey: Int64
+/// The rows a batch request changed, by entity.
+struct AffectedRows: Sendable {
+  var groups: [(entityName: String, primaryKeys: [Int64])] = []
+
+  var count: Int { groups.reduce(0) { $0 + $1.primaryKeys.count } }
 }
 
+// Batch requests: one statement for the rows, one for their history, with the same WHERE
+// clause; the affected keys are read once, for the result and the change notification.
 extension PersistentStore {
   /// Sets attributes of the selected rows with one UPDATE statement, in the write path.
-  /// Returns the rows changed.
   func batchUpdate(
     _ entity: EntityDescription, selection: RowSelection, includesSubentities: Bool,
     assignments: [(slot: Int32, value: PrimitiveValue)], info: TransactionInfo
-  ) throws -> [AffectedRow] {
+  ) throws -> AffectedRows {
     try writer.write(info) { connection, history in
-      let (whereClause, arguments) = self.whereClause(entity, selection, includesSubentities)
-      let affected = try self.selectAffected(entity, whereClause: whereClause, arguments: arguments, connection)
-      guard !affected.isEmpty, !assignments.isEmpty else { return affected }
+      let rows = self.historyRows(entity, selection, includesSubentities)
+      let affected = try self.selectAffected(entity, rows, connection)
+      guard !affected.isEmpty, !assignments.isEmpty else { return AffectedRows() }
+      try history.willUpdate(
+        rows, changedAttributes: assignments.map { entity.attributes[Int($0.slot)].name }, groups: affected)
       let sets = assignments.map { "\"\(entity.attributes[Int($0.slot)].columnName)\" = ?" }
       let statement = try connection.statement(
-        "UPDATE \"\(entity.tableName)\" SET \((sets + ["_version = _version + 1"]).joined(separator: ", "))\(whereClause)"
+        "UPDATE \"\(entity.tableName)\" SET \((sets + ["_version = _version + 1"]).joined(separator: ", "))\(rows.whereClause)"
       )
       defer { statement.reset() }
       for (index, assignment) in assignments.enumerated() { statement.bind(assignment.value, at: Int32(index + 1)) }
-      for (index, argument) in arguments.enumerated() {
+      for (index, argument) in rows.arguments.enumerated() {
         statement.bind(argument, at: Int32(assignments.count + index + 1))
       }
       try statement.run()
-      let names = assignments.map { entity.attributes[Int($0.slot)].name }
-      for (entityName, keys) in self.groupByEntity(affected) {
-        guard let concrete = self.model.entity(named: entityName) else { continue }
-        try history.didUpdate(concrete, primaryKeys: keys, changedAttributes: names)
-      }
-      return affected
+      return AffectedRows(groups: affected.map { ($0.entity.name, $0.primaryKeys) })
     }
   }
 
   /// Deletes the selected rows with one DELETE statement, in the write path, after recording
-  /// their tombstones. Returns the rows deleted.
+  /// their tombstones.
   func batchDelete(
     _ entity: EntityDescription, selection: RowSelection, includesSubentities: Bool, info: TransactionInfo
-  ) throws -> [AffectedRow] {
+  ) throws -> AffectedRows {
     try writer.write(info) { connection, history in
-      let (whereClause, arguments) = self.whereClause(entity, selection, includesSubentities)
-      let affected = try self.selectAffected(entity, whereClause: whereClause, arguments: arguments, connection)
-      guard !affected.isEmpty else { return affected }
-      for (entityName, keys) in self.groupByEntity(affected) {
-        guard let concrete = self.model.entity(named: entityName) else { continue }
-        try history.willDelete(concrete, primaryKeys: keys)
-      }
-      let statement = try connection.statement("DELETE FROM \"\(entity.tableName)\"\(whereClause)")
+      let rows = self.historyRows(entity, selection, includesSubentities)
+      let affected = try self.selectAffected(entity, rows, connection)
+      guard !affected.isEmpty else { return AffectedRows() }
+      try history.willDelete(rows, groups: affected)
+      let statement = try connection.statement("DELETE FROM \"\(entity.tableName)\"\(rows.whereClause)")
       defer { statement.reset() }
-      for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+      for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
       try statement.run()
-      return affected
+      return AffectedRows(groups: affected.map { ($0.entity.name, $0.primaryKeys) })
     }
   }
 
   // MARK: - Helpers
 
-  private func whereClause(_ entity: EntityDescription, _ selection: RowSelection, _ includesSubentities: Bool)
-    -> (String, [PrimitiveValue])
+  private func historyRows(_ entity: EntityDescription, _ selection: RowSelection, _ includesSubentities: Bool)
+    -> HistoryRows
   {
     var conditions: [String] = []
     var arguments: [PrimitiveValue] = []
@@ -81,26 +77,28 @@ extension PersistentStore {
       conditions.append("pk IN (SELECT value FROM json_each(?))")
       arguments.append(.text(HistorySchema.jsonArray(keys)))
     }
-    return (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "), arguments)
+    return HistoryRows(
+      table: entity.tableName, whereClause: conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "),
+      arguments: arguments)
   }
 
-  private func selectAffected(
-    _ entity: EntityDescription, whereClause: String, arguments: [PrimitiveValue], _ connection: SQLiteConnection
-  ) throws -> [AffectedRow] {
-    let statement = try connection.statement(
-      "SELECT pk, _entity FROM \"\(entity.tableName)\"\(whereClause) ORDER BY pk")
+  /// The selected rows' keys by concrete entity, read without making a string per row.
+  private func selectAffected(_ entity: EntityDescription, _ rows: HistoryRows, _ connection: SQLiteConnection) throws
+    -> [(entity: EntityDescription, primaryKeys: [Int64])]
+  {
+    let statement = try connection.statement("SELECT pk, _entity FROM \"\(rows.table)\"\(rows.whereClause) ORDER BY pk")
     defer { statement.reset() }
-    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-    var rows: [AffectedRow] = []
+    for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    let candidates = entity.selfAndDescendantNames.compactMap { model.entity(named: $0) }
+    var keys = [[Int64]](repeating: [], count: candidates.count)
+    var last = 0
     while try statement.step() {
-      rows.append(AffectedRow(entityName: statement.string(1), primaryKey: statement.int64(0)))
+      if !statement.textEquals(1, candidates[last].nameUTF8) {
+        guard let index = candidates.firstIndex(where: { statement.textEquals(1, $0.nameUTF8) }) else { continue }
+        last = index
+      }
+      keys[last].append(statement.int64(0))
     }
-    return rows
-  }
-
-  private func groupByEntity(_ rows: [AffectedRow]) -> [(String, [Int64])] {
-    var groups: [String: [Int64]] = [:]
-    for row in rows { groups[row.entityName, default: []].append(row.primaryKey) }
-    return groups.sorted { $0.key < $1.key }
+    return zip(candidates, keys).filter { !$0.1.isEmpty }.map { ($0.0, $0.1) }
   }
 }

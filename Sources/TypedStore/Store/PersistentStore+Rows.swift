@@ -158,7 +158,12 @@ extension PersistentStore {
   {
     for group in grouped(changes.deletes, by: { $0.entityIndex }) {
       let entity = model.entities[Int(group.key)]
-      try history.willDelete(entity, primaryKeys: group.rows.map(\.primaryKey))
+      let keys = group.rows.map(\.primaryKey)
+      try history.willDelete(
+        HistoryRows(
+          table: entity.tableName, whereClause: " WHERE _entity = ? AND pk IN (SELECT value FROM json_each(?))",
+          arguments: [.text(entity.name), .text(HistorySchema.jsonArray(keys))]),
+        groups: [(entity, keys)])
       let statement = try connection.statement(layout(of: entity).deleteSQL)
       for delete in group.rows {
         statement.reset()
