@@ -35,8 +35,13 @@ final class HistoryRecorder {
         .init(kind: .delete, entityName: group.entity.name, primaryKeys: group.primaryKeys, changedAttributes: []))
     }
     guard isEnabled else { return }
-    try insertChanges(
-      rows, kind: .delete, changed: nil, tombstone: Self.tombstoneSQL(for: groups.map(\.entity)))
+    let tombstone = Self.tombstoneSQL(for: groups.map(\.entity))
+    if tombstone == "NULL" {
+      // Nothing to read from the rows: the keys are enough.
+      for group in groups { try insertChanges(.delete, group.entity, primaryKeys: group.primaryKeys, changed: nil) }
+    } else {
+      try insertChanges(rows, kind: .delete, changed: nil, tombstone: tombstone)
+    }
   }
 
   /// Records that the selected rows are about to get new values for `changedAttributes`;
@@ -116,13 +121,20 @@ final class HistoryRecorder {
 
   private func record(
     _ kind: ChangeKind, _ entity: EntityDescription, primaryKeys: [Int64], changedAttributes: [String]
-  )
-    throws
-  {
+  ) throws {
     guard !primaryKeys.isEmpty else { return }
     changes.append(
       .init(kind: kind, entityName: entity.name, primaryKeys: primaryKeys, changedAttributes: changedAttributes))
     guard isEnabled else { return }
+    try insertChanges(
+      kind, entity, primaryKeys: primaryKeys,
+      changed: kind == .update ? HistorySchema.jsonArray(changedAttributes) : nil)
+  }
+
+  /// One `INSERT ... SELECT` of change rows for a list of keys, with no tombstone.
+  private func insertChanges(_ kind: ChangeKind, _ entity: EntityDescription, primaryKeys: [Int64], changed: String?)
+    throws
+  {
     let statement = try connection.statement(
       """
       INSERT INTO _history_change (transaction_number, kind, entity, pk, changed, tombstone)
@@ -131,11 +143,7 @@ final class HistoryRecorder {
     statement.bind(try transactionNumber(), at: 1)
     statement.bind(Int64(kind.rawValue), at: 2)
     statement.bind(entity.name, at: 3)
-    if kind == .update {
-      statement.bind(HistorySchema.jsonArray(changedAttributes), at: 4)
-    } else {
-      statement.bindNull(4)
-    }
+    if let changed { statement.bind(changed, at: 4) } else { statement.bindNull(4) }
     statement.bind(HistorySchema.jsonArray(primaryKeys), at: 5)
     try statement.run()
     noteInsertedChanges()

@@ -34,13 +34,25 @@ enum HistorySchema {
 
   /// A JSON array of integers, for `json_each(?)`: how a list of keys is bound as one value.
   static func jsonArray(_ keys: [Int64]) -> String {
-    var text = "["
-    text.reserveCapacity(keys.count * 8 + 2)
+    // Written digit by digit into one buffer: this runs for every key of every save.
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(keys.count * 8 + 2)
+    bytes.append(UInt8(ascii: "["))
+    var digits = [UInt8](repeating: 0, count: 20)
     for (index, key) in keys.enumerated() {
-      if index > 0 { text += "," }
-      text += String(key)
+      if index > 0 { bytes.append(UInt8(ascii: ",")) }
+      if key < 0 { bytes.append(UInt8(ascii: "-")) }
+      var magnitude = key.magnitude
+      var count = 0
+      repeat {
+        digits[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+        magnitude /= 10
+        count += 1
+      } while magnitude > 0
+      for position in stride(from: count - 1, through: 0, by: -1) { bytes.append(digits[position]) }
     }
-    return text + "]"
+    bytes.append(UInt8(ascii: "]"))
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   /// A JSON array of strings.

@@ -235,11 +235,24 @@ extension PersistentStore {
   private func grouped<Row, Key: Hashable>(_ rows: [Row], by key: (Row) -> Key) -> [(key: Key, rows: [Row])] {
     var order: [Key] = []
     var groups: [Key: [Row]] = [:]
+    // Rows of one save usually share their key: collect runs before touching the dictionary.
+    var runKey: Key?
+    var run: [Row] = []
+    func flush() {
+      guard let runKey else { return }
+      if groups[runKey] == nil { order.append(runKey) }
+      groups[runKey, default: []] += run
+      run.removeAll(keepingCapacity: true)
+    }
     for row in rows {
       let rowKey = key(row)
-      if groups[rowKey] == nil { order.append(rowKey) }
-      groups[rowKey, default: []].append(row)
+      if rowKey != runKey {
+        flush()
+        runKey = rowKey
+      }
+      run.append(row)
     }
+    flush()
     return order.map { ($0, groups[$0] ?? []) }
   }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -10,8 +11,9 @@ import Synchronization
 /// 3. record history for exactly those rows in the same transaction: the closure reports each
 ///    group of rows to the `HistoryRecorder` as it applies them (deleted rows before they go,
 ///    so their tombstones can be read), and the recorder writes the change rows set-based;
-/// 4. commit, then checkpoint in RESTART mode when the WAL has grown past the threshold
-///    (never a PASSIVE checkpoint: see `SQLiteConnection`);
+/// 4. commit; when the commit left the WAL past the threshold, a checkpoint in RESTART mode
+///    follows on a background queue, under the same lock (never a PASSIVE checkpoint: see
+///    `SQLiteConnection`), so the caller does not wait for it;
 /// 5. publish what the transaction changed to in-process observers, in commit order.
 ///
 /// The writer connection lives inside a `Mutex`, so writes from every context of the process
@@ -25,6 +27,8 @@ final class StoreWriter: Sendable {
   private let recordsHistory: Bool
   private let publish: @Sendable (CommittedTransaction) -> Void
   private let storeIdentifier: UUID
+  private let checkpointPending = Atomic<Bool>(false)
+  private let checkpointQueue = DispatchQueue(label: "TypedStore.checkpoint", qos: .utility)
 
   init(
     connection: sending SQLiteConnection, storeIdentifier: UUID, options: StoreOptions,
@@ -50,16 +54,31 @@ final class StoreWriter: Sendable {
         let result = try apply(connection, history)  // 2 (and 3, group by group)
         return (result, try history.finish(storeIdentifier: storeIdentifier))
       }  // 4: committed
-      if connection.walPages >= checkpointThresholdPages {
-        // A checkpoint that cannot finish now (a reader holds an old snapshot) is retried
-        // after a later commit; the data is already committed either way.
-        connection.setBusyTimeout(.milliseconds(100))
-        _ = try? connection.checkpoint(.restart)
-        connection.setBusyTimeout(busyTimeout)
-      }
+      if connection.walPages >= checkpointThresholdPages { scheduleCheckpoint() }
       if let committed { publish(committed) }  // 5: still under the lock, so in commit order
       return result
     }
+  }
+
+  /// Checkpoints on the background queue, once at a time.
+  private func scheduleCheckpoint() {
+    guard checkpointPending.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+    else { return }
+    checkpointQueue.async { [weak self] in
+      self?.checkpoint()
+    }
+  }
+
+  /// Copies the WAL into the database file in RESTART mode, holding the writer lock. One that
+  /// cannot finish now (a reader still uses the WAL) is retried after a later commit; the data
+  /// is committed either way.
+  func checkpoint() {
+    connection.withLock { connection in
+      connection.setBusyTimeout(.milliseconds(100))
+      _ = try? connection.checkpoint(.restart)
+      connection.setBusyTimeout(busyTimeout)
+    }
+    checkpointPending.store(false, ordering: .releasing)
   }
 
   /// Runs `body` with the writer connection outside any transaction.
