@@ -1,0 +1,36 @@
+import Foundation
+import Testing
+
+/// Runs the benchmark executable in smoke mode (N = 1,000, one run, `--check`) to keep it
+/// compiling and correct: it compares each TypedStore result with the raw SQLite one and fails
+/// on a difference. No timing is asserted here; the benchmark itself measures.
+@Suite struct BenchmarkSmokeTests {
+  private var benchURL: URL {
+    let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let candidates = [bundle, bundle.deletingLastPathComponent()].map {
+      $0.appendingPathComponent("typedstore-bench")
+    }
+    return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+  }
+
+  @Test func benchmarkSmokeRunMatchesRawSQLite() throws {
+    let process = Process()
+    process.executableURL = benchURL
+    let json = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-bench-smoke.json")
+    process.arguments = ["--n", "1000", "--runs", "1", "--check", "--json", json.path]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self)
+    #expect(process.terminationStatus == 0, "\(text)")
+    #expect(text.contains("check: every TypedStore result matched the raw one"))
+    let rows = try JSONSerialization.jsonObject(with: Data(contentsOf: json)) as? [[String: Any]] ?? []
+    #expect(rows.count >= 10)
+    #expect(rows.allSatisfy { $0["name"] is String && $0["goal"] != nil && $0["ratio"] != nil })
+    let measured = rows.filter { $0["ratio"] is Double }
+    #expect(measured.count >= 8)
+  }
+}
