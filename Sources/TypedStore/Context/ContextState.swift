@@ -16,8 +16,8 @@ final class ContextState: ObjectTracking {
   private(set) var registered = IdentityMap()
   /// Inserted objects in insertion order (saved in that order, so keys follow it).
   private(set) var inserted: [ManagedObject] = []
-  private(set) var updated: Set<ManagedObject> = []
-  private(set) var deleted: Set<ManagedObject> = []
+  private(set) var updated = ObjectList(.updated)
+  private(set) var deleted = ObjectList(.deleted)
   private var readerConnection: SQLiteConnection?
 
   private static let temporaryNonce = UInt64.random(in: 1...UInt64.max)
@@ -188,7 +188,7 @@ final class ContextState: ObjectTracking {
       guard let entity = object.entity, let key = object.objectKey else { continue }
       var slots: [Int32] = []
       var values: [PrimitiveValue] = []
-      for (slot, committed) in object.committedValues.sorted(by: { $0.key < $1.key }) {
+      for (slot, committed) in object.committedValues {
         let current = try entity.accessors[Int(slot)].encode(object)
         if current != committed {
           slots.append(slot)
@@ -255,7 +255,8 @@ final class ContextState: ObjectTracking {
       object.lifecycle = .invalidated
       object.tracker = nil
     }
-    for object in inserted + Array(deleted) { object.tracker = nil }
+    for object in inserted { object.tracker = nil }
+    for object in deleted { object.tracker = nil }
     registered.removeAll()
     inserted.removeAll()
     updated.removeAll()

@@ -92,9 +92,9 @@ public actor ManagedObjectContext {
   /// Objects inserted and not saved yet.
   public var insertedObjects: Set<ManagedObject> { Set(state.inserted) }
   /// Saved objects with unsaved attribute changes.
-  public var updatedObjects: Set<ManagedObject> { state.updated }
+  public var updatedObjects: Set<ManagedObject> { Set(state.updated) }
   /// Objects marked for deletion at the next save.
-  public var deletedObjects: Set<ManagedObject> { state.deleted }
+  public var deletedObjects: Set<ManagedObject> { Set(state.deleted) }
   /// Every object the context holds, faults included.
   public var registeredObjects: Set<ManagedObject> { Set(state.registered.values) }
 

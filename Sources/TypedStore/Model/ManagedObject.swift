@@ -32,7 +32,9 @@ open class ManagedObject: Hashable {
   final weak var tracker: (any ObjectTracking)?
   final var rowVersion: Int64 = 0
   /// The committed values of the attributes changed since the last save, by slot.
-  final var committedValues: [Int32: PrimitiveValue] = [:]
+  final var committedValues = CommittedValues()
+  /// The context lists (updated, deleted) the object is in, one bit each.
+  final var listMembership: UInt8 = 0
   /// Set while the model resolves a key path: the slots read.
   final var keyPathRecorder: [Int32]?
 

@@ -59,8 +59,9 @@ protocol AttributeAccessor: AnyObject, Sendable {
 /// accessor addresses them directly: generic code reached through the `AttributeAccessor`
 /// existential then needs no `Attribute<Value>` metadata lookup per call, which profiles
 /// showed as the largest cost of loading rows.
-final class FieldAccessor<Codec: ValueCodec>: AttributeAccessor {
-  typealias Value = Codec.Value
+final class FieldAccessor<Value, Codec: ValueCodec>: AttributeAccessor where Codec.Value == Value {
+  // `Value` is a parameter of its own (not only `Codec.Value`) so that generic code finds its
+  // metadata in the class's metadata, without an associated-type lookup per call.
   let offset: Int
   let valueOffset: Int
   let slotOffset: Int
@@ -127,7 +128,7 @@ extension Attribute: AttributeField {
   static func makeAccessor(offset: Int, prototype: ManagedObject) -> (
     AttributeDeclaration, (any AttributeAccessor)?
   ) {
-    let probe = FieldAccessor(offset: offset, codec: PlaceholderCodec<Value>())
+    let probe = FieldAccessor<Value, PlaceholderCodec<Value>>(offset: offset, codec: PlaceholderCodec<Value>())
     let declaration = probe.declaration(in: prototype)
     let codec: (any ValueCodec)?
     switch declaration.storage {
@@ -145,7 +146,7 @@ extension Attribute: AttributeField {
 
 /// Opens the codec existential so the accessor holds the concrete codec type.
 private func makeFieldAccessor<Codec: ValueCodec>(offset: Int, codec: Codec) -> any AttributeAccessor {
-  FieldAccessor(offset: offset, codec: codec)
+  FieldAccessor<Codec.Value, Codec>(offset: offset, codec: codec)
 }
 
 /// Used only to read a field's declaration before its real codec is known.

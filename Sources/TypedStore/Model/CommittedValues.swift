@@ -1,0 +1,28 @@
+/// The saved values of the attributes of one object that changed since its last save, by
+/// slot. Usually one or two entries: a small array, cheaper than a dictionary per object.
+struct CommittedValues: Sequence {
+  private var entries: [(key: Int32, value: PrimitiveValue)] = []
+
+  var isEmpty: Bool { entries.isEmpty }
+
+  /// The changed slots, in slot order.
+  var keys: [Int32] { entries.map(\.key).sorted() }
+
+  subscript(slot: Int32) -> PrimitiveValue? {
+    get { entries.first { $0.key == slot }?.value }
+    set {
+      if let index = entries.firstIndex(where: { $0.key == slot }) {
+        if let newValue { entries[index].value = newValue } else { entries.remove(at: index) }
+      } else if let newValue {
+        entries.append((slot, newValue))
+      }
+    }
+  }
+
+  mutating func removeAll() { entries.removeAll() }
+
+  /// Entries in slot order.
+  func makeIterator() -> IndexingIterator<[(key: Int32, value: PrimitiveValue)]> {
+    entries.sorted { $0.key < $1.key }.makeIterator()
+  }
+}
