@@ -72,7 +72,8 @@ final class ContextState: ObjectTracking {
   }
 
   private func adopt(
-    _ object: ManagedObject, entity: EntityDescription, key: ObjectKey, status: ObjectStatus, assigningSlots: Bool = true
+    _ object: ManagedObject, entity: EntityDescription, key: ObjectKey, status: ObjectStatus,
+    assigningSlots: Bool = true
   ) {
     object.entity = entity
     object.tracker = self
