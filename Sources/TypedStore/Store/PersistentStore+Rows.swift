@@ -207,23 +207,38 @@ extension PersistentStore {
     var applied = AppliedChanges()
     applied.insertedKeys.reserveCapacity(changes.inserts.count)
     var insertedByEntity: [Int32: [Int64]] = [:]
-    for insert in changes.inserts {
-      let entity = model.entities[Int(insert.entityIndex)]
-      let primaryKey: Int64
-      if let given = insert.primaryKey {
-        primaryKey = given
-      } else {
-        primaryKey = nextKey[entity.tableName, default: 1]
-        nextKey[entity.tableName] = primaryKey + 1
-      }
-      guard let sql = layout(of: entity).insertSQL[entity.name] else { continue }
+    // Runs of inserts of one entity share their statement: looking it up per row would hash
+    // its SQL text for every row.
+    var runStart = 0
+    while runStart < changes.inserts.count {
+      let entityIndex = changes.inserts[runStart].entityIndex
+      var runEnd = runStart
+      while runEnd < changes.inserts.count && changes.inserts[runEnd].entityIndex == entityIndex { runEnd += 1 }
+      let entity = model.entities[Int(entityIndex)]
+      guard let sql = layout(of: entity).insertSQL[entity.name] else { break }
       let statement = try connection.statement(sql)
-      statement.bind(primaryKey, at: 1)
-      statement.bind(entity.name, at: 2)
-      for (index, value) in insert.values.enumerated() { statement.bind(value, at: Int32(index + 3)) }
-      try statement.run()
-      applied.insertedKeys.append(primaryKey)
-      insertedByEntity[insert.entityIndex, default: []].append(primaryKey)
+      var next = nextKey[entity.tableName, default: 1]
+      var keys: [Int64] = []
+      keys.reserveCapacity(runEnd - runStart)
+      for insert in changes.inserts[runStart..<runEnd] {
+        let primaryKey: Int64
+        if let given = insert.primaryKey {
+          primaryKey = given
+        } else {
+          primaryKey = next
+          next += 1
+        }
+        statement.reset()
+        statement.bind(primaryKey, at: 1)
+        statement.bind(entity.name, at: 2)
+        for (index, value) in insert.values.enumerated() { statement.bind(value, at: Int32(index + 3)) }
+        try statement.run()
+        keys.append(primaryKey)
+      }
+      nextKey[entity.tableName] = next
+      applied.insertedKeys += keys
+      insertedByEntity[entityIndex, default: []] += keys
+      runStart = runEnd
     }
     for (entityIndex, keys) in insertedByEntity.sorted(by: { $0.key < $1.key }) {
       try history.didInsert(model.entities[Int(entityIndex)], primaryKeys: keys)
