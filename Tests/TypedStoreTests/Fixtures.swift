@@ -76,3 +76,10 @@ let notesModel: ManagedObjectModel = {
 let allTypesModel: ManagedObjectModel = {
   do { return try ManagedObjectModel(AllTypes.self) } catch { fatalError("fixture model: \(error)") }
 }()
+
+/// An executable built next to the test bundle (the test target depends on it).
+func builtProduct(_ name: String) -> URL {
+  let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+  let candidates = [bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent(name) }
+  return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+}

@@ -17,10 +17,21 @@ extension PersistentContainer {
     fileID: String = #fileID, function: String = #function
   ) throws -> PersistentContainer {
     let url = testStoreURL(variant: variant, fileID: fileID, function: function)
-    for suffix in ["", "-wal", "-shm"] {
-      try? FileManager.default.removeItem(atPath: url.path + suffix)
-    }
+    try destroyPersistentStore(at: url)
     return try PersistentContainer(name: "Test", model: model, storeURL: url, options: options)
+  }
+
+  /// Deletes a store file and its `-wal` and `-shm` companions; missing files are fine. Only
+  /// for a store that no connection has open, in any process.
+  ///
+  /// ```swift
+  /// try PersistentContainer.destroyPersistentStore(at: url)
+  /// ```
+  public static func destroyPersistentStore(at url: URL) throws {
+    for suffix in ["", "-wal", "-shm"] {
+      let path = url.path + suffix
+      if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
+    }
   }
 
   /// The file `makeTest` uses for a test, without creating it.

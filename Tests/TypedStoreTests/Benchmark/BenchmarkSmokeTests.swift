@@ -5,13 +5,7 @@ import Testing
 /// compiling and correct: it compares each TypedStore result with the raw SQLite one and fails
 /// on a difference. No timing is asserted here; the benchmark itself measures.
 @Suite struct BenchmarkSmokeTests {
-  private var benchURL: URL {
-    let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    let candidates = [bundle, bundle.deletingLastPathComponent()].map {
-      $0.appendingPathComponent("typedstore-bench")
-    }
-    return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-  }
+  private var benchURL: URL { builtProduct("typedstore-bench") }
 
   @Test func benchmarkSmokeRunMatchesRawSQLite() throws {
     let process = Process()

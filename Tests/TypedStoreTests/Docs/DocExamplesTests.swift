@@ -5,28 +5,13 @@ import TypedStore
 // The examples of README.md and docs/, compiled and run. The model declarations of
 // docs/model.md are the fixtures in Fixtures.swift (Folder, Note, Checklist, Status, Options).
 
-/// docs/container-and-contexts.md, "Model actors".
-actor DocImporter: ModelActor {
-  nonisolated let modelContext: ManagedObjectContext
-  init(container: PersistentContainer) { modelContext = container.newBackgroundContext() }
-
-  func importTitles(_ titles: [String]) throws -> [ManagedID<Note>] {
-    try withContext { context in
-      let notes = titles.map { title in
-        let note = Note(context: context)
-        note.title = title
-        return note
-      }
-      try context.save()
-      return notes.map(\.managedID)
-    }
-  }
-}
+// docs/container-and-contexts.md, "Model actors": the example is `NoteImporter` in
+// Context/ContextTests.swift.
 
 @Suite struct DocExamplesTests {
   @Test func readmeExample() async throws {
     let url = PersistentContainer.testStoreURL()
-    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+    try PersistentContainer.destroyPersistentStore(at: url)
     let container = try PersistentContainer(
       name: "Notes", model: ManagedObjectModel(Folder.self, Note.self, Checklist.self), storeURL: url)
 
@@ -74,7 +59,7 @@ actor DocImporter: ModelActor {
     }
     #expect(notes == 1 && total == 1 && ids.count == 1)
 
-    let imported = try await DocImporter(container: container).importTitles(["a", "b"])
+    let imported = try await NoteImporter(container: container).importTitles(["a", "b"])
     #expect(imported.count == 2)
   }
 

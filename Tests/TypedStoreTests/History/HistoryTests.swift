@@ -255,14 +255,7 @@ final class Keepsake: ManagedObject {
 }
 
 @Suite struct MultiProcessHistoryTests {
-  /// The helper executable built next to the test bundle.
-  private var writerURL: URL {
-    let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    let candidates = [bundle, bundle.deletingLastPathComponent()].map {
-      $0.appendingPathComponent("typedstore-test-writer")
-    }
-    return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-  }
+  private var writerURL: URL { builtProduct("typedstore-test-writer") }
 
   @Test func twoProcessesWritingProduceOneGapFreeOrderedHistory() async throws {
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))

@@ -4,14 +4,14 @@ import Testing
 @testable import TypedStore
 
 @Suite struct SQLiteConnectionTests {
-  private func freshPath(_ name: String) -> String {
+  private func freshPath(_ name: String) throws -> String {
     let url = PersistentContainer.testStoreURL(variant: name)
-    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+    try PersistentContainer.destroyPersistentStore(at: url)
     return url.path
   }
 
   @Test func writeWaitsForTheLockUntilItsDeadlineAndNotLonger() throws {
-    let path = freshPath("busy")
+    let path = try freshPath("busy")
     let holder = try SQLiteConnection(path: path, mode: .readWriteCreate)
     try holder.configure(enableWAL: true)
     try holder.execute("CREATE TABLE t (x)")
@@ -32,7 +32,7 @@ import Testing
   }
 
   @Test func writeSucceedsWhenTheLockIsReleasedBeforeTheDeadline() async throws {
-    let path = freshPath("released")
+    let path = try freshPath("released")
     let holder = try SQLiteConnection(path: path, mode: .readWriteCreate)
     try holder.configure(enableWAL: true)
     try holder.execute("CREATE TABLE t (x)")
@@ -48,7 +48,7 @@ import Testing
   }
 
   @Test func failedTransactionRollsBack() throws {
-    let path = freshPath("rollback")
+    let path = try freshPath("rollback")
     let connection = try SQLiteConnection(path: path, mode: .readWriteCreate)
     try connection.execute("CREATE TABLE t (x UNIQUE)")
     #expect(throws: SQLiteError.self) {
@@ -62,7 +62,7 @@ import Testing
   }
 
   @Test func errorsCarryCodesMessageAndSQL() throws {
-    let connection = try SQLiteConnection(path: freshPath("errors"), mode: .readWriteCreate)
+    let connection = try SQLiteConnection(path: try freshPath("errors"), mode: .readWriteCreate)
     let error = #expect(throws: SQLiteError.self) { try connection.statement("SELECT * FROM missing") }
     #expect(error?.code == 1)
     #expect(error?.message.contains("no such table") == true)
@@ -70,7 +70,7 @@ import Testing
   }
 
   @Test func checkpointRunsInAWriterLockingModeAndEmptiesTheWAL() throws {
-    let path = freshPath("checkpoint")
+    let path = try freshPath("checkpoint")
     let connection = try SQLiteConnection(path: path, mode: .readWriteCreate)
     try connection.configure(enableWAL: true)
     try connection.execute("CREATE TABLE t (x); INSERT INTO t VALUES (randomblob(10000));")

@@ -24,7 +24,7 @@ private func snapshot(_ url: URL) -> [Data?] {
 
   @Test func foreignSQLiteDatabaseIsRefusedAndLeftUnchanged() throws {
     let url = PersistentContainer.testStoreURL()
-    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+    try PersistentContainer.destroyPersistentStore(at: url)
     do {
       let other = try SQLiteConnection(path: url.path, mode: .readWriteCreate)
       try other.execute("CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('ada');")
@@ -45,7 +45,7 @@ private func snapshot(_ url: URL) -> [Data?] {
     var bytes = try Data(contentsOf: url)
     for index in 100..<min(bytes.count, 8192) { bytes[index] = UInt8(truncatingIfNeeded: index &* 7) }
     let copy = PersistentContainer.testStoreURL(variant: "copy")
-    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy.path + suffix) }
+    try PersistentContainer.destroyPersistentStore(at: copy)
     try bytes.write(to: copy)
     let before = snapshot(copy)
     #expect(throws: StoreError.self) {
@@ -89,7 +89,7 @@ private func snapshot(_ url: URL) -> [Data?] {
 
   @Test func emptyFileBecomesANewStore() throws {
     let url = PersistentContainer.testStoreURL()
-    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+    try PersistentContainer.destroyPersistentStore(at: url)
     #expect(FileManager.default.createFile(atPath: url.path, contents: Data()))
     let container = try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
     #expect(try container.persistentStore.metadata()["store_uuid"] == container.persistentStore.identifier.uuidString)
