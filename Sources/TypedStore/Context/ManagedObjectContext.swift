@@ -140,7 +140,7 @@ public actor ManagedObjectContext {
   ///   `ContextError.foreignStore` for an ID of another store.
   public func existingObject<Entity: ManagedObject>(with id: ManagedID<Entity>) throws -> Entity {
     let (key, entity) = try state.key(for: id.untyped)
-    if let object = state.registeredObject(for: key) as? Entity, !object.isDeleted || object.lifecycle == .persisted {
+    if let object = state.registeredObject(for: key) as? Entity, object.lifecycle != .invalidated {
       if object.isFault { state.fulfillFault(of: object) }
       return object
     }

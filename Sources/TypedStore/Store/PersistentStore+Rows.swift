@@ -123,10 +123,13 @@ extension PersistentStore {
       return try writer.write(info) { connection, history in
         try self.apply(changes, connection: connection, history: history)
       }
+    } catch let error as SQLiteError where error.extendedCode == 2067 || error.extendedCode == 1555 {
+      // SQLITE_CONSTRAINT_UNIQUE or _PRIMARYKEY; SQLite says "UNIQUE constraint failed: Table.column".
+      let table = error.message.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) }
+      throw StoreError.uniqueConstraintViolation(
+        entity: table.flatMap { $0.split(separator: ".").first.map(String.init) } ?? "", message: error.message)
     } catch let error as SQLiteError {
-      throw error.isConstraint && error.extendedCode & 0xFF == 19 && error.message.contains("UNIQUE")
-        ? StoreError.uniqueConstraintViolation(entity: "", message: error.message)
-        : StoreError.sqlite(error)
+      throw StoreError.sqlite(error)
     }
   }
 

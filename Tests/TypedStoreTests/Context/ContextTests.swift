@@ -3,17 +3,9 @@ import Testing
 
 @testable import TypedStore
 
-/// Saves notes with the given titles and returns their IDs.
+/// Saves notes with the given titles in one save and returns their IDs.
 func saveNotes(_ titles: [String], in container: PersistentContainer) async throws -> [ManagedID<Note>] {
-  try await container.performBackgroundTask { context in
-    let notes = titles.map { title in
-      let note = Note(context: context)
-      note.title = title
-      return note
-    }
-    try context.save()
-    return notes.map(\.managedID)
-  }
+  try await NoteImporter(container: container).importTitles(titles)
 }
 
 @Suite struct IdentityMapTests {
@@ -219,7 +211,9 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
       try context.save()
       Tag(context: context).name = "linux"
       Tag(context: context).name = "swift"
-      #expect(throws: StoreError.self) { try context.save() }
+      #expect(throws: StoreError.uniqueConstraintViolation(entity: "Tag", message: "UNIQUE constraint failed: Tag.name")) {
+        try context.save()
+      }
       context.rollback()
       #expect(try context.count(for: FetchRequest<Tag>()) == 1)
     }
