@@ -103,11 +103,13 @@ struct KeyTable {
   }
 
   private mutating func grow() {
-    let capacity = max(16, objects.count * 2)
-    let oldKeys = keys
-    let oldObjects = objects
-    keys = Array(repeating: 0, count: capacity)
-    objects = Array(repeating: nil, count: capacity)
+    // Quadrupling keeps the rehashing of a large fetch, which registers every row, to a
+    // third of what doubling costs.
+    let capacity = max(16, objects.count * 4)
+    var oldKeys = Array(repeating: Int64(0), count: capacity)
+    var oldObjects = [ManagedObject?](repeating: nil, count: capacity)
+    swap(&oldKeys, &keys)
+    swap(&oldObjects, &objects)
     shift = 64 - capacity.trailingZeroBitCount
     count = 0
     for (key, object) in zip(oldKeys, oldObjects) {
