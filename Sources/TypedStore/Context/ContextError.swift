@@ -9,17 +9,11 @@ public enum ContextError: Error, Sendable, Equatable, CustomStringConvertible {
   case objectNotFound(String)
   /// The ID or object belongs to another store than this context's.
   case foreignStore(String)
-  /// The object was invalidated by `reset()` or belongs to another context.
-  case objectNotInContext(String)
-  /// The context was deallocated while one of its objects was still used.
-  case contextGone
 
   public var description: String {
     switch self {
     case .objectNotFound(let uri): "no object exists for \(uri)"
     case .foreignStore(let uri): "\(uri) belongs to another store"
-    case .objectNotInContext(let what): "\(what) does not belong to this context"
-    case .contextGone: "the object's context no longer exists"
     }
   }
 }

@@ -88,7 +88,5 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     attributeIndexByName[name].map { attributes[$0] }
   }
 
-  func attributeIndex(named name: String) -> Int? { attributeIndexByName[name] }
-
   public var description: String { "EntityDescription(\(name))" }
 }

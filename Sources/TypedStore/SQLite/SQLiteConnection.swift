@@ -217,11 +217,6 @@ final class SQLiteConnection {
     walObserver.pages = 0
     return (log, done)
   }
-
-  /// `PRAGMA data_version`: changes when another connection commits.
-  func dataVersion() throws -> Int64 {
-    try scalarInt("PRAGMA data_version") ?? 0
-  }
 }
 
 /// Receives SQLite's WAL hook, which reports the WAL size after every commit.

@@ -85,12 +85,6 @@ final class Statement {
 
   // MARK: - Reading columns (indices start at 0, as in SQLite)
 
-  func columnCount() -> Int32 { sqlite3_column_count(handle) }
-
-  func columnName(_ index: Int32) -> String {
-    sqlite3_column_name(handle, index).map { String(cString: $0) } ?? ""
-  }
-
   func storageClass(_ index: Int32) -> StorageClass {
     switch sqlite3_column_type(handle, index) {
     case SQLITE_INTEGER: .integer

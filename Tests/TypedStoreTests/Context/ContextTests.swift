@@ -211,7 +211,9 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
       try context.save()
       Tag(context: context).name = "linux"
       Tag(context: context).name = "swift"
-      #expect(throws: StoreError.uniqueConstraintViolation(entity: "Tag", message: "UNIQUE constraint failed: Tag.name")) {
+      #expect(
+        throws: StoreError.uniqueConstraintViolation(entity: "Tag", message: "UNIQUE constraint failed: Tag.name")
+      ) {
         try context.save()
       }
       context.rollback()
@@ -316,6 +318,18 @@ final class Tag: ManagedObject {
         == "[\"\(id.uriRepresentation.absoluteString.replacingOccurrences(of: "/", with: "\\/"))\"]")
     #expect(try JSONDecoder().decode([ManagedID<Note>].self, from: data) == [id])
     #expect(throws: ManagedIDError.self) { try JSONDecoder().decode([ManagedID<Folder>].self, from: data) }
+  }
+
+  @Test func idOfAnotherStoreIsRefusedWithForeignStore() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let other = try PersistentContainer.makeTest(model: notesModel, variant: "other")
+    let foreign = try await saveNotes(["elsewhere"], in: other)[0]
+    let error = await container.viewContext.perform { context in
+      #expect(throws: ContextError.self) { try context.existingObject(with: foreign) }
+    }
+    #expect(error == .foreignStore(foreign.description))
+    let registered = await container.viewContext.perform { context in context.registeredObject(for: foreign) == nil }
+    #expect(registered)
   }
 
   @Test func existingObjectOfAMissingRowThrows() async throws {
