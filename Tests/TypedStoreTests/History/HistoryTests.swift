@@ -298,6 +298,33 @@ final class Keepsake: ManagedObject {
   }
 }
 
+extension MultiProcessHistoryTests {
+  @Test func aWriterKilledMidStreamLeavesNoRowWithoutHistoryNorHistoryWithoutRow() async throws {
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
+    let process = Process()
+    process.executableURL = builtProduct("typedstore-test-writer")
+    process.arguments = [container.persistentStore.url.path, "doomed", "100000"]
+    try process.run()
+    // Let it commit for a while, then kill it without warning, mid-transaction or not.
+    for _ in 0..<400 {
+      try await Task.sleep(for: .milliseconds(5))
+      if try container.currentHistoryToken.transactionNumber >= 20 { break }
+    }
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+    #expect(process.terminationReason == .uncaughtSignal)
+
+    let history = try container.fetchHistory(HistoryRequest())
+    let recorded = Set(history.flatMap(\.changes).filter { $0.kind == .insert }.compactMap(\.objectID.primaryKey))
+    let rows = try await container.newBackgroundContext().perform { context in
+      Set(try context.fetchObjectIDs(for: FetchRequest<Event>()).compactMap(\.primaryKey))
+    }
+    #expect(!rows.isEmpty)
+    #expect(rows == recorded)
+    #expect(history.allSatisfy { $0.changes.count == 1 })
+  }
+}
+
 final class Event: ManagedObject {
   @Attribute var source: String = ""
   @Attribute var sequence: Int = 0
