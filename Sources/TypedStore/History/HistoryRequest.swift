@@ -21,6 +21,7 @@ public struct HistoryRequest: Sendable {
     case afterDate(Date)
   }
 
+  /// Where the history starts.
   public var start: Start
   /// The last transaction to include, if any.
   public var end: HistoryToken?
@@ -35,6 +36,7 @@ public struct HistoryRequest: Sendable {
   /// token.
   public var transactionLimit: Int?
 
+  /// History from `start` (the beginning by default).
   public init(start: Start = .beginning) {
     self.start = start
   }

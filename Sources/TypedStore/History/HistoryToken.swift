@@ -19,6 +19,7 @@ public struct HistoryToken: Sendable, Hashable, Codable, Comparable, CustomStrin
   /// The number of the last transaction before the position (0: before any transaction).
   public let transactionNumber: Int64
 
+  /// A token for a position you stored yourself; tokens normally come from the store.
   public init(storeIdentifier: UUID, transactionNumber: Int64) {
     self.storeIdentifier = storeIdentifier
     self.transactionNumber = transactionNumber

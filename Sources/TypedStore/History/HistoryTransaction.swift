@@ -30,6 +30,7 @@ public struct HistoryTransaction: Sendable, Identifiable {
   /// The rows it inserted, updated and deleted.
   public let changes: [HistoryChange]
 
+  /// The transaction number, as `Identifiable` wants it.
   public var id: Int64 { number }
 }
 
@@ -41,6 +42,7 @@ public struct HistoryTransaction: Sendable, Identifiable {
 /// }
 /// ```
 public struct HistoryChange: Sendable, Hashable {
+  /// Whether the row was inserted, updated or deleted.
   public let kind: ChangeKind
   /// The row, untyped (its `entityName` is the row's concrete entity).
   public let objectID: AnyManagedID

@@ -47,6 +47,7 @@ public struct AttributeDecodingError: Error, Sendable, CustomStringConvertible {
   /// The value found in the store.
   public let found: PrimitiveValue
 
+  /// An error for a stored `found` value that cannot be read as `expected`.
   public init(expected: Any.Type, found: PrimitiveValue) {
     self.expectedType = String(describing: expected)
     self.found = found

@@ -27,8 +27,10 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
   public let entity: String
   /// The property at fault, when the problem is one property's.
   public let property: String?
+  /// What is wrong.
   public let reason: Reason
 
+  /// An error about `entity` (and `property`, when it is one property's).
   public init(entity: String, property: String? = nil, reason: Reason) {
     self.entity = entity
     self.property = property

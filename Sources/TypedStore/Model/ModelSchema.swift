@@ -8,21 +8,33 @@
 public struct ModelSchema: Codable, Sendable, Equatable {
   /// One entity, with its own (not inherited) attributes.
   public struct Entity: Codable, Sendable, Equatable {
+    /// The entity name (its class name).
     public var name: String
+    /// The superentity's name, for a subentity.
     public var superentity: String?
+    /// The table that stores its rows: its root entity's name.
     public var table: String
+    /// Its own attributes, in declaration order (inherited ones are the superentity's).
     public var attributes: [Attribute]
   }
 
   /// One attribute.
   public struct Attribute: Codable, Sendable, Equatable {
+    /// The Swift property name.
     public var name: String
+    /// The column name.
     public var column: String
+    /// How the value is stored.
     public var type: AttributeType
+    /// Stored directly, as a raw value, or as JSON.
     public var storage: AttributeStorage
+    /// Whether nil is allowed.
     public var optional: Bool
+    /// Whether deletes keep the value in their tombstone.
     public var preservedOnDeletion: Bool
+    /// Whether the column is indexed.
     public var indexed: Bool
+    /// Whether the column has a unique index.
     public var unique: Bool
   }
 

@@ -15,6 +15,7 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
   /// The statement that failed, when there was one.
   public let sql: String?
 
+  /// An error with SQLite's result code (the primary code is the low byte of `code`).
   public init(code: Int32, extendedCode: Int32? = nil, message: String, sql: String? = nil) {
     self.code = code & 0xFF
     self.extendedCode = extendedCode ?? code

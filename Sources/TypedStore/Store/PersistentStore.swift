@@ -23,6 +23,7 @@ public final class PersistentStore: Sendable {
   public let identifier: UUID
   /// The model the store was opened with.
   public let model: ManagedObjectModel
+  /// The options the store was opened with.
   public let options: StoreOptions
 
   let writer: StoreWriter

@@ -14,5 +14,6 @@ public struct StoreOptions: Sendable {
   /// Pages in the WAL after which the writer checkpoints (RESTART mode) after its commit.
   public var checkpointThresholdPages: Int32 = 1000
 
+  /// The defaults: 5 s busy timeout, history on, checkpoint after 1,000 WAL pages.
   public init() {}
 }
