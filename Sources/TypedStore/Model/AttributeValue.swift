@@ -111,25 +111,49 @@ private func integer<T: FixedWidthInteger>(_ type: T.Type, from value: Primitive
 extension Int: AttributeValue {
   public static var attributeType: AttributeType { .integer64 }
   public var primitiveValue: PrimitiveValue { .integer(Int64(self)) }
-  public init(primitiveValue: PrimitiveValue) throws { self = try integer(Int.self, from: primitiveValue) }
+  public init(primitiveValue: PrimitiveValue) throws {
+    if case .integer(let value) = primitiveValue, let exact = Int(exactly: value) {
+      self = exact
+    } else {
+      self = try integer(Int.self, from: primitiveValue)
+    }
+  }
 }
 
 extension Int16: AttributeValue {
   public static var attributeType: AttributeType { .integer16 }
   public var primitiveValue: PrimitiveValue { .integer(Int64(self)) }
-  public init(primitiveValue: PrimitiveValue) throws { self = try integer(Int16.self, from: primitiveValue) }
+  public init(primitiveValue: PrimitiveValue) throws {
+    if case .integer(let value) = primitiveValue, let exact = Int16(exactly: value) {
+      self = exact
+    } else {
+      self = try integer(Int16.self, from: primitiveValue)
+    }
+  }
 }
 
 extension Int32: AttributeValue {
   public static var attributeType: AttributeType { .integer32 }
   public var primitiveValue: PrimitiveValue { .integer(Int64(self)) }
-  public init(primitiveValue: PrimitiveValue) throws { self = try integer(Int32.self, from: primitiveValue) }
+  public init(primitiveValue: PrimitiveValue) throws {
+    if case .integer(let value) = primitiveValue, let exact = Int32(exactly: value) {
+      self = exact
+    } else {
+      self = try integer(Int32.self, from: primitiveValue)
+    }
+  }
 }
 
 extension Int64: AttributeValue {
   public static var attributeType: AttributeType { .integer64 }
   public var primitiveValue: PrimitiveValue { .integer(self) }
-  public init(primitiveValue: PrimitiveValue) throws { self = try integer(Int64.self, from: primitiveValue) }
+  public init(primitiveValue: PrimitiveValue) throws {
+    if case .integer(let value) = primitiveValue, let exact = Int64(exactly: value) {
+      self = exact
+    } else {
+      self = try integer(Int64.self, from: primitiveValue)
+    }
+  }
 }
 
 extension Double: AttributeValue {
