@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Marks a stored property of a `ManagedObject` subclass as a persistent attribute.
 ///
@@ -22,7 +23,6 @@ public struct Attribute<Value> {
   @usableFromInline var value: Value
   /// The attribute's index in its entity, assigned when the object joins a context.
   @usableFromInline var slot: Int32 = -1
-  @usableFromInline let declaration: AttributeDeclaration
 
   /// Property wrappers that use the enclosing instance have no plain `wrappedValue`.
   @available(*, unavailable, message: "@Attribute is only available on ManagedObject subclasses")
@@ -53,7 +53,9 @@ public struct Attribute<Value> {
   @inlinable
   init(value: Value, storage: AttributeStorage, options: AttributeOptions) {
     self.value = value
-    self.declaration = AttributeDeclaration(storage: storage, options: options)
+    if DeclarationRecorder.isActive.load(ordering: .relaxed) {
+      DeclarationRecorder.record(AttributeDeclaration(storage: storage, options: options))
+    }
   }
 }
 
@@ -73,9 +75,9 @@ public struct CodableStorage: Sendable {
   public static let codable = CodableStorage()
 }
 
-// The declaration each `@Attribute` initializer records. Its types are `@usableFromInline`
-// so the initializers can be inlined into entity classes: creating an object then costs no
-// generic metadata lookups.
+// The declaration each `@Attribute` initializer records while a model is built (see
+// `DeclarationRecorder`). Its types are `@usableFromInline` so the initializers can be inlined
+// into entity classes: creating an object then costs no generic metadata lookups.
 @usableFromInline
 struct AttributeOptions: Sendable, Hashable {
   @usableFromInline var persistentName: String?

@@ -129,13 +129,13 @@ public final class ManagedObjectModel: Sendable {
       guard let fields = storedFields(of: type) else {
         throw ModelError(entity: name, reason: .unreadableLayout)
       }
-      let prototype = type.init()
+      let attributeFields = fields.filter { $0.type is any AttributeField.Type }
+      let declarations = try declarationsInFieldOrder(of: type, name: name, fieldCount: attributeFields.count)
       var attributes: [(String, Int, AttributeDeclaration, any AttributeAccessor)] = []
-      for field in fields {
+      for (field, declaration) in zip(attributeFields, declarations) {
         guard let attributeType = field.type as? any AttributeField.Type else { continue }
         let property = field.name.hasPrefix("_") ? String(field.name.dropFirst()) : field.name
-        let (declaration, accessor) = attributeType.makeAccessor(offset: field.offset, prototype: prototype)
-        guard let accessor else {
+        guard let accessor = attributeType.makeAccessor(offset: field.offset, storage: declaration.storage) else {
           throw ModelError(
             entity: name, property: property,
             reason: .unsupportedType(String(describing: field.type)))
@@ -144,6 +144,40 @@ public final class ManagedObjectModel: Sendable {
       }
       return Declared(name: name, type: type, superName: superName, fields: attributes)
     }
+  }
+
+  /// The declarations of `type`'s attribute fields, in field order (superclass fields first).
+  ///
+  /// Creating a prototype runs every `@Attribute` initializer once: a subclass's own before its
+  /// superclass's, each class's in declaration order (`DeclarationRecorder`). Field order puts
+  /// superclass fields first, so the recorded runs are reversed class by class.
+  private static func declarationsInFieldOrder(of type: ManagedObject.Type, name: String, fieldCount: Int) throws
+    -> [AttributeDeclaration]
+  {
+    let recorded = DeclarationRecorder.declarations { _ = type.init() }
+    // Own attribute counts, from `type` up to the first class below ManagedObject.
+    var ownCounts: [Int] = []
+    var current: AnyClass? = type
+    while let cls = current, cls != ManagedObject.self {
+      let all = storedFields(of: cls)?.filter { $0.type is any AttributeField.Type }.count ?? 0
+      let inherited =
+        _getSuperclass(cls).flatMap { storedFields(of: $0) }?.filter {
+          $0.type is any AttributeField.Type
+        }.count ?? 0
+      ownCounts.append(all - inherited)
+      current = _getSuperclass(cls)
+    }
+    guard recorded.count == fieldCount, ownCounts.reduce(0, +) == fieldCount else {
+      // An initializer that assigns an attribute field itself runs the wrapper twice.
+      throw ModelError(entity: name, reason: .unreadableLayout)
+    }
+    var runs: [[AttributeDeclaration]] = []
+    var start = 0
+    for count in ownCounts {
+      runs.append(Array(recorded[start..<start + count]))
+      start += count
+    }
+    return runs.reversed().flatMap { $0 }
   }
 
   private static func describe(_ declared: [Declared]) throws -> [EntityDescription] {

@@ -19,7 +19,9 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     case duplicateColumn(String)
     /// The attribute's type cannot be stored the way its `@Attribute` asks.
     case unsupportedType(String)
-    /// The Swift runtime did not describe the class's fields.
+    /// The Swift runtime did not describe the class's fields, or its `@Attribute` initializers
+    /// did not run once each when an object was created (an `init` that assigns an attribute
+    /// field itself).
     case unreadableLayout
   }
 
@@ -51,7 +53,9 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     case .unsupportedType(let type):
       return
         "\(place): \(type) is not a storable attribute type; use an AttributeValue type, a RawRepresentable of one, or @Attribute(.codable)"
-    case .unreadableLayout: return "\(place): the Swift runtime could not describe this class's fields"
+    case .unreadableLayout:
+      return
+        "\(place): could not read this class's attribute fields (declare options on @Attribute, do not assign attribute fields in init)"
     }
   }
 }

@@ -49,8 +49,6 @@ protocol AttributeAccessor: AnyObject, Sendable {
   func decode(_ value: PrimitiveValue, slot: Int32, into object: ManagedObject) throws
   /// Records the attribute's index in the object's field, for change tracking.
   func setSlot(_ slot: Int32, in object: ManagedObject)
-  /// The declaration recorded by the `@Attribute` initializer that built `object`'s field.
-  func declaration(in object: ManagedObject) -> AttributeDeclaration
 }
 
 /// The `Attribute<Value>` field at `offset` in objects of one class.
@@ -108,30 +106,19 @@ final class FieldAccessor<Value, Codec: ValueCodec>: AttributeAccessor where Cod
     }
   }
 
-  func declaration(in object: ManagedObject) -> AttributeDeclaration {
-    withExtendedLifetime(object) {
-      address(in: object, at: offset).assumingMemoryBound(to: Attribute<Value>.self).pointee.declaration
-    }
-  }
 }
 
 /// Implemented by `Attribute` so the model can recognise its fields among a class's fields.
 protocol AttributeField {
-  /// Builds the accessor for a field of this type at `offset`, or nil when the storage the
-  /// initializer recorded has no codec for `Value`.
-  static func makeAccessor(offset: Int, prototype: ManagedObject) -> (
-    AttributeDeclaration, (any AttributeAccessor)?
-  )
+  /// Builds the accessor for a field of this type at `offset`, or nil when `storage` has no
+  /// codec for the field's `Value`.
+  static func makeAccessor(offset: Int, storage: AttributeStorage) -> (any AttributeAccessor)?
 }
 
 extension Attribute: AttributeField {
-  static func makeAccessor(offset: Int, prototype: ManagedObject) -> (
-    AttributeDeclaration, (any AttributeAccessor)?
-  ) {
-    let probe = FieldAccessor<Value, PlaceholderCodec<Value>>(offset: offset, codec: PlaceholderCodec<Value>())
-    let declaration = probe.declaration(in: prototype)
+  static func makeAccessor(offset: Int, storage: AttributeStorage) -> (any AttributeAccessor)? {
     let codec: (any ValueCodec)?
-    switch declaration.storage {
+    switch storage {
     case .standard: codec = (Self.self as? any StandardAttributeField.Type)?.makeStandardCodec()
     case .raw:
       codec =
@@ -139,22 +126,12 @@ extension Attribute: AttributeField {
         ?? (Self.self as? any OptionalRawAttributeField.Type)?.makeOptionalRawCodec()
     case .codable: codec = (Self.self as? any CodableAttributeField.Type)?.makeCodableCodec()
     }
-    guard let typed = codec as? any ValueCodec<Value> else { return (declaration, nil) }
-    return (declaration, makeFieldAccessor(offset: offset, codec: typed))
+    guard let typed = codec as? any ValueCodec<Value> else { return nil }
+    return makeFieldAccessor(offset: offset, codec: typed)
   }
 }
 
 /// Opens the codec existential so the accessor holds the concrete codec type.
 private func makeFieldAccessor<Codec: ValueCodec>(offset: Int, codec: Codec) -> any AttributeAccessor {
   FieldAccessor<Codec.Value, Codec>(offset: offset, codec: codec)
-}
-
-/// Used only to read a field's declaration before its real codec is known.
-private struct PlaceholderCodec<Value>: ValueCodec {
-  var attributeType: AttributeType { .codable }
-  var isOptional: Bool { true }
-  func encode(_ value: Value) throws -> PrimitiveValue { .null }
-  func decode(_ primitive: PrimitiveValue) throws -> Value {
-    throw AttributeDecodingError(expected: Value.self, found: primitive)
-  }
 }

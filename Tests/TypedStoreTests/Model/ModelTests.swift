@@ -28,6 +28,15 @@ final class ClashingDerived: Base {
   @Attribute(persistentName: "NAME") var shadow: String = ""
 }
 
+final class AssignsAttributeInInit: ManagedObject {
+  @Attribute var count: Int = 0
+
+  required init() {
+    super.init()
+    _count = Attribute(wrappedValue: 5, unique: true)
+  }
+}
+
 final class Transient: ManagedObject {
   @Attribute var stored: String = ""
   var notStored = 5
@@ -91,6 +100,9 @@ final class Transient: ManagedObject {
       try ManagedObjectModel(Folder.self, Folder.self)
     }
     #expect(throws: ModelError(entity: "", reason: .noEntities)) { try ManagedObjectModel([]) }
+    #expect(throws: ModelError(entity: "AssignsAttributeInInit", reason: .unreadableLayout)) {
+      try ManagedObjectModel(AssignsAttributeInInit.self)
+    }
   }
 
   @Test func versionHashIsStableAndFollowsTheStoredShape() throws {
