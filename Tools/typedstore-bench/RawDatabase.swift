@@ -113,7 +113,8 @@ final class RawDatabase {
     try execute("COMMIT")
   }
 
-  /// Reads history change rows of a TypedStore store into Swift structs.
+  /// Reads the history changes of a TypedStore store into Swift structs, one per row changed:
+  /// a change row holds one key (`pk`) or a JSON array of keys (`keys`), expanded here.
   func fetchHistoryRows(after number: Int64) throws -> Int {
     struct ChangeRow {
       var transaction: Int64
@@ -123,17 +124,35 @@ final class RawDatabase {
       var changed: String?
     }
     let statement = try prepare(
-      "SELECT t.number, t.timestamp, t.author, c.kind, c.entity, c.pk, c.changed FROM _history_transaction t JOIN _history_change c ON c.transaction_number = t.number WHERE t.number > ? ORDER BY c.id"
+      "SELECT t.number, c.kind, c.entity, c.pk, c.keys, c.changed FROM _history_transaction t JOIN _history_change c ON c.id BETWEEN t.first_change AND t.last_change WHERE t.number > ? ORDER BY c.id"
     )
     defer { sqlite3_finalize(statement) }
     sqlite3_bind_int64(statement, 1, number)
     var rows: [ChangeRow] = []
     while sqlite3_step(statement) == SQLITE_ROW {
-      rows.append(
-        ChangeRow(
-          transaction: sqlite3_column_int64(statement, 0), kind: sqlite3_column_int64(statement, 3),
-          entity: text(statement, 4), pk: sqlite3_column_int64(statement, 5),
-          changed: sqlite3_column_type(statement, 6) == SQLITE_NULL ? nil : text(statement, 6)))
+      let transaction = sqlite3_column_int64(statement, 0)
+      let kind = sqlite3_column_int64(statement, 1)
+      let entity = text(statement, 2)
+      let changed = sqlite3_column_type(statement, 5) == SQLITE_NULL ? nil : text(statement, 5)
+      if sqlite3_column_type(statement, 4) == SQLITE_NULL {
+        rows.append(
+          ChangeRow(
+            transaction: transaction, kind: kind, entity: entity, pk: sqlite3_column_int64(statement, 3),
+            changed: changed))
+        continue
+      }
+      var value: Int64 = 0
+      var inNumber = false
+      for byte in text(statement, 4).utf8 {
+        if byte >= 48 && byte <= 57 {
+          value = value * 10 + Int64(byte - 48)
+          inNumber = true
+        } else if inNumber {
+          rows.append(ChangeRow(transaction: transaction, kind: kind, entity: entity, pk: value, changed: changed))
+          value = 0
+          inNumber = false
+        }
+      }
     }
     return rows.count
   }

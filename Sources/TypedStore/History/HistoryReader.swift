@@ -115,7 +115,7 @@ enum HistoryReader {
 
       var changesByNumber: [Int64: [HistoryChange]] = [:]
       var changeSQL =
-        "SELECT transaction_number, kind, entity, pk, changed, tombstone FROM _history_change WHERE id BETWEEN ? AND ?"
+        "SELECT transaction_number, kind, entity, pk, keys, changed, tombstone FROM _history_change WHERE id BETWEEN ? AND ?"
       if entityNames != nil { changeSQL += " AND entity IN (SELECT value FROM json_each(?))" }
       changeSQL += " ORDER BY id"
       let changes = try connection.statement(changeSQL)
@@ -128,21 +128,26 @@ enum HistoryReader {
         let number = changes.int64(0)
         let entity = changes.string(2)
         let kind = ChangeKind(rawValue: Int(changes.int64(1))) ?? .update
+        let keys = changes.isNull(4) ? [changes.int64(3)] : HistorySchema.integers(fromJSONArray: changes.string(4))
         let changed =
-          changes.isNull(4) ? [] : (try? decoder.decode([String].self, from: Data(changes.string(4).utf8))) ?? []
+          changes.isNull(5) ? [] : (try? decoder.decode([String].self, from: Data(changes.string(5).utf8))) ?? []
         var tombstone: HistoryTombstone?
-        if !changes.isNull(5) {
-          let tagged = try decoder.decode([String: TaggedValue?].self, from: Data(changes.string(5).utf8))
+        if !changes.isNull(6) {
+          let tagged = try decoder.decode([String: TaggedValue?].self, from: Data(changes.string(6).utf8))
           tombstone = HistoryTombstone(
             entityName: entity, values: tagged.mapValues { $0?.primitiveValue ?? .null },
             storeIdentifier: storeIdentifier)
         }
-        changesByNumber[number, default: []].append(
-          HistoryChange(
-            kind: kind,
-            objectID: AnyManagedID(
-              storeIdentifier: storeIdentifier, entityName: entity, key: .permanent(changes.int64(3))),
-            changedAttributes: changed, tombstone: tombstone))
+        var list = changesByNumber[number, default: []]
+        list.reserveCapacity(list.count + keys.count)
+        for key in keys {
+          list.append(
+            HistoryChange(
+              kind: kind,
+              objectID: AnyManagedID(storeIdentifier: storeIdentifier, entityName: entity, key: .permanent(key)),
+              changedAttributes: changed, tombstone: tombstone))
+        }
+        changesByNumber[number] = list
       }
       return headers.map { header in
         HistoryTransaction(

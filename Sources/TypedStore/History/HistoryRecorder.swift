@@ -3,10 +3,10 @@ import Foundation
 /// Records one write transaction's history, inside that transaction (step 3 of the write
 /// path, see `StoreWriter`).
 ///
-/// Change rows are written with set-based SQL: one statement per entity and kind, whatever
-/// the number of rows — the same selection as the batch statement that changes the rows, or
-/// for a save the keys bound as one JSON array (`json_each`). A delete's tombstone is read
-/// from the row by SQL before the row goes. The transaction row is inserted
+/// Change rows are written set-based: one change row per entity and kind holds the keys of all
+/// its rows, whatever their number (see `HistorySchema`). A delete that keeps a tombstone is
+/// recorded with one `INSERT ... SELECT` that reads each row's preserved values by SQL before
+/// the rows go, using the same selection as the statement that deletes them. The transaction row is inserted
 /// with the first change, so a write that changes nothing leaves no history (and no gap in
 /// the numbers).
 final class HistoryRecorder {
@@ -37,28 +37,18 @@ final class HistoryRecorder {
     guard isEnabled else { return }
     let tombstone = Self.tombstoneSQL(for: groups.map(\.entity))
     if tombstone == "NULL" {
-      // Nothing to read from the rows: the keys are enough.
+      // Nothing to read from the rows: one change row per entity holds their keys.
       for group in groups { try insertChanges(.delete, group.entity, primaryKeys: group.primaryKeys, changed: nil) }
     } else {
       try insertChanges(rows, kind: .delete, changed: nil, tombstone: tombstone)
     }
   }
 
-  /// Records that the selected rows are about to get new values for `changedAttributes`;
-  /// call before updating them (the selection may depend on the values that change).
-  func willUpdate(
-    _ rows: HistoryRows, changedAttributes: [String], groups: [(entity: EntityDescription, primaryKeys: [Int64])]
-  ) throws {
-    let groups = groups.filter { !$0.primaryKeys.isEmpty }
-    guard !groups.isEmpty else { return }
+  /// Records that rows are about to get new values for `changedAttributes`, by entity.
+  func willUpdate(changedAttributes: [String], groups: [(entity: EntityDescription, primaryKeys: [Int64])]) throws {
     for group in groups {
-      changes.append(
-        .init(
-          kind: .update, entityName: group.entity.name, primaryKeys: group.primaryKeys,
-          changedAttributes: changedAttributes))
+      try record(.update, group.entity, primaryKeys: group.primaryKeys, changedAttributes: changedAttributes)
     }
-    guard isEnabled else { return }
-    try insertChanges(rows, kind: .update, changed: HistorySchema.jsonArray(changedAttributes), tombstone: "NULL")
   }
 
   /// Records inserted rows of `entity`.
@@ -131,20 +121,24 @@ final class HistoryRecorder {
       changed: kind == .update ? HistorySchema.jsonArray(changedAttributes) : nil)
   }
 
-  /// One `INSERT ... SELECT` of change rows for a list of keys, with no tombstone.
+  /// One change row for a group of rows of one entity: its key, or its keys as a JSON array.
   private func insertChanges(_ kind: ChangeKind, _ entity: EntityDescription, primaryKeys: [Int64], changed: String?)
     throws
   {
     let statement = try connection.statement(
-      """
-      INSERT INTO _history_change (transaction_number, kind, entity, pk, changed, tombstone)
-      SELECT ?, ?, ?, value, ?, NULL FROM json_each(?)
-      """)
+      "INSERT INTO _history_change (transaction_number, kind, entity, pk, keys, changed, tombstone) VALUES (?, ?, ?, ?, ?, ?, NULL)"
+    )
     statement.bind(try transactionNumber(), at: 1)
     statement.bind(Int64(kind.rawValue), at: 2)
     statement.bind(entity.name, at: 3)
-    if let changed { statement.bind(changed, at: 4) } else { statement.bindNull(4) }
-    statement.bind(HistorySchema.jsonArray(primaryKeys), at: 5)
+    if primaryKeys.count == 1 {
+      statement.bind(primaryKeys[0], at: 4)
+      statement.bindNull(5)
+    } else {
+      statement.bindNull(4)
+      statement.bind(HistorySchema.jsonArray(primaryKeys), at: 5)
+    }
+    if let changed { statement.bind(changed, at: 6) } else { statement.bindNull(6) }
     try statement.run()
     noteInsertedChanges()
   }

@@ -5,6 +5,11 @@
 /// are one contiguous range of rowids, which its row records (`first_change`, `last_change`):
 /// reading a transaction's changes and deleting history before a transaction are rowid range
 /// operations, and the change table needs no secondary index to keep up to date.
+///
+/// A change row stands for one row (`pk`) or for a group of rows of one entity that had the
+/// same change (`keys`, a JSON array of primary keys, in order): a save or batch request that
+/// inserts or updates 100,000 rows writes a few change rows, not 100,000. Deletes that keep a
+/// tombstone have one change row per deleted row.
 enum HistorySchema {
   static let createSQL = [
     """
@@ -24,7 +29,8 @@ enum HistorySchema {
       transaction_number INTEGER NOT NULL,
       kind INTEGER NOT NULL,
       entity TEXT NOT NULL,
-      pk INTEGER NOT NULL,
+      pk INTEGER,
+      keys TEXT,
       changed TEXT,
       tombstone TEXT
     )
@@ -53,6 +59,29 @@ enum HistorySchema {
     }
     bytes.append(UInt8(ascii: "]"))
     return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// The integers of a JSON array written by `jsonArray(_:)` (digits, minus signs, commas).
+  static func integers(fromJSONArray text: String) -> [Int64] {
+    var keys: [Int64] = []
+    var value: Int64 = 0
+    var negative = false
+    var inNumber = false
+    for byte in text.utf8 {
+      switch byte {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"):
+        value = value &* 10 &+ Int64(byte - UInt8(ascii: "0"))
+        inNumber = true
+      case UInt8(ascii: "-"):
+        negative = true
+      default:
+        if inNumber { keys.append(negative ? -value : value) }
+        value = 0
+        negative = false
+        inNumber = false
+      }
+    }
+    return keys
   }
 
   /// A JSON array of strings.

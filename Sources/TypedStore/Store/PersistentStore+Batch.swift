@@ -25,10 +25,10 @@ extension PersistentStore {
   ) throws -> AffectedRows {
     try writer.write(info) { connection, history in
       let rows = self.historyRows(entity, selection, includesSubentities)
-      let affected = try self.selectAffected(entity, rows, connection)
+      let affected = try self.selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
       guard !affected.isEmpty, !assignments.isEmpty else { return AffectedRows() }
       try history.willUpdate(
-        rows, changedAttributes: assignments.map { entity.attributes[Int($0.slot)].name }, groups: affected)
+        changedAttributes: assignments.map { entity.attributes[Int($0.slot)].name }, groups: affected)
       let sets = assignments.map { "\"\(entity.attributes[Int($0.slot)].columnName)\" = ?" }
       let statement = try connection.statement(
         "UPDATE \"\(entity.tableName)\" SET \((sets + ["_version = _version + 1"]).joined(separator: ", "))\(rows.whereClause)"
@@ -50,7 +50,7 @@ extension PersistentStore {
   ) throws -> AffectedRows {
     try writer.write(info) { connection, history in
       let rows = self.historyRows(entity, selection, includesSubentities)
-      let affected = try self.selectAffected(entity, rows, connection)
+      let affected = try self.selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
       guard !affected.isEmpty else { return AffectedRows() }
       try history.willDelete(rows, groups: affected)
       let statement = try connection.statement("DELETE FROM \"\(entity.tableName)\"\(rows.whereClause)")
@@ -83,9 +83,18 @@ extension PersistentStore {
   }
 
   /// The selected rows' keys by concrete entity, read without making a string per row.
-  private func selectAffected(_ entity: EntityDescription, _ rows: HistoryRows, _ connection: SQLiteConnection) throws
-    -> [(entity: EntityDescription, primaryKeys: [Int64])]
-  {
+  private func selectAffected(
+    _ entity: EntityDescription, _ rows: HistoryRows, includesSubentities: Bool, _ connection: SQLiteConnection
+  ) throws -> [(entity: EntityDescription, primaryKeys: [Int64])] {
+    if entity.subentityNames.isEmpty || !includesSubentities {
+      // Every selected row is of `entity`: the keys alone, without reading the rows' payload.
+      let statement = try connection.statement("SELECT pk FROM \"\(rows.table)\"\(rows.whereClause) ORDER BY pk")
+      defer { statement.reset() }
+      for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+      var keys: [Int64] = []
+      while try statement.step() { keys.append(statement.int64(0)) }
+      return keys.isEmpty ? [] : [(entity, keys)]
+    }
     let statement = try connection.statement("SELECT pk, _entity FROM \"\(rows.table)\"\(rows.whereClause) ORDER BY pk")
     defer { statement.reset() }
     for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
