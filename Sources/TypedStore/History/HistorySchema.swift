@@ -40,25 +40,33 @@ enum HistorySchema {
 
   /// A JSON array of integers, for `json_each(?)`: how a list of keys is bound as one value.
   static func jsonArray(_ keys: [Int64]) -> String {
-    // Written digit by digit into one buffer: this runs for every key of every save.
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(keys.count * 8 + 2)
-    bytes.append(UInt8(ascii: "["))
-    var digits = [UInt8](repeating: 0, count: 20)
-    for (index, key) in keys.enumerated() {
-      if index > 0 { bytes.append(UInt8(ascii: ",")) }
-      if key < 0 { bytes.append(UInt8(ascii: "-")) }
-      var magnitude = key.magnitude
+    // Written digit by digit straight into the string's storage: this runs for every key of
+    // every save and batch request. At most 20 digits, a sign and a comma per key.
+    String(unsafeUninitializedCapacity: keys.count * 22 + 2) { buffer in
       var count = 0
-      repeat {
-        digits[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-        magnitude /= 10
-        count += 1
-      } while magnitude > 0
-      for position in stride(from: count - 1, through: 0, by: -1) { bytes.append(digits[position]) }
+      buffer[count] = UInt8(ascii: "[")
+      count += 1
+      for (index, key) in keys.enumerated() {
+        if index > 0 {
+          buffer[count] = UInt8(ascii: ",")
+          count += 1
+        }
+        if key < 0 {
+          buffer[count] = UInt8(ascii: "-")
+          count += 1
+        }
+        var magnitude = key.magnitude
+        let start = count
+        repeat {
+          buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+          magnitude /= 10
+          count += 1
+        } while magnitude > 0
+        buffer[start..<count].reverse()
+      }
+      buffer[count] = UInt8(ascii: "]")
+      return count + 1
     }
-    bytes.append(UInt8(ascii: "]"))
-    return String(decoding: bytes, as: UTF8.self)
   }
 
   /// The integers of a JSON array written by `jsonArray(_:)` (digits, minus signs, commas).
@@ -75,7 +83,7 @@ enum HistorySchema {
       case UInt8(ascii: "-"):
         negative = true
       default:
-        if inNumber { keys.append(negative ? -value : value) }
+        if inNumber { keys.append(negative ? 0 &- value : value) }
         value = 0
         negative = false
         inNumber = false
