@@ -1,3 +1,4 @@
+import Foundation
 @_spi(Reflection) import Swift
 
 // How TypedStore reads and writes the `@Attribute` fields of user classes.
@@ -64,12 +65,15 @@ final class FieldAccessor<Value, Codec: ValueCodec>: AttributeAccessor where Cod
   let valueOffset: Int
   let slotOffset: Int
   let typedCodec: Codec
+  /// The common plain types, handled without going through the generic codec.
+  private let fastKind: FastKind
 
   init(offset: Int, codec: Codec) {
     self.offset = offset
     self.typedCodec = codec
     self.valueOffset = offset + (MemoryLayout<Attribute<Value>>.offset(of: \Attribute<Value>.value) ?? 0)
     self.slotOffset = offset + (MemoryLayout<Attribute<Value>>.offset(of: \Attribute<Value>.slot) ?? 0)
+    self.fastKind = codec.isStandard ? FastKind(Value.self) : .none
   }
 
   var codec: any ValueCodec { typedCodec }
@@ -81,22 +85,52 @@ final class FieldAccessor<Value, Codec: ValueCodec>: AttributeAccessor where Cod
 
   func encode(_ object: ManagedObject) throws -> PrimitiveValue {
     try withExtendedLifetime(object) {
-      try typedCodec.encode(address(in: object, at: valueOffset).assumingMemoryBound(to: Value.self).pointee)
+      let field = address(in: object, at: valueOffset)
+      switch fastKind {
+      case .int: return .integer(Int64(field.assumingMemoryBound(to: Int.self).pointee))
+      case .int64: return .integer(field.assumingMemoryBound(to: Int64.self).pointee)
+      case .double: return .real(field.assumingMemoryBound(to: Double.self).pointee)
+      case .string: return .text(field.assumingMemoryBound(to: String.self).pointee)
+      case .date: return .real(field.assumingMemoryBound(to: Date.self).pointee.timeIntervalSinceReferenceDate)
+      case .bool: return .integer(field.assumingMemoryBound(to: Bool.self).pointee ? 1 : 0)
+      case .none: return try typedCodec.encode(field.assumingMemoryBound(to: Value.self).pointee)
+      }
     }
   }
 
   func decode(_ value: PrimitiveValue, into object: ManagedObject) throws {
-    let decoded = try typedCodec.decode(value)
-    withExtendedLifetime(object) {
-      address(in: object, at: valueOffset).assumingMemoryBound(to: Value.self).pointee = decoded
+    try withExtendedLifetime(object) {
+      try store(value, at: address(in: object, at: valueOffset))
     }
   }
 
   func decode(_ value: PrimitiveValue, slot: Int32, into object: ManagedObject) throws {
-    let decoded = try typedCodec.decode(value)
-    withExtendedLifetime(object) {
-      address(in: object, at: valueOffset).assumingMemoryBound(to: Value.self).pointee = decoded
+    try withExtendedLifetime(object) {
+      try store(value, at: address(in: object, at: valueOffset))
       address(in: object, at: slotOffset).assumingMemoryBound(to: Int32.self).pointee = slot
+    }
+  }
+
+  /// Writes a stored value into the field: directly for the common plain types (the field
+  /// holds exactly that type, checked when the accessor was made), through the codec
+  /// otherwise and for any value a fast path does not expect.
+  @inline(__always)
+  private func store(_ value: PrimitiveValue, at field: UnsafeMutableRawPointer) throws {
+    switch (fastKind, value) {
+    case (.int, .integer(let int)):
+      field.assumingMemoryBound(to: Int.self).pointee = Int(truncatingIfNeeded: int)
+    case (.int64, .integer(let int)):
+      field.assumingMemoryBound(to: Int64.self).pointee = int
+    case (.double, .real(let real)):
+      field.assumingMemoryBound(to: Double.self).pointee = real
+    case (.string, .text(let text)):
+      field.assumingMemoryBound(to: String.self).pointee = text
+    case (.date, .real(let real)):
+      field.assumingMemoryBound(to: Date.self).pointee = Date(timeIntervalSinceReferenceDate: real)
+    case (.bool, .integer(let int)):
+      field.assumingMemoryBound(to: Bool.self).pointee = int != 0
+    default:
+      field.assumingMemoryBound(to: Value.self).pointee = try typedCodec.decode(value)
     }
   }
 
@@ -105,7 +139,23 @@ final class FieldAccessor<Value, Codec: ValueCodec>: AttributeAccessor where Cod
       address(in: object, at: slotOffset).assumingMemoryBound(to: Int32.self).pointee = slot
     }
   }
+}
 
+/// Attribute types an accessor reads and writes without the generic codec.
+private enum FastKind {
+  case none, int, int64, double, string, date, bool
+
+  init(_ type: Any.Type) {
+    switch type {
+    case is Int.Type: self = .int
+    case is Int64.Type: self = .int64
+    case is Double.Type: self = .double
+    case is String.Type: self = .string
+    case is Date.Type: self = .date
+    case is Bool.Type: self = .bool
+    default: self = .none
+    }
+  }
 }
 
 /// Implemented by `Attribute` so the model can recognise its fields among a class's fields.

@@ -11,14 +11,19 @@ protocol ValueCodec<Value>: Sendable {
   var isOptional: Bool { get }
   func encode(_ value: Value) throws -> PrimitiveValue
   func decode(_ primitive: PrimitiveValue) throws -> Value
+  /// True for `StandardCodec`: the value is stored as its `AttributeValue` conformance says.
+  var isStandard: Bool { get }
 }
 
 extension ValueCodec {
+  var isStandard: Bool { false }
+
   /// Decodes without the caller knowing `Value`; the result is a `Value`.
   func decodeAny(_ primitive: PrimitiveValue) throws -> Any { try decode(primitive) }
 }
 
 struct StandardCodec<Value: AttributeValue>: ValueCodec {
+  var isStandard: Bool { true }
   var attributeType: AttributeType { Value.attributeType }
   var isOptional: Bool { Value.isOptionalAttribute }
   func encode(_ value: Value) -> PrimitiveValue { value.primitiveValue }
