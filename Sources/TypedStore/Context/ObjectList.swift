@@ -15,7 +15,6 @@ struct ObjectList: Sequence {
     self.kind = kind
   }
 
-  var count: Int { list.count }
   var isEmpty: Bool { list.isEmpty }
 
   func contains(_ object: ManagedObject) -> Bool { object.listMembership & kind.rawValue != 0 }

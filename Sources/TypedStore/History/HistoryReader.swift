@@ -120,8 +120,9 @@ enum HistoryReader {
       changeSQL += " ORDER BY id"
       let changes = try connection.statement(changeSQL)
       defer { changes.reset() }
-      changes.bind(headers.map(\.firstChange).min() ?? first.firstChange, at: 1)
-      changes.bind(headers.map(\.lastChange).max() ?? last.lastChange, at: 2)
+      // Change rows are in commit order, like the transactions: one rowid range covers them.
+      changes.bind(first.firstChange, at: 1)
+      changes.bind(last.lastChange, at: 2)
       if let entityNames { changes.bind(entityNames, at: 3) }
       let decoder = JSONDecoder()
       while try changes.step() {

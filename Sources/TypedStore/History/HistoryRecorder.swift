@@ -40,7 +40,7 @@ final class HistoryRecorder {
       // Nothing to read from the rows: one change row per entity holds their keys.
       for group in groups { try insertChanges(.delete, group.entity, primaryKeys: group.primaryKeys, changed: nil) }
     } else {
-      try insertChanges(rows, kind: .delete, changed: nil, tombstone: tombstone)
+      try insertTombstones(rows, tombstone: tombstone)
     }
   }
 
@@ -61,16 +61,16 @@ final class HistoryRecorder {
     try record(.update, entity, primaryKeys: primaryKeys, changedAttributes: changedAttributes)
   }
 
-  /// One `INSERT ... SELECT` of change rows for the selected rows, in primary key order.
-  private func insertChanges(_ rows: HistoryRows, kind: ChangeKind, changed: String?, tombstone: String) throws {
+  /// One `INSERT ... SELECT` of a delete change row, with its tombstone, per selected row, in
+  /// primary key order.
+  private func insertTombstones(_ rows: HistoryRows, tombstone: String) throws {
     let statement = try connection.statement(
       """
-      INSERT INTO _history_change (transaction_number, kind, entity, pk, changed, tombstone)
-      SELECT ?, \(kind.rawValue), _entity, pk, ?, \(tombstone) FROM "\(rows.table)"\(rows.whereClause) ORDER BY pk
+      INSERT INTO _history_change (transaction_number, kind, entity, pk, tombstone)
+      SELECT ?, \(ChangeKind.delete.rawValue), _entity, pk, \(tombstone) FROM "\(rows.table)"\(rows.whereClause) ORDER BY pk
       """)
     statement.bind(try transactionNumber(), at: 1)
-    if let changed { statement.bind(changed, at: 2) } else { statement.bindNull(2) }
-    for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 3)) }
+    for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 2)) }
     try statement.run()
     noteInsertedChanges()
   }

@@ -13,8 +13,6 @@ final class TableLayout: Sendable {
   static let leadingColumns: Int32 = 3
 
   let root: EntityDescription
-  /// Attribute columns of the whole hierarchy, root attributes first.
-  let columns: [(name: String, type: String, notNull: Bool)]
   /// For each entity of the model (by `EntityDescription.index`), the select-list position of
   /// each of its attributes; empty for entities of other tables.
   let positions: [[Int32]]
@@ -51,7 +49,6 @@ final class TableLayout: Sendable {
     if hierarchy.count > 1 {
       createIndexes.append("CREATE INDEX \"_index_\(root.name)__entity\" ON \"\(root.name)\"(_entity)")
     }
-    self.columns = columns
     var positions = [[Int32]](repeating: [], count: entityCount)
     var insertSQL: [String: String] = [:]
     for entity in hierarchy {

@@ -11,15 +11,24 @@ private func snapshot(_ url: URL) -> [Data?] {
     + [FileManager.default.fileExists(atPath: url.path + "-shm") ? Data("present".utf8) : nil]
 }
 
+/// Opens `url` with `model` expecting a refusal, checks that the files are unchanged, and
+/// returns the error.
+private func refusal(
+  opening url: URL, with model: ManagedObjectModel = notesModel, sourceLocation: SourceLocation = #_sourceLocation
+) -> StoreError? {
+  let before = snapshot(url)
+  let error = #expect(throws: StoreError.self, sourceLocation: sourceLocation) {
+    try PersistentContainer(name: "Test", model: model, storeURL: url)
+  }
+  #expect(snapshot(url) == before, sourceLocation: sourceLocation)
+  return error
+}
+
 @Suite struct StoreFileTests {
   @Test func foreignFileIsRefusedAndLeftUnchanged() throws {
     let url = PersistentContainer.testStoreURL()
     try Data("this is a text file, not a database\n".utf8).write(to: url)
-    let before = snapshot(url)
-    #expect(throws: StoreError.notADatabase(path: url.path)) {
-      try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
-    }
-    #expect(snapshot(url) == before)
+    #expect(refusal(opening: url) == .notADatabase(path: url.path))
   }
 
   @Test func foreignSQLiteDatabaseIsRefusedAndLeftUnchanged() throws {
@@ -29,11 +38,7 @@ private func snapshot(_ url: URL) -> [Data?] {
       let other = try SQLiteConnection(path: url.path, mode: .readWriteCreate)
       try other.execute("CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('ada');")
     }
-    let before = snapshot(url)
-    #expect(throws: StoreError.notATypedStore(path: url.path)) {
-      try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
-    }
-    #expect(snapshot(url) == before)
+    #expect(refusal(opening: url) == .notATypedStore(path: url.path))
   }
 
   @Test func corruptStoreIsRefusedAndLeftUnchanged() async throws {
@@ -47,11 +52,7 @@ private func snapshot(_ url: URL) -> [Data?] {
     let copy = PersistentContainer.testStoreURL(variant: "copy")
     try PersistentContainer.destroyPersistentStore(at: copy)
     try bytes.write(to: copy)
-    let before = snapshot(copy)
-    #expect(throws: StoreError.self) {
-      try PersistentContainer(name: "Test", model: notesModel, storeURL: copy)
-    }
-    #expect(snapshot(copy) == before)
+    #expect(refusal(opening: copy) != nil)
   }
 
   @Test func storeMadeWithAnotherModelIsRefusedAndLeftUnchanged() async throws {
@@ -59,11 +60,9 @@ private func snapshot(_ url: URL) -> [Data?] {
     _ = try await saveNotes(["a"], in: container)
     let url = container.persistentStore.url
     let other = try ManagedObjectModel(Folder.self)
-    let before = snapshot(url)
-    #expect(throws: StoreError.modelMismatch(storeHash: notesModel.versionHash, modelHash: other.versionHash)) {
-      try PersistentContainer(name: "Test", model: other, storeURL: url)
-    }
-    #expect(snapshot(url) == before)
+    #expect(
+      refusal(opening: url, with: other)
+        == .modelMismatch(storeHash: notesModel.versionHash, modelHash: other.versionHash))
   }
 
   @Test func reopeningKeepsTheStoreUUIDAndData() async throws {
