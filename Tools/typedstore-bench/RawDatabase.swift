@@ -9,7 +9,9 @@ final class RawDatabase {
   init(path: String) throws {
     for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
     var handle: OpaquePointer?
-    guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK, let handle
+    guard
+      sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+        == SQLITE_OK, let handle
     else { throw BenchError.sqlite("cannot open \(path)") }
     self.handle = handle
     try execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
@@ -18,7 +20,8 @@ final class RawDatabase {
   /// Opens an existing file (a TypedStore store, to read its tables the raw way).
   init(existing path: String) throws {
     var handle: OpaquePointer?
-    guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let handle else {
+    guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let handle
+    else {
       throw BenchError.sqlite("cannot open \(path)")
     }
     self.handle = handle
