@@ -37,13 +37,38 @@ struct IdentityMap {
     permanent.removeAll()
     temporary.removeAll()
   }
+
+  /// Moves the table of the root entity `root` out, for a loop that registers many rows
+  /// without going through the map (and its exclusivity checks) each time; `restore` puts
+  /// it back. Until then the map has no objects of that table.
+  mutating func take(root: Int32) -> KeyTable {
+    let index = Int(root)
+    guard index < permanent.count else { return KeyTable() }
+    var table = KeyTable()
+    swap(&table, &permanent[index])
+    return table
+  }
+
+  /// Puts back a table that `take(root:)` moved out.
+  mutating func restore(_ table: KeyTable, root: Int32) {
+    let index = Int(root)
+    if index >= permanent.count {
+      permanent += Array(repeating: KeyTable(), count: index - permanent.count + 1)
+    }
+    permanent[index] = table
+  }
 }
 
 /// A hash table from `Int64` to objects: linear probing, at most half full, deletion by
-/// backward shift (so there are no tombstones).
+/// backward shift (so there are no tombstones). Key and object share an entry, so a probe
+/// touches one cache line.
 struct KeyTable {
-  private var keys: [Int64] = []
-  private var objects: [ManagedObject?] = []
+  private struct Entry {
+    var key: Int64
+    var object: ManagedObject?
+  }
+
+  private var entries: [Entry] = []
   private(set) var count = 0
   private var shift = 64
 
@@ -54,75 +79,95 @@ struct KeyTable {
     // while blocks spread over the whole table whatever their stride.
     let bits = UInt64(bitPattern: key)
     let block = Int(truncatingIfNeeded: ((bits >> 3) &* 0x9E37_79B9_7F4A_7C15) >> UInt64(shift))
-    return (block &+ Int(bits & 7)) & (objects.count - 1)
+    return (block &+ Int(bits & 7)) & (entries.count - 1)
   }
 
   /// The slot holding `key`, or the empty slot where it would go.
   private func slot(of key: Int64) -> Int {
-    let mask = objects.count - 1
+    let mask = entries.count - 1
     var index = home(key)
-    while objects[index] != nil && keys[index] != key { index = (index + 1) & mask }
+    while entries[index].object != nil && entries[index].key != key { index = (index + 1) & mask }
     return index
   }
 
   subscript(key: Int64) -> ManagedObject? {
     get {
       guard count > 0 else { return nil }
-      let index = slot(of: key)
-      return objects[index]
+      return entries[slot(of: key)].object
     }
     set {
       if let newValue {
-        if (count + 1) * 2 > objects.count { grow() }
-        let index = slot(of: key)
-        if objects[index] == nil { count += 1 }
-        keys[index] = key
-        objects[index] = newValue
+        let index = reserveSlot(for: key)
+        if entries[index].object == nil { count += 1 }
+        entries[index] = Entry(key: key, object: newValue)
       } else if count > 0 {
         remove(at: slot(of: key))
       }
     }
   }
 
-  var values: [ManagedObject] { objects.compactMap { $0 } }
+  /// The slot of `key` for `object(at:)` and `insert(_:key:at:)`, after making room for one
+  /// more entry: one probe for a lookup that may be followed by an insert.
+  mutating func reserveSlot(for key: Int64) -> Int {
+    if (count + 1) * 2 > entries.count { grow() }
+    return slot(of: key)
+  }
+
+  /// The object in a slot `reserveSlot(for:)` returned.
+  func object(at slot: Int) -> ManagedObject? { entries[slot].object }
+
+  /// Fills an empty slot `reserveSlot(for: key)` returned, with no change in between.
+  mutating func insert(_ object: ManagedObject, key: Int64, at slot: Int) {
+    precondition(entries[slot].object == nil, "TypedStore: identity map slot already taken")
+    entries[slot] = Entry(key: key, object: object)
+    count += 1
+  }
+
+  var values: [ManagedObject] { entries.compactMap(\.object) }
 
   private mutating func remove(at start: Int) {
-    guard objects[start] != nil else { return }
-    let mask = objects.count - 1
+    guard entries[start].object != nil else { return }
+    let mask = entries.count - 1
     var hole = start
     var index = start
     while true {
       index = (index + 1) & mask
-      guard objects[index] != nil else { break }
-      let wanted = home(keys[index])
+      guard entries[index].object != nil else { break }
+      let wanted = home(entries[index].key)
       // Move the entry back into the hole unless its home lies cyclically in (hole, index].
       let stays = hole <= index ? (hole < wanted && wanted <= index) : (hole < wanted || wanted <= index)
       if !stays {
-        keys[hole] = keys[index]
-        objects[hole] = objects[index]
+        entries[hole] = entries[index]
         hole = index
       }
     }
-    objects[hole] = nil
+    entries[hole] = Entry(key: 0, object: nil)
     count -= 1
   }
 
   private mutating func grow() {
     // Quadrupling keeps the rehashing of a large fetch, which registers every row, to a
     // third of what doubling costs.
-    let capacity = max(16, objects.count * 4)
-    var oldKeys = Array(repeating: Int64(0), count: capacity)
-    var oldObjects = [ManagedObject?](repeating: nil, count: capacity)
-    swap(&oldKeys, &keys)
-    swap(&oldObjects, &objects)
+    let capacity = max(16, entries.count * 4)
+    var old = Self.emptyEntries(capacity)
+    swap(&old, &entries)
     shift = 64 - capacity.trailingZeroBitCount
     count = 0
-    for (key, object) in zip(oldKeys, oldObjects) {
-      guard let object else { continue }
-      let index = slot(of: key)
-      keys[index] = key
-      objects[index] = object
+    // Objects move from the old entries to the new ones: no reference counting per entry.
+    for position in old.indices {
+      guard let object = old[position].object.take() else { continue }
+      let index = slot(of: old[position].key)
+      entries[index] = Entry(key: old[position].key, object: object)
       count += 1
+    }
+  }
+
+  /// `capacity` empty entries, written directly (`Array(repeating:count:)` retains its value
+  /// once per element, even a nil reference).
+  private static func emptyEntries(_ capacity: Int) -> [Entry] {
+    [Entry](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+      for index in 0..<capacity { buffer.initializeElement(at: index, to: Entry(key: 0, object: nil)) }
+      initialized = capacity
     }
   }
 }

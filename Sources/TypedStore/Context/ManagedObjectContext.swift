@@ -134,23 +134,20 @@ public actor ManagedObjectContext {
 
   // MARK: - Objects by ID
 
-  /// The object for `id`, loaded from the store if needed.
+  /// The object for `id`, loaded from the store if needed (never a fault).
+  ///
+  /// ```swift
+  /// let note = try context.existingObject(with: noteID)
+  /// ```
   ///
   /// - Throws: `ContextError.objectNotFound` when no row exists for the ID,
-  ///   `ContextError.foreignStore` for an ID of another store.
+  ///   `ContextError.foreignStore` for an ID of another store, `AttributeDecodingError` for a
+  ///   row whose values another tool changed into something the attributes cannot hold.
   public func existingObject<Entity: ManagedObject>(with id: ManagedID<Entity>) throws -> Entity {
     let (key, entity) = try state.key(for: id.untyped)
-    if let object = state.registeredObject(for: key) as? Entity, object.lifecycle != .invalidated {
-      if object.isFault { state.fulfillFault(of: object) }
-      return object
-    }
-    guard !key.isTemporary,
-      let concrete = try persistentStore.entityOfRow(primaryKey: key.value, in: entity, connection: state.reader()),
-      let object = state.fault(for: key, entity: concrete) as? Entity
-    else {
+    guard let object = try state.existingObject(for: key, entity: entity) as? Entity else {
       throw ContextError.objectNotFound(id.description)
     }
-    if object.isFault { state.fulfillFault(of: object) }
     return object
   }
 

@@ -23,3 +23,16 @@ extension Statement {
     }
   }
 }
+
+extension ColumnValue {
+  /// The value as a `PrimitiveValue`.
+  var primitiveValue: PrimitiveValue {
+    switch storageClass {
+    case .integer: .integer(int64)
+    case .real: .real(double)
+    case .text: .text(string)
+    case .blob: .blob(data)
+    case .null: .null
+    }
+  }
+}

@@ -19,24 +19,29 @@
 /// context's executor; pass its `managedID` to reach the same row from elsewhere. Object
 /// identity is reference identity: within one context there is one object per row.
 open class ManagedObject: Hashable {
-  /// True while reading an attribute must first do something: fulfil a fault, or record which
-  /// attribute a key path reads. Kept in one flag so the common read costs one test.
-  @usableFromInline final var _needsAccessHook = false
+  // The fields are declared with the one-byte ones together: a fetch allocates one object
+  // per row, and every byte of padding is memory it fills.
 
   /// The entity of this object, once it belongs to a context.
-  public internal(set) final var entity: EntityDescription?
-
+  public final var entity: EntityDescription? { entityStorage }
+  /// Internal, so that the optimizer sees every access and setting it (once per fetched
+  /// object) needs no run-time exclusivity check, as a public stored property would.
+  final var entityStorage: EntityDescription?
+  /// The way back to the context's state (shared by the context's objects); nil outside one.
+  final var trackerLink: TrackerLink?
   final var objectKey: ObjectKey?
-  final var lifecycle: ObjectStatus = .detached
-  /// The context's state, held weakly: the context holds its objects, not the reverse.
-  final weak var tracker: (any ObjectTracking)?
   final var rowVersion: Int64 = 0
   /// The committed values of the attributes changed since the last save, by slot.
   final var committedValues = CommittedValues()
-  /// The context lists (updated, deleted) the object is in, one bit each.
-  final var listMembership: UInt8 = 0
   /// Set while the model resolves a key path: the slots read.
   final var keyPathRecorder: [Int32]?
+  final var lifecycle: ObjectStatus = .detached
+  /// The context lists (updated, deleted) the object is in, one bit each.
+  final var listMembership: UInt8 = 0
+
+  /// True while reading an attribute must first do something: fulfil a fault, or record which
+  /// attribute a key path reads. Kept in one flag so the common read costs one test.
+  @usableFromInline final var _needsAccessHook = false
 
   /// True when the object's attribute values have not been loaded yet.
   public internal(set) final var isFault = false {
@@ -45,6 +50,9 @@ open class ManagedObject: Hashable {
 
   /// True when the object is marked for deletion at the next save.
   public internal(set) final var isDeleted = false
+
+  /// The context's state, if the object belongs to a context that still exists.
+  final var tracker: (any ObjectTracking)? { trackerLink?.tracker }
 
   /// Creates an object that belongs to no context yet; `context.insert(_:)` adds it.
   ///
@@ -130,6 +138,13 @@ struct ObjectKey: Hashable, Sendable {
   let rootIndex: Int32
   let isTemporary: Bool
   let value: Int64
+}
+
+/// The link from a context's objects to its state: one per context, held strongly by each
+/// object and holding the state weakly, since the context holds its objects and not the
+/// reverse. (Setting a strong reference costs a fetch less than a weak one in every object.)
+final class TrackerLink {
+  weak var tracker: (any ObjectTracking)?
 }
 
 /// What an object calls back into its context with. The Context layer implements it; the

@@ -77,7 +77,7 @@ public final class ManagedObjectModel: Sendable {
     guard let entity = entity(for: Root.self), let probe = entity.objectType.init() as? Root else {
       return nil
     }
-    probe.entity = entity
+    probe.entityStorage = entity
     probe.assignSlots()
     probe.keyPathRecorder = []
     probe._needsAccessHook = true

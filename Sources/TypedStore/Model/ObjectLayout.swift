@@ -50,6 +50,64 @@ protocol AttributeAccessor: AnyObject, Sendable {
   func decode(_ value: PrimitiveValue, slot: Int32, into object: ManagedObject) throws
   /// Records the attribute's index in the object's field, for change tracking.
   func setSlot(_ slot: Int32, in object: ManagedObject)
+  /// Where the field is, for readers that write plain values without a `PrimitiveValue`.
+  var directField: DirectField { get }
+}
+
+/// The place of one attribute's field in objects of one class, and the plain type it holds,
+/// so that the row reader can store a column's value with no generic code or enum in between
+/// (the largest costs of loading a row after SQLite itself).
+///
+/// `kind` is `.none` for attributes that need their codec; the `store` functions are only
+/// called with the kind they handle, and the caller has checked the column's storage class.
+struct DirectField: Sendable {
+  let kind: FastKind
+  let valueOffset: Int
+  let slotOffset: Int
+
+  @inline(__always)
+  private func field<T>(in object: ManagedObject, at offset: Int, as type: T.Type) -> UnsafeMutablePointer<T> {
+    (Unmanaged.passUnretained(object).toOpaque() + offset).assumingMemoryBound(to: T.self)
+  }
+
+  /// Stores an INTEGER column's value in an `.int`, `.int64` or `.bool` field.
+  @inline(__always)
+  func store(integer: Int64, in object: ManagedObject) {
+    withExtendedLifetime(object) {
+      switch kind {
+      case .int: field(in: object, at: valueOffset, as: Int.self).pointee = Int(truncatingIfNeeded: integer)
+      case .int64: field(in: object, at: valueOffset, as: Int64.self).pointee = integer
+      case .bool: field(in: object, at: valueOffset, as: Bool.self).pointee = integer != 0
+      default: preconditionFailure("TypedStore: an integer stored into a \(kind) field")
+      }
+    }
+  }
+
+  /// Stores a REAL column's value in a `.double` or `.date` field.
+  @inline(__always)
+  func store(real: Double, in object: ManagedObject) {
+    withExtendedLifetime(object) {
+      switch kind {
+      case .double: field(in: object, at: valueOffset, as: Double.self).pointee = real
+      case .date:
+        field(in: object, at: valueOffset, as: Date.self).pointee = Date(timeIntervalSinceReferenceDate: real)
+      default: preconditionFailure("TypedStore: a real stored into a \(kind) field")
+      }
+    }
+  }
+
+  /// Stores a TEXT column's value in a `.string` field.
+  @inline(__always)
+  func store(text: String, in object: ManagedObject) {
+    precondition(kind == .string, "TypedStore: text stored into a \(kind) field")
+    withExtendedLifetime(object) { field(in: object, at: valueOffset, as: String.self).pointee = text }
+  }
+
+  /// Records the attribute's slot in a new object's field.
+  @inline(__always)
+  func setSlot(_ slot: Int32, in object: ManagedObject) {
+    withExtendedLifetime(object) { field(in: object, at: slotOffset, as: Int32.self).pointee = slot }
+  }
 }
 
 /// The `Attribute<Value>` field at `offset` in objects of one class.
@@ -77,6 +135,8 @@ final class FieldAccessor<Value, Codec: ValueCodec>: AttributeAccessor where Cod
   }
 
   var codec: any ValueCodec { typedCodec }
+
+  var directField: DirectField { DirectField(kind: fastKind, valueOffset: valueOffset, slotOffset: slotOffset) }
 
   @inline(__always)
   private func address(in object: ManagedObject, at offset: Int) -> UnsafeMutableRawPointer {
@@ -142,7 +202,7 @@ final class FieldAccessor<Value, Codec: ValueCodec>: AttributeAccessor where Cod
 }
 
 /// Attribute types an accessor reads and writes without the generic codec.
-private enum FastKind {
+enum FastKind: Sendable {
   case none, int, int64, double, string, date, bool
 
   init(_ type: Any.Type) {

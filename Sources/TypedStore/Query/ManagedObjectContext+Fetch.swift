@@ -28,9 +28,8 @@ extension ManagedObjectContext {
       return try fetchMergingPending(request, resolved).compactMap { $0 as? Entity }
     }
     return try state.fetchObjects(
-      resolved.entity, clauses: clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset),
-      arguments: resolved.arguments
-    ).compactMap { $0 as? Entity }
+      Entity.self, of: resolved.entity,
+      clauses: clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset), arguments: resolved.arguments)
   }
 
   /// How many objects the request would fetch, without loading them.
@@ -121,7 +120,8 @@ extension ManagedObjectContext {
   ) throws -> [ManagedObject] {
     let allowed = Set(request.includesSubentities ? resolved.entity.selfAndDescendantNames : [resolved.entity.name])
     var objects = try state.fetchObjects(
-      resolved.entity, clauses: resolved.whereClause + resolved.orderBy, arguments: resolved.arguments
+      ManagedObject.self, of: resolved.entity, clauses: resolved.whereClause + resolved.orderBy,
+      arguments: resolved.arguments
     ).filter { !$0.isDeleted }
     objects += state.inserted.filter { allowed.contains($0.entity?.name ?? "") }
     if !resolved.sortSlots.isEmpty {

@@ -125,6 +125,50 @@ final class Statement {
   }
 }
 
+extension Statement {
+  /// Column `index` of the current row, looked up once for its storage class and its value.
+  ///
+  /// Cheaper than `storageClass(_:)` followed by `int64(_:)` or `string(_:)`, which look the
+  /// column up again on every call. SQLite calls the value "unprotected": reading it is only
+  /// safe without the connection's mutex because a connection is used by one thread at a
+  /// time. The value is valid until the statement steps or resets.
+  @inline(__always)
+  func column(_ index: Int32) -> ColumnValue {
+    ColumnValue(value: sqlite3_column_value(handle, index))
+  }
+}
+
+/// A value of the current row of a statement (see `Statement.column(_:)`).
+struct ColumnValue {
+  let value: OpaquePointer?
+
+  var storageClass: StorageClass {
+    switch sqlite3_value_type(value) {
+    case SQLITE_INTEGER: .integer
+    case SQLITE_FLOAT: .real
+    case SQLITE_TEXT: .text
+    case SQLITE_BLOB: .blob
+    default: .null
+    }
+  }
+
+  var int64: Int64 { sqlite3_value_int64(value) }
+
+  var double: Double { sqlite3_value_double(value) }
+
+  var string: String {
+    guard let text = sqlite3_value_text(value) else { return "" }
+    let count = Int(sqlite3_value_bytes(value))  // after sqlite3_value_text, as SQLite asks
+    return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+  }
+
+  var data: Data {
+    guard let bytes = sqlite3_value_blob(value) else { return Data() }
+    let count = Int(sqlite3_value_bytes(value))
+    return count > 0 ? Data(bytes: bytes, count: count) : Data()
+  }
+}
+
 /// SQLite's five storage classes, as a column value reports them.
 enum StorageClass {
   case null, integer, real, text, blob

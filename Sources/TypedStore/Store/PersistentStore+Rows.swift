@@ -12,37 +12,42 @@ private struct UpdateShape: Hashable {
 /// The current row of a statement that selects `TableLayout.selectSQL`'s columns.
 struct Row {
   let statement: Statement
+  let layout: TableLayout
 
   var primaryKey: Int64 { statement.int64(0) }
   var version: Int64 { statement.int64(1) }
-  var entityName: String { statement.string(2) }
+  var entityName: String { layout.selectsEntity ? statement.string(2) : layout.root.name }
 
   /// Whether the row's entity is `entity`, compared without making a string.
   func isEntity(_ entity: EntityDescription) -> Bool {
-    statement.textEquals(2, entity.nameUTF8)
+    layout.selectsEntity ? statement.textEquals(2, entity.nameUTF8) : entity === layout.root
   }
 
   /// Decodes the row's attribute values into `object`, whose entity is the row's; with
   /// `assigningSlots`, also gives each field its slot (a new object).
-  func decode(
-    into object: ManagedObject, entity: EntityDescription, layout: TableLayout, assigningSlots: Bool = false
-  ) throws {
-    let positions = layout.positions[Int(entity.index)]
-    let accessors = entity.accessors
-    if assigningSlots {
-      // A new object: no committed values to clear, not a fault.
-      for slot in accessors.indices {
-        try accessors[slot].decode(statement.primitiveValue(at: positions[slot]), slot: Int32(slot), into: object)
-      }
-      object.rowVersion = version
-      return
-    }
-    for slot in accessors.indices {
-      try accessors[slot].decode(statement.primitiveValue(at: positions[slot]), into: object)
-    }
+  func decode(into object: ManagedObject, entity: EntityDescription, assigningSlots: Bool = false) throws {
+    try decode(into: object, reader: layout.reader(for: entity), assigningSlots: assigningSlots)
+  }
+
+  /// `decode(into:entity:assigningSlots:)` with the reader of the object's entity, for loops
+  /// that look it up once.
+  func decode(into object: ManagedObject, reader: RowReader, assigningSlots: Bool) throws {
+    try reader.read(statement, into: object, assigningSlots: assigningSlots)
     object.rowVersion = version
+    if assigningSlots { return }  // a new object: no committed values to clear, not a fault
     if !object.committedValues.isEmpty { object.committedValues.removeAll() }
     if object.isFault { object.isFault = false }
+  }
+}
+
+/// The rows of a running SELECT (see `PersistentStore.withRows`).
+struct RowCursor {
+  fileprivate let statement: Statement
+  fileprivate let layout: TableLayout
+
+  /// Steps to the next row; nil when there are no more.
+  mutating func next() throws -> Row? {
+    try statement.step() ? Row(statement: statement, layout: layout) : nil
   }
 }
 
@@ -58,11 +63,26 @@ extension PersistentStore {
     of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue],
     connection: SQLiteConnection, _ body: (Row) throws -> Void
   ) throws {
-    let sql = layout(of: entity).selectSQL + clauses
-    let statement = try connection.statement(sql)
+    let layout = layout(of: entity)
+    let statement = try connection.statement(layout.selectSQL + clauses)
     defer { statement.reset() }
     for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-    while try statement.step() { try body(Row(statement: statement)) }
+    while try statement.step() { try body(Row(statement: statement, layout: layout)) }
+  }
+
+  /// Runs a SELECT over `entity`'s table and hands `body` a cursor over its rows, for loops
+  /// that want the rows in their own body rather than a closure called per row (a generic
+  /// caller then resolves its types once, not once a row).
+  func withRows<Result>(
+    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue],
+    connection: SQLiteConnection, _ body: (inout RowCursor) throws -> Result
+  ) throws -> Result {
+    let layout = layout(of: entity)
+    let statement = try connection.statement(layout.selectSQL + clauses)
+    defer { statement.reset() }
+    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    var cursor = RowCursor(statement: statement, layout: layout)
+    return try body(&cursor)
   }
 
   /// Runs a query that returns one integer (a count).
@@ -94,7 +114,7 @@ extension PersistentStore {
       of: entity, clauses: " WHERE pk = ?", arguments: [.integer(primaryKey)], connection: connection
     ) { row in
       guard row.isEntity(entity) else { return }
-      try row.decode(into: object, entity: entity, layout: layout(of: entity))
+      try row.decode(into: object, entity: entity)
       found = true
     }
     return found

@@ -9,14 +9,16 @@
 ///                      _entity TEXT NOT NULL, "title" TEXT NOT NULL, "created" REAL, ...)
 /// ```
 final class TableLayout: Sendable {
-  /// Columns selected before the attributes: pk, _version, _entity.
-  static let leadingColumns: Int32 = 3
+  /// Whether `selectSQL` reads `_entity`: only a table with subentities needs it (every row of
+  /// a single-entity table is of the root entity), and an unread column is time saved on every
+  /// row of a fetch.
+  let selectsEntity: Bool
 
   let root: EntityDescription
-  /// For each entity of the model (by `EntityDescription.index`), the select-list position of
-  /// each of its attributes; empty for entities of other tables.
-  let positions: [[Int32]]
-  /// `SELECT pk, _version, _entity, <every column> FROM "<table>"`
+  /// For each entity of the model (by `EntityDescription.index`), the reader of its rows;
+  /// nil for entities of other tables.
+  private let rowReaders: [RowReader?]
+  /// `SELECT pk, _version, [_entity,] <every column> FROM "<table>"`
   let selectSQL: String
   /// For each entity, its INSERT statement: pk, then _entity, then its attributes.
   let insertSQL: [String: String]
@@ -49,19 +51,22 @@ final class TableLayout: Sendable {
     if hierarchy.count > 1 {
       createIndexes.append("CREATE INDEX \"_index_\(root.name)__entity\" ON \"\(root.name)\"(_entity)")
     }
-    var positions = [[Int32]](repeating: [], count: entityCount)
+    selectsEntity = hierarchy.count > 1
+    let leadingColumns: Int32 = selectsEntity ? 3 : 2  // pk, _version[, _entity]
+    var readers = [RowReader?](repeating: nil, count: entityCount)
     var insertSQL: [String: String] = [:]
     for entity in hierarchy {
       let indexes = entity.attributes.map { indexByColumn[$0.columnName] ?? 0 }
-      positions[Int(entity.index)] = indexes.map { Int32($0) + Self.leadingColumns }
+      readers[Int(entity.index)] = RowReader(
+        entity: entity, positions: indexes.map { Int32($0) + leadingColumns })
       let names = entity.attributes.map { "\"\($0.columnName)\"" }
       let placeholders = Array(repeating: "?", count: names.count + 2)
       insertSQL[entity.name] =
         "INSERT INTO \"\(root.name)\" (\((["pk", "_entity"] + names).joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
     }
-    self.positions = positions
+    self.rowReaders = readers
     self.insertSQL = insertSQL
-    let selectList = (["pk", "_version", "_entity"] + columns.map { "\"\($0.name)\"" })
+    let selectList = ["pk", "_version"] + (selectsEntity ? ["_entity"] : []) + columns.map { "\"\($0.name)\"" }
     self.selectSQL = "SELECT \(selectList.joined(separator: ", ")) FROM \"\(root.name)\""
     self.deleteSQL = "DELETE FROM \"\(root.name)\" WHERE pk = ? AND _version = ?"
     let definitions =
@@ -69,6 +74,14 @@ final class TableLayout: Sendable {
       + columns.map { "\"\($0.name)\" \($0.type)\($0.notNull ? " NOT NULL" : "")" }
     self.createSQL =
       ["CREATE TABLE \"\(root.name)\" (\(definitions.joined(separator: ", ")))"] + createIndexes
+  }
+
+  /// The reader of `entity`'s rows; `entity` is stored in this table.
+  func reader(for entity: EntityDescription) -> RowReader {
+    guard let reader = rowReaders[Int(entity.index)] else {
+      preconditionFailure("TypedStore: entity \(entity.name) is not stored in table \(root.name)")
+    }
+    return reader
   }
 
   /// `UPDATE` of some attributes of one row, guarded by its version.

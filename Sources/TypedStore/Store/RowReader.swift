@@ -1,0 +1,45 @@
+/// Reads the attribute columns of one entity's rows into objects: the hot loop of every fetch.
+///
+/// Built once per entity with its table layout. Each attribute becomes a plain `Field`: its
+/// select-list position, its slot and, for the common plain types, its `DirectField`. A column
+/// whose storage class is the one the field expects is stored straight into the object; every
+/// other value (NULL, a type another tool wrote, a codec-backed attribute) goes through the
+/// attribute's accessor, which converts it or throws the typed decoding error.
+final class RowReader: Sendable {
+  private struct Field: Sendable {
+    let direct: DirectField
+    let column: Int32
+    let slot: Int32
+  }
+
+  private let fields: [Field]
+  private let accessors: [any AttributeAccessor]
+
+  init(entity: EntityDescription, positions: [Int32]) {
+    accessors = entity.accessors
+    fields = zip(entity.accessors, positions).enumerated().map { slot, pair in
+      Field(direct: pair.0.directField, column: pair.1, slot: Int32(slot))
+    }
+  }
+
+  /// Stores the current row's attribute values in `object`; with `assigningSlots` (a new
+  /// object), also gives each field its slot.
+  func read(_ statement: Statement, into object: ManagedObject, assigningSlots: Bool) throws {
+    try fields.withUnsafeBufferPointer { fields in
+      for field in fields {
+        let value = statement.column(field.column)
+        switch (field.direct.kind, value.storageClass) {
+        case (.int, .integer), (.int64, .integer), (.bool, .integer):
+          field.direct.store(integer: value.int64, in: object)
+        case (.double, .real), (.date, .real):
+          field.direct.store(real: value.double, in: object)
+        case (.string, .text):
+          field.direct.store(text: value.string, in: object)
+        default:
+          try accessors[Int(field.slot)].decode(value.primitiveValue, into: object)
+        }
+        if assigningSlots { field.direct.setSlot(field.slot, in: object) }
+      }
+    }
+  }
+}
