@@ -2,7 +2,8 @@ import CSQLite
 import Foundation
 
 /// The baseline: the same work done with the raw SQLite C API, prepared statements and one
-/// transaction, with the pragmas TypedStore uses (WAL, synchronous=NORMAL).
+/// transaction, with the open flags and pragmas TypedStore uses (no connection mutex, WAL,
+/// synchronous=NORMAL, no automatic checkpoint: both sides checkpoint outside the timings).
 final class RawDatabase {
   let handle: OpaquePointer
 
@@ -14,7 +15,7 @@ final class RawDatabase {
         == SQLITE_OK, let handle
     else { throw BenchError.sqlite("cannot open \(path)") }
     self.handle = handle
-    try execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+    try execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;")
   }
 
   /// Opens an existing file (a TypedStore store, to read its tables the raw way).
@@ -28,6 +29,9 @@ final class RawDatabase {
   }
 
   deinit { sqlite3_close_v2(handle) }
+
+  /// Copies the WAL into the database file, as TypedStore's writer does after large commits.
+  func checkpoint() throws { try execute("PRAGMA wal_checkpoint(RESTART)") }
 
   func execute(_ sql: String) throws {
     guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else {
@@ -127,7 +131,7 @@ final class RawDatabase {
       var changed: String?
     }
     let statement = try prepare(
-      "SELECT t.number, c.kind, c.entity, c.pk, c.keys, c.changed FROM _history_transaction t JOIN _history_change c ON c.id BETWEEN t.first_change AND t.last_change WHERE t.number > ? ORDER BY c.id"
+      "SELECT t.number, c.kind, c.entity, c.pk, c.keys, c.changed, c.last_pk FROM _history_transaction t JOIN _history_change c ON c.id BETWEEN t.first_change AND t.last_change WHERE t.number > ? ORDER BY c.id"
     )
     defer { sqlite3_finalize(statement) }
     sqlite3_bind_int64(statement, 1, number)
@@ -137,6 +141,12 @@ final class RawDatabase {
       let kind = sqlite3_column_int64(statement, 1)
       let entity = text(statement, 2)
       let changed = sqlite3_column_type(statement, 5) == SQLITE_NULL ? nil : text(statement, 5)
+      if sqlite3_column_type(statement, 6) != SQLITE_NULL {  // a run of consecutive keys
+        for pk in sqlite3_column_int64(statement, 3)...sqlite3_column_int64(statement, 6) {
+          rows.append(ChangeRow(transaction: transaction, kind: kind, entity: entity, pk: pk, changed: changed))
+        }
+        continue
+      }
       if sqlite3_column_type(statement, 4) == SQLITE_NULL {
         rows.append(
           ChangeRow(

@@ -62,17 +62,23 @@ func freshContainer(_ name: String, history: Bool = true) throws -> PersistentCo
 func freshRaw(_ name: String, rows: Int = 0) throws -> RawDatabase {
   let raw = try RawDatabase(path: directory.appendingPathComponent("\(uniqueName(name))-raw.sqlite").path)
   try raw.execute(RawDatabase.createSQL)
-  if rows > 0 { try raw.insert(rows) }
+  if rows > 0 {
+    try raw.insert(rows)
+    try raw.checkpoint()
+  }
   return raw
 }
 
-/// Fills a store with `rows` rows through a batch insert (setup, not timed).
+/// Fills a store with `rows` rows through a batch insert, and checkpoints it (setup, not
+/// timed): otherwise the writer's background checkpoint of the seed runs during the timed
+/// operation, which waits for it (the raw side's setup checkpoints as well).
 func seed(_ container: PersistentContainer, rows: Int) throws {
   _ = try container.newBackgroundContext().performAndWait { context in
     try context.execute(
       BatchInsertRequest<BenchItem>(count: rows) { index, item in fill(item, BenchRow(index)) }
     ).count
   }
+  try container.persistentStore.checkpoint()
 }
 
 func fill(_ item: BenchItem, _ row: BenchRow) {
@@ -157,7 +163,7 @@ do {
     try run("insert \(n) objects, one save, history \(history ? "on" : "off")", goal: history ? 2.5 : 2.0) {
       var raw: RawDatabase?
       let ms = try time({ raw = try freshRaw("insert") }) { try raw?.insert(n) }
-      if let raw { try verify("insert", try rawChecksum(raw), try rawChecksum(raw)) }
+      try raw?.checkpoint()
       return ms
     } typed: {
       var container: PersistentContainer?
@@ -167,6 +173,7 @@ do {
           try context.save()
         }
       }
+      try container?.persistentStore.checkpoint()  // not left to run during the next timing
       if let container {
         let raw = try freshRaw("insert-check", rows: n)
         try verify("insert", try storeChecksum(container), try rawChecksum(raw))
@@ -204,7 +211,9 @@ do {
 
   try run("change one attribute of \(n) objects, one save, history on", goal: 2.5) {
     var raw: RawDatabase?
-    return try time({ raw = try freshRaw("update", rows: n) }) { try raw?.updateEachScore(n) }
+    let ms = try time({ raw = try freshRaw("update", rows: n) }) { try raw?.updateEachScore(n) }
+    try raw?.checkpoint()
+    return ms
   } typed: {
     let container = try freshContainer("update")
     try seed(container, rows: n)
@@ -216,6 +225,7 @@ do {
         try context.save()
       }
     }
+    try container.persistentStore.checkpoint()
     let raw = try freshRaw("update-check", rows: n)
     try raw.updateEachScore(n)
     try verify("update", try storeChecksum(container), try rawChecksum(raw))
@@ -224,7 +234,9 @@ do {
 
   try run("delete \(n) objects through the context, one save, history on", goal: 2.5) {
     var raw: RawDatabase?
-    return try time({ raw = try freshRaw("delete", rows: n) }) { try raw?.deleteEach(n) }
+    let ms = try time({ raw = try freshRaw("delete", rows: n) }) { try raw?.deleteEach(n) }
+    try raw?.checkpoint()
+    return ms
   } typed: {
     let container = try freshContainer("delete")
     try seed(container, rows: n)
@@ -235,13 +247,16 @@ do {
         try context.save()
       }
     }
+    try container.persistentStore.checkpoint()
     try verify("delete", try storeChecksum(container).first ?? -1, 0.0)
     return ms
   }
 
   try run("batch update of \(n) objects, history on", goal: 2.0) {
     var raw: RawDatabase?
-    return try time({ raw = try freshRaw("batch-update", rows: n) }) { try raw?.execute("UPDATE raw SET score = 1") }
+    let ms = try time({ raw = try freshRaw("batch-update", rows: n) }) { try raw?.execute("UPDATE raw SET score = 1") }
+    try raw?.checkpoint()
+    return ms
   } typed: {
     var container: PersistentContainer?
     let ms = try time({
@@ -252,13 +267,16 @@ do {
         try context.execute(BatchUpdateRequest<BenchItem>(propertiesToUpdate: [.set(\.score, 1)])).count
       }
     }
+    try container?.persistentStore.checkpoint()
     if let container { try verify("batch update", try storeChecksum(container)[3], Double(n)) }
     return ms
   }
 
   try run("batch delete of \(n) objects, history on", goal: 2.0) {
     var raw: RawDatabase?
-    return try time({ raw = try freshRaw("batch-delete", rows: n) }) { try raw?.execute("DELETE FROM raw") }
+    let ms = try time({ raw = try freshRaw("batch-delete", rows: n) }) { try raw?.execute("DELETE FROM raw") }
+    try raw?.checkpoint()
+    return ms
   } typed: {
     var container: PersistentContainer?
     let ms = try time({
@@ -269,6 +287,7 @@ do {
         try context.execute(BatchDeleteRequest<BenchItem>()).count
       }
     }
+    try container?.persistentStore.checkpoint()
     if let container { try verify("batch delete", try storeChecksum(container).first ?? -1, 0.0) }
     return ms
   }

@@ -115,7 +115,7 @@ enum HistoryReader {
 
       var changesByNumber: [Int64: [HistoryChange]] = [:]
       var changeSQL =
-        "SELECT transaction_number, kind, entity, pk, keys, changed, tombstone FROM _history_change WHERE id BETWEEN ? AND ?"
+        "SELECT transaction_number, kind, entity, pk, keys, changed, tombstone, last_pk FROM _history_change WHERE id BETWEEN ? AND ?"
       if entityNames != nil { changeSQL += " AND entity IN (SELECT value FROM json_each(?))" }
       changeSQL += " ORDER BY id"
       let changes = try connection.statement(changeSQL)
@@ -129,7 +129,14 @@ enum HistoryReader {
         let number = changes.int64(0)
         let entity = changes.string(2)
         let kind = ChangeKind(rawValue: Int(changes.int64(1))) ?? .update
-        let keys = changes.isNull(4) ? [changes.int64(3)] : HistorySchema.integers(fromJSONArray: changes.string(4))
+        let keys: [Int64]
+        if !changes.isNull(4) {
+          keys = HistorySchema.integers(fromJSONArray: changes.string(4))
+        } else if !changes.isNull(7), changes.int64(7) >= changes.int64(3) {
+          keys = Array(changes.int64(3)...changes.int64(7))
+        } else {
+          keys = [changes.int64(3)]
+        }
         let changed =
           changes.isNull(5) ? [] : (try? decoder.decode([String].self, from: Data(changes.string(5).utf8))) ?? []
         var tombstone: HistoryTombstone?

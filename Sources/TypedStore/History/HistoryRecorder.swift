@@ -121,26 +121,35 @@ final class HistoryRecorder {
       changed: kind == .update ? HistorySchema.jsonArray(changedAttributes) : nil)
   }
 
-  /// One change row for a group of rows of one entity: its key, or its keys as a JSON array.
+  /// One change row for a group of rows of one entity: its key, the first and last of a run
+  /// of consecutive keys, or its keys as a JSON array.
   private func insertChanges(_ kind: ChangeKind, _ entity: EntityDescription, primaryKeys: [Int64], changed: String?)
     throws
   {
     let statement = try connection.statement(
-      "INSERT INTO _history_change (transaction_number, kind, entity, pk, keys, changed, tombstone) VALUES (?, ?, ?, ?, ?, ?, NULL)"
+      "INSERT INTO _history_change (transaction_number, kind, entity, pk, last_pk, keys, changed, tombstone) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)"
     )
     statement.bind(try transactionNumber(), at: 1)
     statement.bind(Int64(kind.rawValue), at: 2)
     statement.bind(entity.name, at: 3)
     if primaryKeys.count == 1 {
       statement.bind(primaryKeys[0], at: 4)
-      statement.bindNull(5)
+    } else if let first = primaryKeys.first, let last = primaryKeys.last, Self.isRun(primaryKeys) {
+      statement.bind(first, at: 4)
+      statement.bind(last, at: 5)
     } else {
-      statement.bindNull(4)
-      statement.bind(HistorySchema.jsonArray(primaryKeys), at: 5)
+      statement.bind(HistorySchema.jsonArray(primaryKeys), at: 6)
     }
-    if let changed { statement.bind(changed, at: 6) } else { statement.bindNull(6) }
+    if let changed { statement.bind(changed, at: 7) }
     try statement.run()
     noteInsertedChanges()
+  }
+
+  /// Whether `keys` are consecutive ascending integers.
+  private static func isRun(_ keys: [Int64]) -> Bool {
+    guard let first = keys.first, let last = keys.last, last &- first == Int64(keys.count - 1) else { return false }
+    for (offset, key) in keys.enumerated() where key != first &+ Int64(offset) { return false }
+    return true
   }
 
   /// Extends the transaction's change range by the rows the last statement inserted: they

@@ -6,10 +6,12 @@
 /// reading a transaction's changes and deleting history before a transaction are rowid range
 /// operations, and the change table needs no secondary index to keep up to date.
 ///
-/// A change row stands for one row (`pk`) or for a group of rows of one entity that had the
-/// same change (`keys`, a JSON array of primary keys, in order): a save or batch request that
-/// inserts or updates 100,000 rows writes a few change rows, not 100,000. Deletes that keep a
-/// tombstone have one change row per deleted row.
+/// A change row stands for one row (`pk`), for a run of consecutive primary keys (`pk` through
+/// `last_pk`), or for any other group of rows of one entity that had the same change (`keys`,
+/// a JSON array of primary keys, in order): a save or batch request that inserts or updates
+/// 100,000 rows writes a few change rows, not 100,000, and rows with consecutive keys (a large
+/// insert, or a delete of a whole table) take one short row. Deletes that keep a tombstone
+/// have one change row per deleted row.
 enum HistorySchema {
   static let createSQL = [
     """
@@ -30,6 +32,7 @@ enum HistorySchema {
       kind INTEGER NOT NULL,
       entity TEXT NOT NULL,
       pk INTEGER,
+      last_pk INTEGER,
       keys TEXT,
       changed TEXT,
       tombstone TEXT

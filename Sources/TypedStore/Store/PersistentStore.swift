@@ -15,7 +15,7 @@ import Synchronization
 /// store.
 public final class PersistentStore: Sendable {
   /// The store's file format version, kept in its metadata.
-  public static let formatVersion = 1
+  public static let formatVersion = 2
 
   /// The store file.
   public let url: URL
@@ -207,5 +207,28 @@ public final class PersistentStore: Sendable {
   /// The metadata of the open store.
   public func metadata() throws -> [String: String] {
     try writer.withConnection { try Self.readMetadata($0) ?? [:] }
+  }
+
+  /// Copies every committed transaction from the write-ahead log into the store file now.
+  ///
+  /// The store does this by itself, on a background queue, after a commit that grows the log
+  /// past `StoreOptions.checkpointThresholdPages`; the next write waits for that work. Call
+  /// this before copying the store file, or right after a large import, to do the work now.
+  /// It waits for a write in progress (in this process or another) up to the busy timeout.
+  ///
+  /// ```swift
+  /// try container.persistentStore.checkpoint()
+  /// ```
+  ///
+  /// - Returns: true when the whole log was copied; false when a reader still using older
+  ///   transactions kept part of it in the log (it is copied by a later checkpoint).
+  /// - Throws: `StoreError` when SQLite fails.
+  @discardableResult
+  public func checkpoint() throws -> Bool {
+    do {
+      return try writer.checkpointNow()
+    } catch let error as SQLiteError {
+      throw Self.storeError(error, path: url.path)
+    }
   }
 }

@@ -81,6 +81,20 @@ final class StoreWriter: Sendable {
     checkpointPending.store(false, ordering: .releasing)
   }
 
+  /// Copies the WAL into the database file now, in RESTART mode under the writer lock (so
+  /// after any background checkpoint in progress), waiting for readers up to the busy
+  /// timeout. Returns whether every frame was copied.
+  func checkpointNow() throws -> Bool {
+    try connection.withLock { connection in
+      do {
+        let (log, checkpointed) = try connection.checkpoint(.restart)
+        return checkpointed >= log
+      } catch let error as SQLiteError where error.code & 0xff == 5 {  // SQLITE_BUSY: a reader kept it short
+        return false
+      }
+    }
+  }
+
   /// Runs `body` with the writer connection outside any transaction.
   func withConnection<Result: Sendable>(_ body: @Sendable (SQLiteConnection) throws -> Result)
     throws -> Result
