@@ -40,7 +40,7 @@ final class HistoryRecorder {
       // Nothing to read from the rows: one change row per entity holds their keys.
       for group in groups { try insertChanges(.delete, group.entity, primaryKeys: group.primaryKeys, changed: nil) }
     } else {
-      try insertTombstones(rows, tombstone: tombstone)
+      try insertTombstones(rows, entityName: Self.entityNameSQL(for: groups.map(\.entity)), tombstone: tombstone)
     }
   }
 
@@ -63,11 +63,11 @@ final class HistoryRecorder {
 
   /// One `INSERT ... SELECT` of a delete change row, with its tombstone, per selected row, in
   /// primary key order.
-  private func insertTombstones(_ rows: HistoryRows, tombstone: String) throws {
+  private func insertTombstones(_ rows: HistoryRows, entityName: String, tombstone: String) throws {
     let statement = try connection.statement(
       """
       INSERT INTO _history_change (transaction_number, kind, entity, pk, tombstone)
-      SELECT ?, \(ChangeKind.delete.rawValue), _entity, pk, \(tombstone) FROM "\(rows.table)"\(rows.whereClause) ORDER BY pk
+      SELECT ?, \(ChangeKind.delete.rawValue), \(entityName), pk, \(tombstone) FROM "\(rows.table)"\(rows.whereClause) ORDER BY pk
       """)
     statement.bind(try transactionNumber(), at: 1)
     for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 2)) }
@@ -84,10 +84,15 @@ final class HistoryRecorder {
       let object =
         "json_object("
         + preserved.map { "'\($0.name)', \(taggedValue(column: $0.columnName))" }.joined(separator: ", ") + ")"
-      // Entity names are validated identifiers: safe as SQL string literals.
-      return "WHEN '\(entity.name)' THEN \(object)"
+      return "WHEN \(entity.code) THEN \(object)"
     }
     return cases.isEmpty ? "NULL" : "CASE _entity \(cases.joined(separator: " ")) END"
+  }
+
+  /// SQL for the entity name of a row of any of `entities`, from its `_entity` code. Entity
+  /// names are validated identifiers: safe as SQL string literals.
+  private static func entityNameSQL(for entities: [EntityDescription]) -> String {
+    "CASE _entity " + entities.map { "WHEN \($0.code) THEN '\($0.name)'" }.joined(separator: " ") + " END"
   }
 
   /// Completes the transaction's history row and returns what the transaction changed, once

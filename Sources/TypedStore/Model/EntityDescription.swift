@@ -51,8 +51,6 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   /// cheaper to walk than the descriptions).
   let accessors: [any AttributeAccessor]
   let index: Int32
-  /// The name's UTF-8 bytes, to recognise the entity's rows without making strings.
-  let nameUTF8: [UInt8]
   let rootIndex: Int32
   let objectType: ManagedObject.Type
   private let attributeIndexByName: [String: Int]
@@ -67,7 +65,6 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     self.subentityNames = subentityNames
     self.rootName = rootName
     self.attributes = attributes
-    self.nameUTF8 = Array(name.utf8)
     self.accessors = attributes.map(\.accessor)
     self.selfAndDescendantNames = selfAndDescendantNames
     self.index = index
@@ -89,4 +86,9 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   }
 
   public var description: String { "EntityDescription(\(name))" }
+
+  /// The value of the `_entity` column in this entity's rows: its 1-based place in the model's
+  /// canonical order (superentities first, then by name), which does not depend on the order
+  /// the classes were listed in. Stores list the codes in their `_entities` table.
+  var code: Int64 { Int64(index) + 1 }
 }

@@ -107,17 +107,6 @@ final class Statement {
     return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
   }
 
-  /// Whether the column's text is exactly `bytes`.
-  func textEquals(_ index: Int32, _ bytes: [UInt8]) -> Bool {
-    let text = sqlite3_column_text(handle, index)  // before sqlite3_column_bytes, as SQLite asks
-    let count = Int(sqlite3_column_bytes(handle, index))
-    guard count == bytes.count else { return false }
-    guard count > 0, let text else { return true }
-    return bytes.withUnsafeBufferPointer { buffer in
-      buffer.baseAddress.map { memcmp($0, text, count) == 0 } ?? false
-    }
-  }
-
   func data(_ index: Int32) -> Data {
     let count = Int(sqlite3_column_bytes(handle, index))
     guard count > 0, let bytes = sqlite3_column_blob(handle, index) else { return Data() }

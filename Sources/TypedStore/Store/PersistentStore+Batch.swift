@@ -82,7 +82,7 @@ extension PersistentStore {
       arguments: arguments)
   }
 
-  /// The selected rows' keys by concrete entity, read without making a string per row.
+  /// The selected rows' keys by concrete entity.
   private func selectAffected(
     _ entity: EntityDescription, _ rows: HistoryRows, includesSubentities: Bool, _ connection: SQLiteConnection
   ) throws -> [(entity: EntityDescription, primaryKeys: [Int64])] {
@@ -107,8 +107,9 @@ extension PersistentStore {
     var keys = [[Int64]](repeating: [], count: candidates.count)
     var last = 0
     while try statement.step() {
-      if !statement.textEquals(1, candidates[last].nameUTF8) {
-        guard let index = candidates.firstIndex(where: { statement.textEquals(1, $0.nameUTF8) }) else { continue }
+      let code = statement.int64(1)
+      if code != candidates[last].code {
+        guard let index = candidates.firstIndex(where: { $0.code == code }) else { continue }
         last = index
       }
       keys[last].append(statement.int64(0))

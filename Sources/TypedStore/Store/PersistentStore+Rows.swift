@@ -16,11 +16,13 @@ struct Row {
 
   var primaryKey: Int64 { statement.int64(0) }
   var version: Int64 { statement.int64(1) }
-  var entityName: String { layout.selectsEntity ? statement.string(2) : layout.root.name }
+  var entityName: String {
+    layout.selectsEntity ? (layout.entity(code: statement.int64(2))?.name ?? "") : layout.root.name
+  }
 
-  /// Whether the row's entity is `entity`, compared without making a string.
+  /// Whether the row's entity is `entity`.
   func isEntity(_ entity: EntityDescription) -> Bool {
-    layout.selectsEntity ? statement.textEquals(2, entity.nameUTF8) : entity === layout.root
+    layout.selectsEntity ? statement.int64(2) == entity.code : entity === layout.root
   }
 
   /// Decodes the row's attribute values into `object`, whose entity is the row's; with
@@ -101,7 +103,7 @@ extension PersistentStore {
     let names = includesSubentities ? entity.selfAndDescendantNames : [entity.name]
     if entity.isRoot && includesSubentities { return ("", []) }
     let marks = Array(repeating: "?", count: names.count).joined(separator: ", ")
-    return ("_entity IN (\(marks))", names.map { .text($0) })
+    return ("_entity IN (\(marks))", names.compactMap { model.entity(named: $0).map { .integer($0.code) } })
   }
 
   /// Loads the row with `primaryKey` into `object`. Returns false when there is no such row
@@ -128,7 +130,7 @@ extension PersistentStore {
     let statement = try connection.statement("SELECT _entity FROM \"\(entity.tableName)\" WHERE pk = ?")
     defer { statement.reset() }
     statement.bind(primaryKey, at: 1)
-    guard try statement.step(), let found = model.entity(named: statement.string(0)),
+    guard try statement.step(), let found = layout(of: entity).entity(code: statement.int64(0)),
       entity.selfAndDescendantNames.contains(found.name)
     else { return nil }
     return found
@@ -185,7 +187,7 @@ extension PersistentStore {
       try history.willDelete(
         HistoryRows(
           table: entity.tableName, whereClause: " WHERE _entity = ? AND pk IN (SELECT value FROM json_each(?))",
-          arguments: [.text(entity.name), .text(HistorySchema.jsonArray(keys))]),
+          arguments: [.integer(entity.code), .text(HistorySchema.jsonArray(keys))]),
         groups: [(entity, keys)])
       let statement = try connection.statement(layout(of: entity).deleteSQL)
       for delete in group.rows {
@@ -253,7 +255,7 @@ extension PersistentStore {
         }
         statement.reset()
         statement.bind(primaryKey, at: 1)
-        statement.bind(entity.name, at: 2)
+        statement.bind(entity.code, at: 2)
         for (index, value) in insert.values.enumerated() { statement.bind(value, at: Int32(index + 3)) }
         try statement.run()
         keys.append(primaryKey)

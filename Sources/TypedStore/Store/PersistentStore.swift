@@ -118,6 +118,7 @@ public final class PersistentStore: Sendable {
           guard let identifier = metadata["store_uuid"].flatMap(UUID.init(uuidString:)) else {
             throw StoreError.corrupt(path: path, message: "the store has no valid UUID")
           }
+          try checkEntityCodes(connection: connection, path: path, model: model)
           return identifier
         }
         let userTables = try connection.scalarInt(
@@ -128,7 +129,14 @@ public final class PersistentStore: Sendable {
           """
           CREATE TABLE _metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);
           CREATE TABLE _primary_key (entity TEXT PRIMARY KEY, max_pk INTEGER NOT NULL DEFAULT 0);
+          CREATE TABLE _entities (code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
           """)
+        for entity in model.entities {
+          let insert = try connection.statement("INSERT INTO _entities (code, name) VALUES (?, ?)")
+          insert.bind(entity.code, at: 1)
+          insert.bind(entity.name, at: 2)
+          try insert.run()
+        }
         let values: [(String, String)] = [
           ("store_uuid", identifier.uuidString),
           ("format_version", String(formatVersion)),
@@ -166,6 +174,22 @@ public final class PersistentStore: Sendable {
       metadata[statement.string(0)] = statement.string(1)
     }
     return metadata
+  }
+
+  /// Checks that the store's `_entities` table gives every entity the code the model does:
+  /// rows carry codes, so a mismatch would read rows as the wrong entity.
+  private static func checkEntityCodes(connection: SQLiteConnection, path: String, model: ManagedObjectModel)
+    throws
+  {
+    let statement = try connection.statement("SELECT code, name FROM _entities ORDER BY code")
+    defer { statement.reset() }
+    var stored: [String] = []
+    while try statement.step() { stored.append("\(statement.int64(0)) \(statement.string(1))") }
+    let expected = model.entities.map { "\($0.code) \($0.name)" }
+    guard stored == expected else {
+      throw StoreError.corrupt(
+        path: path, message: "the entity codes (\(stored.joined(separator: ", "))) differ from the model's")
+    }
   }
 
   private static func check(_ metadata: [String: String], model: ManagedObjectModel) throws {

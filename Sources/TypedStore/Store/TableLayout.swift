@@ -6,7 +6,7 @@
 ///
 /// ```sql
 /// CREATE TABLE "Note" (pk INTEGER PRIMARY KEY, _version INTEGER NOT NULL DEFAULT 1,
-///                      _entity TEXT NOT NULL, "title" TEXT NOT NULL, "created" REAL, ...)
+///                      _entity INTEGER NOT NULL, "title" TEXT NOT NULL, "created" REAL, ...)
 /// ```
 final class TableLayout: Sendable {
   /// Whether `selectSQL` reads `_entity`: only a table with subentities needs it (every row of
@@ -15,6 +15,8 @@ final class TableLayout: Sendable {
   let selectsEntity: Bool
 
   let root: EntityDescription
+  /// The entities stored in the table: the root and its subentities.
+  let hierarchy: [EntityDescription]
   /// For each entity of the model (by `EntityDescription.index`), the reader of its rows;
   /// nil for entities of other tables.
   private let rowReaders: [RowReader?]
@@ -27,6 +29,7 @@ final class TableLayout: Sendable {
 
   init(root: EntityDescription, hierarchy: [EntityDescription], entityCount: Int) {
     self.root = root
+    self.hierarchy = hierarchy
     var columns: [(name: String, type: String, notNull: Bool)] = []
     var indexByColumn: [String: Int] = [:]
     var createIndexes: [String] = []
@@ -70,10 +73,15 @@ final class TableLayout: Sendable {
     self.selectSQL = "SELECT \(selectList.joined(separator: ", ")) FROM \"\(root.name)\""
     self.deleteSQL = "DELETE FROM \"\(root.name)\" WHERE pk = ? AND _version = ?"
     let definitions =
-      ["pk INTEGER PRIMARY KEY", "_version INTEGER NOT NULL DEFAULT 1", "_entity TEXT NOT NULL"]
+      ["pk INTEGER PRIMARY KEY", "_version INTEGER NOT NULL DEFAULT 1", "_entity INTEGER NOT NULL"]
       + columns.map { "\"\($0.name)\" \($0.type)\($0.notNull ? " NOT NULL" : "")" }
     self.createSQL =
       ["CREATE TABLE \"\(root.name)\" (\(definitions.joined(separator: ", ")))"] + createIndexes
+  }
+
+  /// The entity of this table whose rows carry `code` in `_entity`.
+  func entity(code: Int64) -> EntityDescription? {
+    hierarchy.first { $0.code == code }
   }
 
   /// The reader of `entity`'s rows; `entity` is stored in this table.

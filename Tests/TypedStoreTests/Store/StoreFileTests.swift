@@ -65,6 +65,27 @@ private func refusal(
         == .modelMismatch(storeHash: notesModel.versionHash, modelHash: other.versionHash))
   }
 
+  @Test func entityCodesAreListedAndCheckedOnOpening() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    _ = try await saveNotes(["a"], in: container)
+    let url = container.persistentStore.url
+    do {
+      let connection = try SQLiteConnection(path: url.path, mode: .readWrite)
+      #expect(
+        try connection.scalarText("SELECT group_concat(code || ' ' || name, ', ') FROM _entities")
+          == "1 Folder, 2 Note, 3 Checklist")
+      #expect(try connection.scalarText(#"SELECT group_concat(_entity) FROM "Note""#) == "2")
+      // Another tool renumbers an entity: its rows would be read as another entity or none.
+      try connection.execute("UPDATE _entities SET code = 10 WHERE name = 'Checklist'")
+    }
+    guard case .corrupt(let path, let message) = refusal(opening: url) else {
+      Issue.record("expected a corrupt store")
+      return
+    }
+    #expect(path == url.path)
+    #expect(message.contains("entity codes"))
+  }
+
   @Test func reopeningKeepsTheStoreUUIDAndData() async throws {
     let url: URL
     let identifier: UUID
