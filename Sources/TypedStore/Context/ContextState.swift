@@ -134,21 +134,25 @@ final class ContextState: ObjectTracking {
     // Nothing below touches the identity map except through `table`.
     var table = registered.take(root: entity.rootIndex)
     defer { registered.restore(table, root: entity.rootIndex) }
+    // The loop collects unretained references: every object it returns is held by `table`
+    // until the result below holds it too. Appending to an `[Object]` in the loop looked its
+    // generic metadata up on every row (as costly as the identity map); one conversion at
+    // the end does not.
     let objects = try store.withRows(of: entity, clauses: clauses, arguments: arguments, connection: reader()) { rows in
-      var objects: [ManagedObject] = []
-      while let row = try rows.next() {
-        let object = try materialize(row, requested: entity, reader: rowReader, table: &table)
-        if Swift.type(of: object) == Object.self || object is Object { objects.append(object) }
+      var objects: [Unmanaged<ManagedObject>] = []
+      while try rows.next() {
+        let object = try materialize(rows.row, requested: entity, reader: rowReader, table: &table)
+        if Swift.type(of: object) == Object.self || object is Object { objects.append(.passUnretained(object)) }
       }
       return objects
     }
-    // Appending to an `[Object]` in the loop looked its generic metadata up on every row
-    // (as costly as the identity map); one conversion at the end does not.
-    return [Object](unsafeUninitializedCapacity: objects.count) { buffer, initialized in
-      for (index, object) in objects.enumerated() {
-        buffer.initializeElement(at: index, to: unsafeDowncast(object, to: Object.self))
+    return withExtendedLifetime(table) {
+      [Object](unsafeUninitializedCapacity: objects.count) { buffer, initialized in
+        for (index, object) in objects.enumerated() {
+          buffer.initializeElement(at: index, to: unsafeDowncast(object.takeUnretainedValue(), to: Object.self))
+        }
+        initialized = objects.count
       }
-      initialized = objects.count
     }
   }
 

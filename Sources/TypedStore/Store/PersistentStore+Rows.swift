@@ -44,12 +44,13 @@ struct Row {
 
 /// The rows of a running SELECT (see `PersistentStore.withRows`).
 struct RowCursor {
-  fileprivate let statement: Statement
-  fileprivate let layout: TableLayout
+  /// The current row: one view of the statement, valid after `next()` returned true (made
+  /// once, so that stepping through the rows retains nothing per row).
+  let row: Row
 
-  /// Steps to the next row; nil when there are no more.
-  mutating func next() throws -> Row? {
-    try statement.step() ? Row(statement: statement, layout: layout) : nil
+  /// Steps to the next row; false when there are no more.
+  mutating func next() throws -> Bool {
+    try row.statement.step()
   }
 }
 
@@ -83,7 +84,7 @@ extension PersistentStore {
     let statement = try connection.statement(layout.selectSQL + clauses)
     defer { statement.reset() }
     for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-    var cursor = RowCursor(statement: statement, layout: layout)
+    var cursor = RowCursor(row: Row(statement: statement, layout: layout))
     return try body(&cursor)
   }
 
