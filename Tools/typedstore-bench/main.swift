@@ -81,6 +81,27 @@ func seed(_ container: PersistentContainer, rows: Int) throws {
   try container.persistentStore.checkpoint()
 }
 
+/// Times `body` on a fresh raw table of `n` rows, then checkpoints (not timed).
+func timeRaw(_ name: String, _ body: (RawDatabase) throws -> Void) throws -> Double {
+  var raw: RawDatabase?
+  let ms = try time({ raw = try freshRaw(name, rows: n) }) { if let raw { try body(raw) } }
+  try raw?.checkpoint()
+  return ms
+}
+
+/// Times `body` in a context of a fresh store seeded with `n` rows, then checkpoints (not
+/// timed); returns the time and the store's container.
+func timeSeeded(_ name: String, _ body: @escaping @Sendable (isolated ManagedObjectContext) throws -> Void) throws
+  -> (Double, PersistentContainer)
+{
+  let container = try freshContainer(name)
+  try seed(container, rows: n)
+  let context = container.newBackgroundContext()
+  let ms = try time { try context.performAndWait(body) }
+  try container.persistentStore.checkpoint()
+  return (ms, container)
+}
+
 func fill(_ item: BenchItem, _ row: BenchRow) {
   item.number = Int(row.number)
   item.name = row.name
@@ -210,10 +231,7 @@ do {
   unavailable("fetch with a #Predicate matching 10%", goal: 2.0, note: "n/a: #Predicate arrives with the queries issue")
 
   try run("change one attribute of \(n) objects, one save, history on", goal: 2.5) {
-    var raw: RawDatabase?
-    let ms = try time({ raw = try freshRaw("update", rows: n) }) { try raw?.updateEachScore(n) }
-    try raw?.checkpoint()
-    return ms
+    try timeRaw("update") { try $0.updateEachScore(n) }
   } typed: {
     let container = try freshContainer("update")
     try seed(container, rows: n)
@@ -233,10 +251,7 @@ do {
   }
 
   try run("delete \(n) objects through the context, one save, history on", goal: 2.5) {
-    var raw: RawDatabase?
-    let ms = try time({ raw = try freshRaw("delete", rows: n) }) { try raw?.deleteEach(n) }
-    try raw?.checkpoint()
-    return ms
+    try timeRaw("delete") { try $0.deleteEach(n) }
   } typed: {
     let container = try freshContainer("delete")
     try seed(container, rows: n)
@@ -253,42 +268,22 @@ do {
   }
 
   try run("batch update of \(n) objects, history on", goal: 2.0) {
-    var raw: RawDatabase?
-    let ms = try time({ raw = try freshRaw("batch-update", rows: n) }) { try raw?.execute("UPDATE raw SET score = 1") }
-    try raw?.checkpoint()
-    return ms
+    try timeRaw("batch-update") { try $0.execute("UPDATE raw SET score = 1") }
   } typed: {
-    var container: PersistentContainer?
-    let ms = try time({
-      container = try freshContainer("batch-update")
-      if let container { try seed(container, rows: n) }
-    }) {
-      _ = try container?.newBackgroundContext().performAndWait { context in
-        try context.execute(BatchUpdateRequest<BenchItem>(propertiesToUpdate: [.set(\.score, 1)])).count
-      }
+    let (ms, container) = try timeSeeded("batch-update") { context in
+      _ = try context.execute(BatchUpdateRequest<BenchItem>(propertiesToUpdate: [.set(\.score, 1)]))
     }
-    try container?.persistentStore.checkpoint()
-    if let container { try verify("batch update", try storeChecksum(container)[3], Double(n)) }
+    try verify("batch update", try storeChecksum(container)[3], Double(n))
     return ms
   }
 
   try run("batch delete of \(n) objects, history on", goal: 2.0) {
-    var raw: RawDatabase?
-    let ms = try time({ raw = try freshRaw("batch-delete", rows: n) }) { try raw?.execute("DELETE FROM raw") }
-    try raw?.checkpoint()
-    return ms
+    try timeRaw("batch-delete") { try $0.execute("DELETE FROM raw") }
   } typed: {
-    var container: PersistentContainer?
-    let ms = try time({
-      container = try freshContainer("batch-delete")
-      if let container { try seed(container, rows: n) }
-    }) {
-      _ = try container?.newBackgroundContext().performAndWait { context in
-        try context.execute(BatchDeleteRequest<BenchItem>()).count
-      }
+    let (ms, container) = try timeSeeded("batch-delete") { context in
+      _ = try context.execute(BatchDeleteRequest<BenchItem>())
     }
-    try container?.persistentStore.checkpoint()
-    if let container { try verify("batch delete", try storeChecksum(container).first ?? -1, 0.0) }
+    try verify("batch delete", try storeChecksum(container).first ?? -1, 0.0)
     return ms
   }
 
