@@ -84,7 +84,7 @@ func seed(_ container: PersistentContainer, rows: Int) throws {
 /// Times `body` on a fresh raw table of `n` rows, then checkpoints (not timed).
 func timeRaw(_ name: String, _ body: (RawDatabase) throws -> Void) throws -> Double {
   var raw: RawDatabase?
-  let ms = try time({ raw = try freshRaw(name, rows: n) }) { if let raw { try body(raw) } }
+  let ms = try time({ raw = try freshRaw(name, rows: n) }, { if let raw { try body(raw) } })
   try raw?.checkpoint()
   return ms
 }

@@ -123,10 +123,9 @@ final class ContextState: ObjectTracking {
 
   /// The objects for the rows a SELECT over `entity`'s table returns.
   ///
-  /// Objects are collected as `Object` while the rows are read: a cast of the whole result
-  /// afterwards cost a fifth of a large fetch. An object of exactly `Object`'s class (the
-  /// common case) needs no dynamic cast; a registered object of another class (a fault made
-  /// for a superentity's ID) is cast, and left out if it is not an `Object`.
+  /// An object of exactly `Object`'s class (the common case) needs no dynamic cast; a
+  /// registered object of another class (a fault made for a superentity's ID) is checked, and
+  /// left out if it is not an `Object`.
   func fetchObjects<Object: ManagedObject>(
     _ type: Object.Type, of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue]
   ) throws -> [Object] {
