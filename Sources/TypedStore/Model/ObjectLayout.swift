@@ -103,6 +103,22 @@ struct DirectField: Sendable {
     withExtendedLifetime(object) { field(in: object, at: valueOffset, as: String.self).pointee = text }
   }
 
+  /// The field's value as SQLite stores it, for the plain kinds; nil for `.none`.
+  @inline(__always)
+  func load(from object: ManagedObject) -> PrimitiveValue? {
+    withExtendedLifetime(object) {
+      switch kind {
+      case .int: .integer(Int64(field(in: object, at: valueOffset, as: Int.self).pointee))
+      case .int64: .integer(field(in: object, at: valueOffset, as: Int64.self).pointee)
+      case .double: .real(field(in: object, at: valueOffset, as: Double.self).pointee)
+      case .string: .text(field(in: object, at: valueOffset, as: String.self).pointee)
+      case .date: .real(field(in: object, at: valueOffset, as: Date.self).pointee.timeIntervalSinceReferenceDate)
+      case .bool: .integer(field(in: object, at: valueOffset, as: Bool.self).pointee ? 1 : 0)
+      case .none: nil
+      }
+    }
+  }
+
   /// Records the attribute's slot in a new object's field.
   @inline(__always)
   func setSlot(_ slot: Int32, in object: ManagedObject) {
@@ -119,55 +135,41 @@ struct DirectField: Sendable {
 final class FieldAccessor<Value, Codec: ValueCodec>: AttributeAccessor where Codec.Value == Value {
   // `Value` is a parameter of its own (not only `Codec.Value`) so that generic code finds its
   // metadata in the class's metadata, without an associated-type lookup per call.
-  let offset: Int
-  let valueOffset: Int
-  let slotOffset: Int
   let typedCodec: Codec
-  /// The common plain types, handled without going through the generic codec.
-  private let fastKind: FastKind
+  /// The field's place, and its plain type when it is one of the common ones, handled
+  /// without going through the generic codec.
+  let directField: DirectField
 
   init(offset: Int, codec: Codec) {
-    self.offset = offset
     self.typedCodec = codec
-    self.valueOffset = offset + (MemoryLayout<Attribute<Value>>.offset(of: \Attribute<Value>.value) ?? 0)
-    self.slotOffset = offset + (MemoryLayout<Attribute<Value>>.offset(of: \Attribute<Value>.slot) ?? 0)
-    self.fastKind = codec.isStandard ? FastKind(Value.self) : .none
+    directField = DirectField(
+      kind: codec.isStandard ? FastKind(Value.self) : .none,
+      valueOffset: offset + (MemoryLayout<Attribute<Value>>.offset(of: \Attribute<Value>.value) ?? 0),
+      slotOffset: offset + (MemoryLayout<Attribute<Value>>.offset(of: \Attribute<Value>.slot) ?? 0))
   }
 
   var codec: any ValueCodec { typedCodec }
 
-  var directField: DirectField { DirectField(kind: fastKind, valueOffset: valueOffset, slotOffset: slotOffset) }
-
   @inline(__always)
-  private func address(in object: ManagedObject, at offset: Int) -> UnsafeMutableRawPointer {
-    Unmanaged.passUnretained(object).toOpaque() + offset
+  private func value(in object: ManagedObject) -> UnsafeMutablePointer<Value> {
+    (Unmanaged.passUnretained(object).toOpaque() + directField.valueOffset).assumingMemoryBound(to: Value.self)
   }
 
   func encode(_ object: ManagedObject) throws -> PrimitiveValue {
     try withExtendedLifetime(object) {
-      let field = address(in: object, at: valueOffset)
-      switch fastKind {
-      case .int: return .integer(Int64(field.assumingMemoryBound(to: Int.self).pointee))
-      case .int64: return .integer(field.assumingMemoryBound(to: Int64.self).pointee)
-      case .double: return .real(field.assumingMemoryBound(to: Double.self).pointee)
-      case .string: return .text(field.assumingMemoryBound(to: String.self).pointee)
-      case .date: return .real(field.assumingMemoryBound(to: Date.self).pointee.timeIntervalSinceReferenceDate)
-      case .bool: return .integer(field.assumingMemoryBound(to: Bool.self).pointee ? 1 : 0)
-      case .none: return try typedCodec.encode(field.assumingMemoryBound(to: Value.self).pointee)
-      }
+      if let plain = directField.load(from: object) { return plain }
+      return try typedCodec.encode(value(in: object).pointee)
     }
   }
 
   func decode(_ value: PrimitiveValue, into object: ManagedObject) throws {
-    try withExtendedLifetime(object) {
-      try store(value, at: address(in: object, at: valueOffset))
-    }
+    try withExtendedLifetime(object) { try store(value, in: object) }
   }
 
   func decode(_ value: PrimitiveValue, slot: Int32, into object: ManagedObject) throws {
     try withExtendedLifetime(object) {
-      try store(value, at: address(in: object, at: valueOffset))
-      address(in: object, at: slotOffset).assumingMemoryBound(to: Int32.self).pointee = slot
+      try store(value, in: object)
+      directField.setSlot(slot, in: object)
     }
   }
 
@@ -175,29 +177,21 @@ final class FieldAccessor<Value, Codec: ValueCodec>: AttributeAccessor where Cod
   /// holds exactly that type, checked when the accessor was made), through the codec
   /// otherwise and for any value a fast path does not expect.
   @inline(__always)
-  private func store(_ value: PrimitiveValue, at field: UnsafeMutableRawPointer) throws {
-    switch (fastKind, value) {
-    case (.int, .integer(let int)):
-      field.assumingMemoryBound(to: Int.self).pointee = Int(truncatingIfNeeded: int)
-    case (.int64, .integer(let int)):
-      field.assumingMemoryBound(to: Int64.self).pointee = int
-    case (.double, .real(let real)):
-      field.assumingMemoryBound(to: Double.self).pointee = real
+  private func store(_ primitive: PrimitiveValue, in object: ManagedObject) throws {
+    switch (directField.kind, primitive) {
+    case (.int, .integer(let int)), (.int64, .integer(let int)), (.bool, .integer(let int)):
+      directField.store(integer: int, in: object)
+    case (.double, .real(let real)), (.date, .real(let real)):
+      directField.store(real: real, in: object)
     case (.string, .text(let text)):
-      field.assumingMemoryBound(to: String.self).pointee = text
-    case (.date, .real(let real)):
-      field.assumingMemoryBound(to: Date.self).pointee = Date(timeIntervalSinceReferenceDate: real)
-    case (.bool, .integer(let int)):
-      field.assumingMemoryBound(to: Bool.self).pointee = int != 0
+      directField.store(text: text, in: object)
     default:
-      field.assumingMemoryBound(to: Value.self).pointee = try typedCodec.decode(value)
+      value(in: object).pointee = try typedCodec.decode(primitive)
     }
   }
 
   func setSlot(_ slot: Int32, in object: ManagedObject) {
-    withExtendedLifetime(object) {
-      address(in: object, at: slotOffset).assumingMemoryBound(to: Int32.self).pointee = slot
-    }
+    directField.setSlot(slot, in: object)
   }
 }
 
