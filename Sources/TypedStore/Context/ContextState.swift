@@ -133,6 +133,7 @@ final class ContextState: ObjectTracking {
     // Nothing below touches the identity map except through `table`.
     var table = registered.take(root: entity.rootIndex)
     defer { registered.restore(table, root: entity.rootIndex) }
+    _ = table.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
     // The loop collects unretained references: every object it returns is held by `table`
     // until the result below holds it too. Appending to an `[Object]` in the loop looked its
     // generic metadata up on every row (as costly as the identity map); one conversion at

@@ -71,6 +71,10 @@ struct KeyTable {
   private var entries: [Entry] = []
   private(set) var count = 0
   private var shift = 64
+  /// The count at which `dropUnreferenced` next looks for objects to drop.
+  private(set) var dropThreshold = KeyTable.minimumDropThreshold
+
+  static let minimumDropThreshold = 4_096
 
   private func home(_ key: Int64) -> Int {
     // Fibonacci hashing of the key's block of 8, plus its place in the block: keys of one
@@ -124,6 +128,41 @@ struct KeyTable {
   }
 
   var values: [ManagedObject] { entries.compactMap(\.object) }
+
+  /// Drops the objects that nothing but this table references and that `isDroppable`
+  /// accepts, once the table has grown to twice what the last call left (at least
+  /// `minimumDropThreshold`), so that the scans cost amortized constant time per object
+  /// registered. Returns how many it dropped.
+  ///
+  /// A context thus keeps an unchanged object only while something else uses it, as Core
+  /// Data does, without a weak reference per object (which made every fetch slower): an
+  /// object nobody references cannot be told from a new one made for its row later.
+  mutating func dropUnreferenced(where isDroppable: (ManagedObject) -> Bool) -> Int {
+    guard count >= dropThreshold else { return 0 }
+    var drop = [Bool](repeating: false, count: entries.count)
+    var dropped = 0
+    for index in entries.indices {
+      // Checked before any other reference to the object is made here (false for nil).
+      guard isKnownUniquelyReferenced(&entries[index].object) else { continue }
+      if let object = entries[index].object, isDroppable(object) {
+        drop[index] = true
+        dropped += 1
+      }
+    }
+    if dropped > 0 {
+      var old = Self.emptyEntries(entries.count)
+      swap(&old, &entries)
+      count = 0
+      for position in old.indices {
+        guard let object = old[position].object.take(), !drop[position] else { continue }
+        let index = slot(of: old[position].key)
+        entries[index] = Entry(key: old[position].key, object: object)
+        count += 1
+      }
+    }
+    dropThreshold = max(Self.minimumDropThreshold, count * 2)
+    return dropped
+  }
 
   private mutating func remove(at start: Int) {
     guard entries[start].object != nil else { return }

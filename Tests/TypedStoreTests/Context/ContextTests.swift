@@ -166,6 +166,39 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
     #expect(remaining == 1)
   }
 
+  @Test func unchangedObjectsNobodyHoldsAreDroppedAsTheContextGrows() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let count = KeyTable.minimumDropThreshold + 10
+    try await container.performBackgroundTask { context in
+      _ = try context.execute(BatchInsertRequest<Folder>(count: count) { index, folder in folder.name = "f\(index)" })
+    }
+    let outcome = try await container.newBackgroundContext().perform { context in
+      var all: [Folder]? = try context.fetch(FetchRequest<Folder>())
+      let registeredWhileHeld = context.registeredObjects.count
+      let kept = all![5]  // held by this closure
+      let changedID = all![6].managedID  // held by nothing but the context, with a change
+      all![6].name = "changed"
+      let unchangedID = all![7].managedID
+      all = nil
+      var request = FetchRequest<Folder>()
+      request.fetchLimit = 1
+      request.includesPendingChanges = false  // otherwise the pending change makes it read every row
+      let fetched = try context.fetch(request)[0]  // the fetch drops what nobody holds
+      let registered = context.registeredObjects.count
+      return (
+        registeredWhileHeld, registered, context.registeredObject(for: kept.managedID) === kept,
+        context.registeredObject(for: changedID)?.name, context.registeredObject(for: unchangedID) == nil,
+        fetched.name
+      )
+    }
+    #expect(outcome.0 == count)
+    #expect(outcome.1 == 3)  // the one fetched, the one held, the one changed
+    #expect(outcome.2)
+    #expect(outcome.3 == "changed")
+    #expect(outcome.4)
+    #expect(outcome.5 == "f0")
+  }
+
   @Test func resetForgetsEveryObject() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let ids = try await saveNotes(["a"], in: container)

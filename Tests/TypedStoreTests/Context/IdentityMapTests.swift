@@ -29,6 +29,28 @@ import Testing
     #expect(Set(table.values.map(ObjectIdentifier.init)) == Set(reference.values.map(ObjectIdentifier.init)))
   }
 
+  @Test func dropsOnlyObjectsNothingElseReferencesOnceItHasGrown() {
+    var table = KeyTable()
+    let count = KeyTable.minimumDropThreshold + 100
+    var held: [ManagedObject] = []
+    for key in 0..<Int64(count) {
+      let object = ManagedObject()
+      if key % 3 == 0 { held.append(object) }  // referenced outside the table
+      table[key] = object
+    }
+    // Unreferenced but refused by the predicate: key 1.
+    let refused = table[1].map(ObjectIdentifier.init)
+    let dropped = table.dropUnreferenced { ObjectIdentifier($0) != refused }
+    #expect(dropped == count - held.count - 1)
+    #expect(table.count == held.count + 1)
+    for (index, object) in held.enumerated() { #expect(table[Int64(index * 3)] === object) }
+    #expect(table[1] != nil && table[2] == nil)
+    // Below the new threshold (twice what is left, at least the minimum), nothing is scanned.
+    #expect(table.dropThreshold == KeyTable.minimumDropThreshold)
+    held.removeAll()
+    #expect(table.dropUnreferenced { _ in true } == 0)
+  }
+
   @Test func holdsExtremeAndSequentialKeys() {
     var table = KeyTable()
     let object = ManagedObject()
