@@ -24,7 +24,7 @@ extension ManagedObjectContext {
   ///   store's error.
   public func fetch<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> [Entity] {
     let resolved = try resolve(request)
-    if request.includesPendingChanges && hasPendingChanges(in: resolved.entity) {
+    if request.includesPendingChanges && pendingChangesAffect(resolved) {
       return try fetchMergingPending(request, resolved).compactMap { $0 as? Entity }
     }
     return try state.fetchObjects(
@@ -35,7 +35,7 @@ extension ManagedObjectContext {
   /// How many objects the request would fetch, without loading them.
   public func count<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> Int {
     let resolved = try resolve(request)
-    if request.includesPendingChanges && hasPendingChanges(in: resolved.entity) {
+    if request.includesPendingChanges && pendingChangesAffect(resolved, orderMatters: false) {
       return try fetchObjectIDs(for: request).count
     }
     var total = try persistentStore.selectCount(
@@ -49,7 +49,7 @@ extension ManagedObjectContext {
   /// The request is a value: it is not changed.
   public func fetchObjectIDs<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> [ManagedID<Entity>] {
     let resolved = try resolve(request)
-    if request.includesPendingChanges && hasPendingChanges(in: resolved.entity) {
+    if request.includesPendingChanges && pendingChangesAffect(resolved) {
       return try fetchMergingPending(request, resolved).compactMap { object in
         state.anyID(of: object).map { ManagedID<Entity>(unchecked: $0) }
       }
@@ -109,10 +109,20 @@ extension ManagedObjectContext {
 
   // MARK: - Pending changes
 
-  private func hasPendingChanges(in entity: EntityDescription) -> Bool {
-    func inHierarchy(_ object: ManagedObject) -> Bool { object.entity?.rootName == entity.rootName }
-    return state.inserted.contains(where: inHierarchy) || state.deleted.contains(where: inHierarchy)
-      || state.updated.contains(where: inHierarchy)
+  /// Whether unsaved changes can make the store's answer to the request differ from what a
+  /// save would make of it: inserts and deletes in the entity's hierarchy always can; an
+  /// update only when it changed an attribute the request sorts by. Otherwise the request
+  /// runs as SQL alone, with its limit (the registered objects, changed or not, are what
+  /// the fetch returns for their rows anyway).
+  private func pendingChangesAffect(_ resolved: ResolvedFetch, orderMatters: Bool = true) -> Bool {
+    let root = resolved.entity.rootName
+    func inHierarchy(_ object: ManagedObject) -> Bool { object.entity?.rootName == root }
+    if state.inserted.contains(where: inHierarchy) || state.deleted.contains(where: inHierarchy) { return true }
+    guard orderMatters, !resolved.sortSlots.isEmpty else { return false }
+    let sorted = Set(resolved.sortSlots.map { Int32($0.slot) })
+    return state.updated.contains { object in
+      inHierarchy(object) && object.committedValues.keys.contains(where: sorted.contains)
+    }
   }
 
   private func fetchMergingPending<Entity: ManagedObject>(

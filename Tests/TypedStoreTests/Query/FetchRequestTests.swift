@@ -87,6 +87,27 @@ import Testing
     #expect(withoutPending == ["alpha", "bravo", "charlie"])
   }
 
+  @Test func pendingUpdatesReorderOnlyWhenTheyChangeASortKey() async throws {
+    let container = try await seeded()
+    let (byTitle, limited, counted) = try await container.newBackgroundContext().perform { context in
+      let all = try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]))
+      all[0].title = "zulu"  // alpha moves to the end of a title sort
+      all[1].status = .archived  // bravo's change does not move it
+      let byTitle = try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)], fetchLimit: 2))
+      // Not sorted by a changed attribute: the store's order and limit apply as they are, and
+      // the changed objects are the ones returned.
+      let limited = try context.fetch(FetchRequest<Note>(fetchLimit: 2))
+      let sameObjects = limited[0] === all[3] && limited[1] === all[0]  // delta, then alpha
+      return (
+        byTitle.map(\.title), limited.map(\.title) + [sameObjects ? "same" : "other"],
+        try context.count(for: FetchRequest<Note>(sortBy: [SortDescriptor(\.title)], fetchLimit: 3))
+      )
+    }
+    #expect(byTitle == ["bravo", "charlie"])
+    #expect(limited == ["delta", "zulu", "same"])
+    #expect(counted == 3)
+  }
+
   @Test func untranslatableRequestsThrowBeforeReading() async throws {
     let container = try await seeded()
     try await container.viewContext.perform { context in
