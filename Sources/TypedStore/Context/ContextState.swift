@@ -289,14 +289,16 @@ final class ContextState: ObjectTracking {
       let applied = try store.commit(
         changes, info: TransactionInfo(author: transactionAuthor, contextName: name))
       for (object, primaryKey) in zip(inserted, applied.insertedKeys) {
-        guard let entity = object.entity, let old = object.objectKey else { continue }
-        registered[old] = nil
+        guard let entity = object.entity else { continue }
         let key = ObjectKey(rootIndex: entity.rootIndex, isTemporary: false, value: primaryKey)
         object.objectKey = key
         registered[key] = object
         object.lifecycle = .persisted
         object.rowVersion = 1
       }
+      // Every inserted object now has its permanent key; what had a temporary key was one of
+      // them, so the temporary keys go at once.
+      registered.removeAllTemporary()
       for object in savedUpdates { object.rowVersion += 1 }
       for object in deletedObjects {
         if let key = object.objectKey { registered[key] = nil }

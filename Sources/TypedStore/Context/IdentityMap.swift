@@ -38,6 +38,12 @@ struct IdentityMap {
     temporary.removeAll()
   }
 
+  /// Forgets every object registered by a temporary key: after a save, which gave each
+  /// inserted object its permanent key (one removal per object cost a hash lookup each).
+  mutating func removeAllTemporary() {
+    temporary.removeAll()
+  }
+
   /// Moves the table of the root entity `root` out, for a loop that registers many rows
   /// without going through the map (and its exclusivity checks) each time; `restore` puts
   /// it back. Until then the map has no objects of that table.

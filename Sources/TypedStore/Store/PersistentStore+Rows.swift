@@ -192,7 +192,7 @@ extension PersistentStore {
         groups: [(entity, keys)])
       let statement = try connection.statement(layout(of: entity).deleteSQL)
       for delete in group.rows {
-        statement.reset()
+        statement.rewind()  // both parameters are bound again
         statement.bind(delete.primaryKey, at: 1)
         statement.bind(delete.version, at: 2)
         try statement.run()
@@ -206,7 +206,7 @@ extension PersistentStore {
       let entity = model.entities[Int(group.key.entityIndex)]
       let statement = try connection.statement(layout(of: entity).updateSQL(entity: entity, slots: group.key.slots))
       for update in group.rows {
-        statement.reset()
+        statement.rewind()  // every parameter is bound again
         for (index, value) in update.values.enumerated() { statement.bind(value, at: Int32(index + 1)) }
         let next = Int32(update.values.count + 1)
         statement.bind(update.primaryKey, at: next)
@@ -254,7 +254,7 @@ extension PersistentStore {
           primaryKey = next
           next += 1
         }
-        statement.reset()
+        statement.rewind()  // every parameter is bound again
         statement.bind(primaryKey, at: 1)
         statement.bind(entity.code, at: 2)
         for (index, value) in insert.values.enumerated() { statement.bind(value, at: Int32(index + 3)) }
