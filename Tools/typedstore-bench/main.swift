@@ -102,6 +102,21 @@ func timeSeeded(_ name: String, _ body: @escaping @Sendable (isolated ManagedObj
   return (ms, container)
 }
 
+/// Times `body` on the objects of a fresh store seeded with `n` rows, fetched first (not
+/// timed: the operation is changing them and saving), then checkpoints (not timed).
+func timeOnFetched(
+  _ name: String, _ body: @escaping @Sendable (isolated ManagedObjectContext, [BenchItem]) throws -> Void
+) throws -> (Double, PersistentContainer) {
+  let container = try freshContainer(name)
+  try seed(container, rows: n)
+  let ms = try container.newBackgroundContext().performAndWait { context in
+    let items = try context.fetch(FetchRequest<BenchItem>())
+    return try time { try body(context, items) }
+  }
+  try container.persistentStore.checkpoint()
+  return (ms, container)
+}
+
 func fill(_ item: BenchItem, _ row: BenchRow) {
   item.number = Int(row.number)
   item.name = row.name
@@ -233,17 +248,10 @@ do {
   try run("change one attribute of \(n) objects, one save, history on", goal: 2.5) {
     try timeRaw("update") { try $0.updateEachScore(n) }
   } typed: {
-    let container = try freshContainer("update")
-    try seed(container, rows: n)
-    // The objects are fetched first (not timed): the operation is changing them and saving.
-    let ms = try container.newBackgroundContext().performAndWait { context in
-      let items = try context.fetch(FetchRequest<BenchItem>())
-      return try time {
-        for item in items { item.score = item.score + 1 }
-        try context.save()
-      }
+    let (ms, container) = try timeOnFetched("update") { context, items in
+      for item in items { item.score = item.score + 1 }
+      try context.save()
     }
-    try container.persistentStore.checkpoint()
     let raw = try freshRaw("update-check", rows: n)
     try raw.updateEachScore(n)
     try verify("update", try storeChecksum(container), try rawChecksum(raw))
@@ -253,16 +261,10 @@ do {
   try run("delete \(n) objects through the context, one save, history on", goal: 2.5) {
     try timeRaw("delete") { try $0.deleteEach(n) }
   } typed: {
-    let container = try freshContainer("delete")
-    try seed(container, rows: n)
-    let ms = try container.newBackgroundContext().performAndWait { context in
-      let items = try context.fetch(FetchRequest<BenchItem>())
-      return try time {
-        for item in items { context.delete(item) }
-        try context.save()
-      }
+    let (ms, container) = try timeOnFetched("delete") { context, items in
+      for item in items { context.delete(item) }
+      try context.save()
     }
-    try container.persistentStore.checkpoint()
     try verify("delete", try storeChecksum(container).first ?? -1, 0.0)
     return ms
   }
