@@ -12,16 +12,6 @@ extension Statement {
     case .blob(let data): bind(data, at: index)
     }
   }
-
-  func primitiveValue(at index: Int32) -> PrimitiveValue {
-    switch storageClass(index) {
-    case .integer: .integer(int64(index))
-    case .real: .real(double(index))
-    case .text: .text(string(index))
-    case .blob: .blob(data(index))
-    case .null: .null
-    }
-  }
 }
 
 extension ColumnValue {

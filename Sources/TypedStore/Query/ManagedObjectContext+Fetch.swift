@@ -54,18 +54,21 @@ extension ManagedObjectContext {
         state.anyID(of: object).map { ManagedID<Entity>(unchecked: $0) }
       }
     }
-    var ids: [ManagedID<Entity>] = []
     let storeID = persistentStore.identifier
     let statementClauses = clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset)
-    try persistentStore.selectRows(
+    return try persistentStore.withRows(
       of: resolved.entity, clauses: statementClauses, arguments: resolved.arguments, connection: state.reader()
-    ) { row in
-      ids.append(
-        ManagedID(
-          unchecked: AnyManagedID(storeIdentifier: storeID, entityName: row.entityName, key: .permanent(row.primaryKey))
-        ))
+    ) { rows in
+      var ids: [ManagedID<Entity>] = []
+      while try rows.next() {
+        let row = rows.row
+        ids.append(
+          ManagedID(
+            unchecked: AnyManagedID(
+              storeIdentifier: storeID, entityName: row.entityName, key: .permanent(row.primaryKey))))
+      }
+      return ids
     }
-    return ids
   }
 
   // MARK: - Translation

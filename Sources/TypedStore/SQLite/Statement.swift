@@ -91,16 +91,6 @@ final class Statement {
 
   // MARK: - Reading columns (indices start at 0, as in SQLite)
 
-  func storageClass(_ index: Int32) -> StorageClass {
-    switch sqlite3_column_type(handle, index) {
-    case SQLITE_INTEGER: .integer
-    case SQLITE_FLOAT: .real
-    case SQLITE_TEXT: .text
-    case SQLITE_BLOB: .blob
-    default: .null
-    }
-  }
-
   func isNull(_ index: Int32) -> Bool { sqlite3_column_type(handle, index) == SQLITE_NULL }
 
   func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
@@ -113,18 +103,13 @@ final class Statement {
     return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
   }
 
-  func data(_ index: Int32) -> Data {
-    let count = Int(sqlite3_column_bytes(handle, index))
-    guard count > 0, let bytes = sqlite3_column_blob(handle, index) else { return Data() }
-    return Data(bytes: bytes, count: count)
-  }
 }
 
 extension Statement {
   /// Column `index` of the current row, looked up once for its storage class and its value.
   ///
-  /// Cheaper than `storageClass(_:)` followed by `int64(_:)` or `string(_:)`, which look the
-  /// column up again on every call. SQLite calls the value "unprotected": reading it is only
+  /// Cheaper than `sqlite3_column_type` followed by `int64(_:)` or `string(_:)`, which look
+  /// the column up again on every call. SQLite calls the value "unprotected": reading it is only
   /// safe without the connection's mutex because a connection is used by one thread at a
   /// time. The value is valid until the statement steps or resets.
   @inline(__always)

@@ -57,22 +57,6 @@ struct RowCursor {
 extension PersistentStore {
   // MARK: - Reading
 
-  /// Runs a SELECT over `entity`'s table and calls `body` for each row.
-  ///
-  /// - Parameters:
-  ///   - clauses: SQL after `FROM "<table>"` (WHERE, ORDER BY, LIMIT), built by the caller from
-  ///     model identifiers only; its values are in `arguments`.
-  func selectRows(
-    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue],
-    connection: SQLiteConnection, _ body: (Row) throws -> Void
-  ) throws {
-    let layout = layout(of: entity)
-    let statement = try connection.statement(layout.selectSQL + clauses)
-    defer { statement.reset() }
-    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-    while try statement.step() { try body(Row(statement: statement, layout: layout)) }
-  }
-
   /// Runs a SELECT over `entity`'s table and hands `body` a cursor over its rows, for loops
   /// that want the rows in their own body rather than a closure called per row (a generic
   /// caller then resolves its types once, not once a row).
@@ -112,15 +96,12 @@ extension PersistentStore {
   func loadRow(
     primaryKey: Int64, into object: ManagedObject, entity: EntityDescription, connection: SQLiteConnection
   ) throws -> Bool {
-    var found = false
-    try selectRows(
-      of: entity, clauses: " WHERE pk = ?", arguments: [.integer(primaryKey)], connection: connection
-    ) { row in
-      guard row.isEntity(entity) else { return }
-      try row.decode(into: object, entity: entity)
-      found = true
+    try withRows(of: entity, clauses: " WHERE pk = ?", arguments: [.integer(primaryKey)], connection: connection) {
+      rows in
+      guard try rows.next(), rows.row.isEntity(entity) else { return false }
+      try rows.row.decode(into: object, entity: entity)
+      return true
     }
-    return found
   }
 
   /// The concrete entity of the row with `primaryKey` in `entity`'s table, if the row exists
