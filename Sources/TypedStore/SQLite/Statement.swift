@@ -102,7 +102,6 @@ final class Statement {
     let count = Int(sqlite3_column_bytes(handle, index))
     return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
   }
-
 }
 
 extension Statement {
