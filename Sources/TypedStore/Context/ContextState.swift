@@ -75,15 +75,12 @@ final class ContextState: ObjectTracking {
     return object
   }
 
-  private func adopt(
-    _ object: ManagedObject, entity: EntityDescription, key: ObjectKey, status: ObjectStatus,
-    assigningSlots: Bool = true
-  ) {
+  private func adopt(_ object: ManagedObject, entity: EntityDescription, key: ObjectKey, status: ObjectStatus) {
     object.entityStorage = entity
     object.trackerLink = link
     object.lifecycle = status
     object.objectKey = key
-    if assigningSlots { object.assignSlots() }
+    object.assignSlots()
     registered[key] = object
   }
 

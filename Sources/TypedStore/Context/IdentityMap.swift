@@ -155,17 +155,7 @@ struct KeyTable {
         dropped += 1
       }
     }
-    if dropped > 0 {
-      var old = Self.emptyEntries(entries.count)
-      swap(&old, &entries)
-      count = 0
-      for position in old.indices {
-        guard let object = old[position].object.take(), !drop[position] else { continue }
-        let index = slot(of: old[position].key)
-        entries[index] = Entry(key: old[position].key, object: object)
-        count += 1
-      }
-    }
+    if dropped > 0 { rehash(capacity: entries.count) { !drop[$0] } }
     dropThreshold = max(Self.minimumDropThreshold, count * 2)
     return dropped
   }
@@ -193,14 +183,18 @@ struct KeyTable {
   private mutating func grow() {
     // Quadrupling keeps the rehashing of a large fetch, which registers every row, to a
     // third of what doubling costs.
-    let capacity = max(16, entries.count * 4)
+    rehash(capacity: max(16, entries.count * 4)) { _ in true }
+  }
+
+  /// Moves the entries whose old position `keeps` accepts into a new table of `capacity`
+  /// slots: objects move, with no reference counting per entry; the others are released.
+  private mutating func rehash(capacity: Int, keeping keeps: (Int) -> Bool) {
     var old = Self.emptyEntries(capacity)
     swap(&old, &entries)
     shift = 64 - capacity.trailingZeroBitCount
     count = 0
-    // Objects move from the old entries to the new ones: no reference counting per entry.
     for position in old.indices {
-      guard let object = old[position].object.take() else { continue }
+      guard let object = old[position].object.take(), keeps(position) else { continue }
       let index = slot(of: old[position].key)
       entries[index] = Entry(key: old[position].key, object: object)
       count += 1
