@@ -21,17 +21,17 @@ extension PersistentContainer {
     return try PersistentContainer(name: "Test", model: model, storeURL: url, options: options)
   }
 
-  /// Deletes a store file and its `-wal` and `-shm` companions; missing files are fine. Only
-  /// for a store that no connection has open, in any process.
+  /// Deletes a store file and its `-wal` and `-shm` companions; missing files are fine.
   ///
   /// ```swift
   /// try PersistentContainer.destroyPersistentStore(at: url)
   /// ```
+  ///
+  /// - Throws: `StoreError.storeInUse` when a connection, in this process or another, has
+  ///   the store open (a container not yet released, another process); nothing is deleted.
+  ///   `StoreError.isADirectory` when the path is a directory.
   public static func destroyPersistentStore(at url: URL) throws {
-    for suffix in ["", "-wal", "-shm"] {
-      let path = url.path + suffix
-      if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
-    }
+    try PersistentStore.destroyFiles(at: url.path)
   }
 
   /// The file `makeTest` uses for a test, without creating it.

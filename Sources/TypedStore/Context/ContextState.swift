@@ -306,6 +306,9 @@ final class ContextState: ObjectTracking {
     inserted.removeAll()
     updated.removeAll()
     deleted.removeAll()
+    // Saved objects nobody else holds go, as Core Data releases them: an import loop that
+    // saves every 10,000 objects keeps one batch in memory, not all of them.
+    registered.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
   }
 
   func rollback() {

@@ -44,6 +44,12 @@ struct IdentityMap {
     temporary.removeAll()
   }
 
+  /// Drops, from every table that has grown enough since its last look, the objects nothing
+  /// else references and that `isDroppable` accepts (see `KeyTable.dropUnreferenced`).
+  mutating func dropUnreferenced(where isDroppable: (ManagedObject) -> Bool) {
+    for index in permanent.indices { _ = permanent[index].dropUnreferenced(where: isDroppable) }
+  }
+
   /// Moves the table of the root entity `root` out, for a loop that registers many rows
   /// without going through the map (and its exclusivity checks) each time; `restore` puts
   /// it back. Until then the map has no objects of that table.

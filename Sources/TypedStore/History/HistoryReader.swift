@@ -113,58 +113,80 @@ enum HistoryReader {
       }
       guard let first = headers.first, let last = headers.last else { return [] }
 
-      var changesByNumber: [Int64: [HistoryChange]] = [:]
       var changeSQL =
         "SELECT transaction_number, kind, entity, pk, keys, changed, tombstone, last_pk FROM _history_change WHERE id BETWEEN ? AND ?"
       if entityNames != nil { changeSQL += " AND entity IN (SELECT value FROM json_each(?))" }
       changeSQL += " ORDER BY id"
       let changes = try connection.statement(changeSQL)
       defer { changes.reset() }
-      // Change rows are in commit order, like the transactions: one rowid range covers them.
+      // Change rows are in commit order, like the transactions: one rowid range covers them,
+      // and one pass pairs them with their transactions (rows of transactions the request
+      // left out, by author, are skipped). Each change is appended once: reading costs the
+      // same per change whatever the shape of the history.
       changes.bind(first.firstChange, at: 1)
       changes.bind(last.lastChange, at: 2)
       if let entityNames { changes.bind(entityNames, at: 3) }
-      let decoder = JSONDecoder()
+      var transactions: [HistoryTransaction] = []
+      transactions.reserveCapacity(headers.count)
+      var next = 0  // the first header not yet emitted
+      var current: [HistoryChange] = []
+      func emit(_ header: Header, _ changes: [HistoryChange]) {
+        transactions.append(
+          HistoryTransaction(
+            number: header.number,
+            token: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: header.number),
+            timestamp: Date(timeIntervalSinceReferenceDate: header.timestamp), author: header.author,
+            contextName: header.contextName, processID: Int32(truncatingIfNeeded: header.processID),
+            changes: changes))
+      }
+      // Updates of one save share their list of attributes: decoded once per distinct text.
+      var attributeLists: [String: [String]] = [:]
+      var entity = ""
       while try changes.step() {
         let number = changes.int64(0)
-        let entity = changes.string(2)
+        while next < headers.count && headers[next].number < number {
+          emit(headers[next], current)
+          current = []
+          next += 1
+        }
+        guard next < headers.count, headers[next].number == number else { continue }
+        if !changes.textEquals(2, entity) { entity = changes.string(2) }
         let kind = ChangeKind(rawValue: Int(changes.int64(1))) ?? .update
-        let keys: [Int64]
-        if !changes.isNull(4) {
-          keys = HistorySchema.integers(fromJSONArray: changes.string(4))
-        } else if !changes.isNull(7), changes.int64(7) >= changes.int64(3) {
-          keys = Array(changes.int64(3)...changes.int64(7))
-        } else {
-          keys = [changes.int64(3)]
+        var changed: [String] = []
+        if !changes.isNull(5) {
+          let text = changes.string(5)
+          if let list = attributeLists[text] {
+            changed = list
+          } else {
+            changed = try JSONDecoder().decode([String].self, from: Data(text.utf8))
+            attributeLists[text] = changed
+          }
         }
-        let changed =
-          changes.isNull(5) ? [] : (try? decoder.decode([String].self, from: Data(changes.string(5).utf8))) ?? []
-        var tombstone: HistoryTombstone?
-        if !changes.isNull(6) {
-          let tagged = try decoder.decode([String: TaggedValue?].self, from: Data(changes.string(6).utf8))
-          tombstone = HistoryTombstone(
-            entityName: entity, values: tagged.mapValues { $0?.primitiveValue ?? .null },
-            storeIdentifier: storeIdentifier)
-        }
-        var list = changesByNumber[number, default: []]
-        list.reserveCapacity(list.count + keys.count)
-        for key in keys {
-          list.append(
+        let tombstone =
+          changes.isNull(6)
+          ? nil
+          : HistoryTombstone(entityName: entity, json: changes.string(6), storeIdentifier: storeIdentifier)
+        func append(_ key: Int64) {
+          current.append(
             HistoryChange(
               kind: kind,
               objectID: AnyManagedID(storeIdentifier: storeIdentifier, entityName: entity, key: .permanent(key)),
               changedAttributes: changed, tombstone: tombstone))
         }
-        changesByNumber[number] = list
+        if !changes.isNull(4) {
+          for key in HistorySchema.integers(fromJSONArray: changes.string(4)) { append(key) }
+        } else if !changes.isNull(7), changes.int64(7) >= changes.int64(3) {
+          for key in changes.int64(3)...changes.int64(7) { append(key) }
+        } else {
+          append(changes.int64(3))
+        }
       }
-      return headers.map { header in
-        HistoryTransaction(
-          number: header.number,
-          token: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: header.number),
-          timestamp: Date(timeIntervalSinceReferenceDate: header.timestamp), author: header.author,
-          contextName: header.contextName, processID: Int32(truncatingIfNeeded: header.processID),
-          changes: changesByNumber[header.number] ?? [])
+      while next < headers.count {
+        emit(headers[next], current)
+        current = []
+        next += 1
       }
+      return transactions
     }
   }
 
@@ -215,44 +237,3 @@ enum HistoryReader {
   }
 }
 
-/// A tombstone value as stored: `{"integer": 1}`, `{"real": 1.5}`, `{"text": "a"}`,
-/// `{"blob": "<hex>"}`.
-private struct TaggedValue: Decodable {
-  var integer: Int64?
-  var real: Double?
-  var text: String?
-  var blob: String?
-
-  var primitiveValue: PrimitiveValue {
-    if let integer { return .integer(integer) }
-    if let real { return .real(real) }
-    if let text { return .text(text) }
-    if let blob { return .blob(Data(hex: blob)) }
-    return .null
-  }
-}
-
-extension Data {
-  /// Bytes from hex digits (as SQLite's `hex()` writes them).
-  fileprivate init(hex: String) {
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(hex.utf8.count / 2)
-    var high: UInt8?
-    for character in hex.utf8 {
-      let nibble: UInt8
-      switch character {
-      case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
-      case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character - UInt8(ascii: "A") + 10
-      case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
-      default: continue
-      }
-      if let value = high {
-        bytes.append(value << 4 | nibble)
-        high = nil
-      } else {
-        high = nibble
-      }
-    }
-    self.init(bytes)
-  }
-}

@@ -6,12 +6,31 @@ import Foundation
 /// let uuid: UUID? = tombstone[\Note.uuid]          // typed, by key path
 /// let json = try JSONEncoder().encode(tombstone.jsonObject)   // for tools
 /// ```
+///
+/// A tombstone holds the JSON text the store keeps (see `docs/history.md`) and decodes it when
+/// its values are read, so that reading a large delete's history costs no more per change
+/// than reading any other history.
 public struct HistoryTombstone: Sendable, Hashable {
   /// The concrete entity of the deleted row.
   public let entityName: String
-  /// The stored values by attribute name.
-  public let values: [String: PrimitiveValue]
+  /// The tombstone as stored: a JSON object of tagged values by attribute name.
+  let json: String
   let storeIdentifier: UUID
+
+  init(entityName: String, json: String, storeIdentifier: UUID) {
+    self.entityName = entityName
+    self.json = json
+    self.storeIdentifier = storeIdentifier
+  }
+
+  /// The stored values by attribute name (empty when another tool left text in the store
+  /// that is not a tombstone).
+  public var values: [String: PrimitiveValue] {
+    guard let tagged = try? JSONDecoder().decode([String: TaggedValue?].self, from: Data(json.utf8)) else {
+      return [:]
+    }
+    return tagged.mapValues { $0?.primitiveValue ?? .null }
+  }
 
   /// The preserved value of the attribute `keyPath` reads, or nil when the attribute was not
   /// preserved (or the key path names no attribute of the row's entity).
@@ -88,5 +107,47 @@ public enum JSONValue: Sendable, Hashable, Codable {
     } else {
       self = .string(try container.decode(String.self))
     }
+  }
+}
+
+/// A tombstone value as stored: `{"integer": 1}`, `{"real": 1.5}`, `{"text": "a"}`,
+/// `{"blob": "<hex>"}`.
+private struct TaggedValue: Decodable {
+  var integer: Int64?
+  var real: Double?
+  var text: String?
+  var blob: String?
+
+  var primitiveValue: PrimitiveValue {
+    if let integer { return .integer(integer) }
+    if let real { return .real(real) }
+    if let text { return .text(text) }
+    if let blob { return .blob(Data(hex: blob)) }
+    return .null
+  }
+}
+
+extension Data {
+  /// Bytes from hex digits (as SQLite's `hex()` writes them).
+  fileprivate init(hex: String) {
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(hex.utf8.count / 2)
+    var high: UInt8?
+    for character in hex.utf8 {
+      let nibble: UInt8
+      switch character {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
+      case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character - UInt8(ascii: "A") + 10
+      case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
+      default: continue
+      }
+      if let value = high {
+        bytes.append(value << 4 | nibble)
+        high = nil
+      } else {
+        high = nibble
+      }
+    }
+    self.init(bytes)
   }
 }

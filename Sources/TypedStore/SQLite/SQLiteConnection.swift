@@ -96,6 +96,55 @@ final class SQLiteConnection {
       }, Unmanaged.passUnretained(walObserver).toOpaque())
   }
 
+  /// True when SQLite opened the file read-only: asked for, or because the process cannot
+  /// write it (SQLite then falls back to reading without saying so).
+  var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
+
+  /// Whether closing the last connection to the file checkpoints the WAL and deletes the
+  /// `-wal` and `-shm` files (SQLite's default, done under an exclusive lock on the file, so
+  /// never while another connection uses them). Off while a store is being inspected: a
+  /// store refused for a damaged WAL must keep its WAL exactly as it was found.
+  func setCheckpointsOnClose(_ enabled: Bool) {
+    _ = typedstore_db_config_int(handle, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, enabled ? 0 : 1)
+  }
+
+  /// The journal mode, switched to WAL if it is not WAL yet (a new file). Switching writes
+  /// the file's header, so it waits for other connections like a write, up to `deadline`.
+  func enableWAL(deadline: ContinuousClock.Instant) throws {
+    if try scalarText("PRAGMA journal_mode")?.lowercased() == "wal" { return }
+    let clock = ContinuousClock()
+    while true {
+      do {
+        let mode = try scalarText("PRAGMA journal_mode=WAL")
+        guard mode?.lowercased() == "wal" else {
+          throw SQLiteError(
+            code: SQLITE_ERROR, message: "the store could not switch to WAL mode (got \(mode ?? "nil"))",
+            sql: "PRAGMA journal_mode=WAL")
+        }
+        return
+      } catch let error as SQLiteError where error.isBusy && clock.now < deadline {
+        Thread.sleep(forTimeInterval: 0.001)
+      }
+    }
+  }
+
+  /// Whether another connection, in this process or another, has the file open: tried by
+  /// taking SQLite's exclusive lock on it without waiting, on a connection of its own. WAL
+  /// connections hold a shared lock for as long as they are open, so this sees idle ones too.
+  /// Returns the connection still holding the lock when nobody else has the file (the caller
+  /// keeps it for as long as it needs the file to itself), or nil when someone does.
+  static func exclusiveLock(path: String) throws -> SQLiteConnection? {
+    let connection = try SQLiteConnection(path: path, mode: .readWrite, busyTimeout: .zero)
+    connection.setCheckpointsOnClose(false)
+    do {
+      try connection.execute("PRAGMA locking_mode=EXCLUSIVE")
+      _ = try connection.scalarInt("SELECT count(*) FROM sqlite_master")
+      return connection
+    } catch let error as SQLiteError where error.isBusy {
+      return nil
+    }
+  }
+
   func setBusyTimeout(_ timeout: Duration) {
     busyTimeout = timeout
     let milliseconds = max(

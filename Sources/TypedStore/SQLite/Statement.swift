@@ -102,6 +102,15 @@ final class Statement {
     let count = Int(sqlite3_column_bytes(handle, index))
     return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
   }
+
+  /// Whether column `index` is text equal to `string`, compared in place: a loop that reads
+  /// the same text in many rows makes one `String`, not one per row.
+  func textEquals(_ index: Int32, _ string: String) -> Bool {
+    guard let text = sqlite3_column_text(handle, index) else { return false }
+    let count = Int(sqlite3_column_bytes(handle, index))
+    var string = string
+    return string.withUTF8 { $0.elementsEqual(UnsafeBufferPointer(start: text, count: count)) }
+  }
 }
 
 extension Statement {

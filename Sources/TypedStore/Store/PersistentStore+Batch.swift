@@ -23,7 +23,8 @@ extension PersistentStore {
     _ entity: EntityDescription, selection: RowSelection, includesSubentities: Bool,
     assignments: [(slot: Int32, value: PrimitiveValue)], info: TransactionInfo
   ) throws -> AffectedRows {
-    try writer.write(info) { connection, history in
+    try checkStorable(assignments.map(\.value), entityIndex: entity.index, slots: assignments.map(\.slot))
+    return try writer.write(info) { connection, history in
       let rows = self.historyRows(entity, selection, includesSubentities)
       let affected = try self.selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
       guard !affected.isEmpty, !assignments.isEmpty else { return AffectedRows() }

@@ -123,6 +123,12 @@ extension PersistentStore {
   /// Writes a change set in one transaction: deletes, then updates, then inserts (so a unique
   /// value freed by a delete can be reused by an insert of the same save).
   func commit(_ changes: ChangeSet, info: TransactionInfo) throws -> AppliedChanges {
+    for insert in changes.inserts {
+      try checkStorable(insert.values, entityIndex: insert.entityIndex, slots: nil)
+    }
+    for update in changes.updates {
+      try checkStorable(update.values, entityIndex: update.entityIndex, slots: update.slots)
+    }
     do {
       return try writer.write(info) { connection, history in
         try self.apply(changes, connection: connection, history: history)
@@ -134,6 +140,21 @@ extension PersistentStore {
         entity: table.flatMap { $0.split(separator: ".").first.map(String.init) } ?? "", message: error.message)
     } catch let error as SQLiteError {
       throw StoreError.sqlite(error)
+    }
+  }
+
+  /// Throws `StoreError.invalidValue` for a value SQLite would not store as given: NaN, which
+  /// SQLite turns into NULL (so a non-optional attribute fails with a bare constraint error,
+  /// and an optional one reads back as nil). `values` are an entity's attributes in order, or
+  /// those of `slots`.
+  func checkStorable(_ values: [PrimitiveValue], entityIndex: Int32, slots: [Int32]?) throws {
+    for (index, value) in values.enumerated() {
+      guard case .real(let real) = value, real.isNaN else { continue }
+      let entity = model.entities[Int(entityIndex)]
+      let slot = slots.map { Int($0[index]) } ?? index
+      throw StoreError.invalidValue(
+        entity: entity.name, attribute: entity.attributes[slot].name,
+        reason: "NaN is not a number SQLite can store (it would be read back as nil)")
     }
   }
 

@@ -8,12 +8,29 @@
 public struct StoreOptions: Sendable {
   /// How long a write waits for the cross-process write lock before it throws
   /// `SQLiteError` with `SQLITE_BUSY`. SQLite's busy state never reaches a caller sooner.
+  /// Opening waits as long for another process that is creating the same store.
   public var busyTimeout: Duration = .seconds(5)
   /// Whether every write is recorded in persistent history (on by default).
   public var recordsHistory = true
   /// Pages in the WAL after which the writer checkpoints (RESTART mode) after its commit.
   public var checkpointThresholdPages: Int32 = 1000
+  /// Opens the store for reading only, as Core Data's read-only store option does: fetches
+  /// and history work; a save, a batch request or a history deletion throws
+  /// `StoreError.readOnly` before touching anything. The store must exist. Use it for a
+  /// store this process may not write.
+  ///
+  /// ```swift
+  /// var options = StoreOptions()
+  /// options.isReadOnly = true
+  /// let container = try PersistentContainer(name: "Notes", model: model, storeURL: url, options: options)
+  /// ```
+  public var isReadOnly = false
+  /// Opens a store whose write-ahead log is damaged (`StoreError.damagedWAL`) anyway: SQLite
+  /// keeps the transactions it can replay and the rest is lost. The damaged log is first
+  /// copied beside the store as `<store>-wal.damaged-<seconds since 1970>`, so nothing is
+  /// deleted that a recovery tool could still read.
+  public var opensDamagedWAL = false
 
-  /// The defaults: 5 s busy timeout, history on, checkpoint after 1,000 WAL pages.
+  /// The defaults: 5 s busy timeout, history on, checkpoint after 1,000 WAL pages, read-write.
   public init() {}
 }

@@ -27,11 +27,14 @@ final class StoreWriter: Sendable {
   private let recordsHistory: Bool
   private let publish: @Sendable (CommittedTransaction) -> Void
   private let storeIdentifier: UUID
+  private let path: String
+  /// Opened with `StoreOptions.isReadOnly`: every write throws before touching anything.
+  let isReadOnly: Bool
   private let checkpointPending = Atomic<Bool>(false)
   private let checkpointQueue = DispatchQueue(label: "TypedStore.checkpoint", qos: .utility)
 
   init(
-    connection: sending SQLiteConnection, storeIdentifier: UUID, options: StoreOptions,
+    connection: sending SQLiteConnection, path: String, storeIdentifier: UUID, options: StoreOptions,
     publish: @escaping @Sendable (CommittedTransaction) -> Void
   ) {
     self.connection = Mutex(connection)
@@ -40,14 +43,20 @@ final class StoreWriter: Sendable {
     self.recordsHistory = options.recordsHistory
     self.publish = publish
     self.storeIdentifier = storeIdentifier
+    self.path = path
+    self.isReadOnly = options.isReadOnly
   }
 
   /// Runs `apply` in one write transaction, records its history and commits it; on any
   /// error nothing is written.
+  ///
+  /// - Throws: `StoreError.readOnly` at once for a store opened read-only, or what `apply`
+  ///   or SQLite throws.
   func write<Result: Sendable>(
     _ info: TransactionInfo, _ apply: @Sendable (SQLiteConnection, HistoryRecorder) throws -> Result
   ) throws -> Result {
-    try connection.withLock { connection in
+    guard !isReadOnly else { throw StoreError.readOnly(path: path) }
+    return try connection.withLock { connection in
       let deadline = ContinuousClock.now + busyTimeout
       let (result, committed) = try connection.writeTransaction(deadline: deadline) {  // 1
         let history = HistoryRecorder(connection: connection, info: info, isEnabled: recordsHistory)  // 3
@@ -85,7 +94,8 @@ final class StoreWriter: Sendable {
   /// after any background checkpoint in progress), waiting for readers up to the busy
   /// timeout. Returns whether every frame was copied.
   func checkpointNow() throws -> Bool {
-    try connection.withLock { connection in
+    guard !isReadOnly else { throw StoreError.readOnly(path: path) }
+    return try connection.withLock { connection in
       do {
         let (log, checkpointed) = try connection.checkpoint(.restart)
         return checkpointed >= log

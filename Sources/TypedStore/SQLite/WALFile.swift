@@ -1,0 +1,178 @@
+import Foundation
+
+/// What a store's write-ahead log holds, compared with what SQLite will replay from it.
+///
+/// SQLite replays a WAL frame by frame and stops at the first frame whose salt or checksum
+/// does not match (see "The WAL File Format" on sqlite.org): everything from there on is
+/// ignored, and the next write overwrites it. After a crash that is right: the last frames of
+/// a transaction that never finished are torn, and dropping them loses nothing that was
+/// committed. But when a header or a frame in the middle is damaged (disk damage, a bad copy),
+/// commits that come after it are dropped too, silently. This type tells the two apart.
+///
+/// ```swift
+/// if let wal = try WALInspection(path: url.path + "-wal"), wal.isDamaged { print(wal) }
+/// ```
+public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
+  /// Whether the 32-byte header is intact (magic, version, page size, checksum).
+  public var headerIsValid: Bool
+  /// Whole frames in the file.
+  public var frameCount: Int
+  /// Frames SQLite replays: up to the last commit frame before the first invalid frame.
+  public var replayedFrames: Int
+  /// Commits SQLite replays.
+  public var replayedCommits: Int
+  /// Commit frames of the log's current generation (same salt) that come after the first
+  /// invalid frame, so that SQLite will not replay them: transactions that committed and
+  /// would be lost.
+  public var lostCommits: Int
+  /// The number (1-based) of the first frame SQLite does not accept, if any.
+  public var firstInvalidFrame: Int?
+
+  /// True when committed transactions in the file would not be replayed: the header is
+  /// damaged while frames follow it that end a transaction, or a commit follows a damaged
+  /// frame. A torn last frame (a transaction that never committed) is not damage.
+  public var isDamaged: Bool { lostCommits > 0 }
+
+  public var description: String {
+    if !headerIsValid {
+      return "the WAL header is damaged, so SQLite replays none of its \(frameCount) frames, "
+        + "which hold \(lostCommits) committed transaction(s)"
+    }
+    guard let first = firstInvalidFrame else {
+      return "\(frameCount) frames, \(replayedCommits) committed transaction(s), all replayed"
+    }
+    return "frame \(first) of \(frameCount) is damaged, so SQLite replays \(replayedCommits) committed "
+      + "transaction(s) (\(replayedFrames) frames) and drops \(lostCommits) committed transaction(s) after it"
+  }
+
+  private init(
+    headerIsValid: Bool, frameCount: Int, replayedFrames: Int, replayedCommits: Int, lostCommits: Int,
+    firstInvalidFrame: Int?
+  ) {
+    self.headerIsValid = headerIsValid
+    self.frameCount = frameCount
+    self.replayedFrames = replayedFrames
+    self.replayedCommits = replayedCommits
+    self.lostCommits = lostCommits
+    self.firstInvalidFrame = firstInvalidFrame
+  }
+
+  static let headerSize = 32
+  static let frameHeaderSize = 24
+
+  /// Reads the WAL at `path`; nil when there is no such file or it holds no frame.
+  ///
+  /// The file is read with a descriptor of its own: SQLite keeps no lock on a `-wal` file
+  /// (only on the database and `-shm` files), so closing it cannot release SQLite's locks.
+  public init?(path: String) throws {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+    defer { try? handle.close() }
+    let header = try handle.read(upToCount: Self.headerSize) ?? Data()
+    guard header.count == Self.headerSize else { return nil }
+    let magic = header.bigEndianWord(at: 0)
+    let pageSize = Int(header.bigEndianWord(at: 8))
+    let bigEndian = magic & 1 == 1
+    let validPageSize = pageSize >= 512 && pageSize <= 65536 && pageSize & (pageSize - 1) == 0
+    var checksum = WALChecksum(bigEndian: bigEndian)
+    checksum.add(header.prefix(24))
+    let headerIsValid =
+      (magic & 0xFFFF_FFFE) == 0x377F_0682 && header.bigEndianWord(at: 4) == 3_007_000 && validPageSize
+      && checksum.values == (header.bigEndianWord(at: 24), header.bigEndianWord(at: 28))
+    // A damaged header may still say the page size; SQLite's frames are page size + 24.
+    let frameSize = (validPageSize ? pageSize : 4096) + Self.frameHeaderSize
+    let salt = header.subdata(in: 16..<24)
+
+    var inspection = WALInspection(
+      headerIsValid: headerIsValid, frameCount: 0, replayedFrames: 0, replayedCommits: 0, lostCommits: 0,
+      firstInvalidFrame: nil)
+    var frameSalt: Data? = headerIsValid ? salt : nil
+    var invalidAt: Int?
+    var lostAfterInvalid = 0
+    var laterSameGeneration = 0
+    var frameNumber = 0
+    let framesPerRead = max(1, (1 << 20) / frameSize)
+    while true {
+      let chunk = try handle.read(upToCount: frameSize * framesPerRead) ?? Data()
+      var offset = 0
+      while offset + frameSize <= chunk.count {
+        frameNumber += 1
+        let frame = chunk.subdata(in: offset..<(offset + frameSize))
+        offset += frameSize
+        let isCommit = frame.bigEndianWord(at: 4) != 0
+        // With a damaged header, the first frame's salt stands for the log's generation.
+        if frameSalt == nil { frameSalt = frame.subdata(in: 8..<16) }
+        let sameGeneration = frame.subdata(in: 8..<16) == frameSalt
+        if invalidAt == nil && headerIsValid {
+          var next = checksum
+          next.add(frame.prefix(8))
+          next.add(frame.suffix(from: Self.frameHeaderSize))
+          let valid =
+            sameGeneration && frame.bigEndianWord(at: 0) != 0
+            && next.values == (frame.bigEndianWord(at: 16), frame.bigEndianWord(at: 20))
+          if valid {
+            checksum = next
+            if isCommit {
+              inspection.replayedFrames = frameNumber
+              inspection.replayedCommits += 1
+            }
+            continue
+          }
+          invalidAt = frameNumber
+        } else if invalidAt == nil {
+          invalidAt = frameNumber
+        } else if sameGeneration {
+          laterSameGeneration += 1
+        }
+        if sameGeneration && isCommit { lostAfterInvalid += 1 }
+      }
+      if chunk.count < frameSize * framesPerRead { break }
+    }
+    inspection.frameCount = frameNumber
+    inspection.firstInvalidFrame = invalidAt
+    guard frameNumber > 0 else { return nil }
+    // An invalid frame with nothing of its generation after it is a torn end: the
+    // transaction it belonged to never finished writing, so it never committed. (Frames of an
+    // older generation after it are leftovers of a log SQLite restarted: not its to replay.)
+    inspection.lostCommits = headerIsValid && laterSameGeneration == 0 ? 0 : lostAfterInvalid
+    self = inspection
+  }
+}
+
+/// SQLite's WAL checksum: two 32-bit sums over 32-bit words, in the byte order the WAL
+/// header's magic number names.
+struct WALChecksum {
+  let bigEndian: Bool
+  private(set) var first: UInt32 = 0
+  private(set) var second: UInt32 = 0
+
+  init(bigEndian: Bool) { self.bigEndian = bigEndian }
+
+  var values: (UInt32, UInt32) { (first, second) }
+
+  mutating func add(_ bytes: Data) {
+    bytes.withUnsafeBytes { buffer in
+      var index = 0
+      var s1 = first
+      var s2 = second
+      while index + 8 <= buffer.count {
+        let a = buffer.loadUnaligned(fromByteOffset: index, as: UInt32.self)
+        let b = buffer.loadUnaligned(fromByteOffset: index + 4, as: UInt32.self)
+        let x0 = bigEndian ? UInt32(bigEndian: a) : UInt32(littleEndian: a)
+        let x1 = bigEndian ? UInt32(bigEndian: b) : UInt32(littleEndian: b)
+        s1 = s1 &+ x0 &+ s2
+        s2 = s2 &+ x1 &+ s1
+        index += 8
+      }
+      first = s1
+      second = s2
+    }
+  }
+}
+
+extension Data {
+  /// The big-endian 32-bit word at `offset` from the start.
+  fileprivate func bigEndianWord(at offset: Int) -> UInt32 {
+    let start = startIndex + offset
+    return self[start..<(start + 4)].reduce(0) { $0 << 8 | UInt32($1) }
+  }
+}

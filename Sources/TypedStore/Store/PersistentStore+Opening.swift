@@ -1,0 +1,337 @@
+import Foundation
+
+// MARK: - Opening and creating a store file
+//
+// Any number of processes may open or create the same path at the same moment, so opening
+// is a protocol in which every decision that depends on what another process may be doing is
+// taken under SQLite's locks, and nothing is ever deleted:
+//
+// 1. The path is looked at without opening it: a directory, a missing file or folder, a file
+//    or folder this process cannot write are typed errors. No file descriptor is opened on
+//    the database file: closing one would release every POSIX lock this process holds on the
+//    file, SQLite's included (see "How To Corrupt An SQLite Database File" on sqlite.org).
+// 2. A write-ahead log that holds commits SQLite would not replay is refused before SQLite
+//    touches it, when no connection has the store open (no `-shm`); otherwise under the
+//    write lock in step 5.
+// 3. The writer connection is opened with checkpoint-on-close off, so that closing it after a
+//    refusal can never checkpoint or delete a WAL. (When the open succeeds it is switched
+//    back on: the last connection to close then checkpoints and deletes `-wal` and `-shm`,
+//    which SQLite does only under an exclusive lock, when no other connection exists.)
+// 4. A read decides what the file is: a TypedStore store (its format and model are checked),
+//    another application's database (refused, nothing written), or a file with no tables
+//    at all: new, empty, or being created by another process right now.
+// 5. Only a file with no tables or a TypedStore store is switched to WAL. Then, inside
+//    `BEGIN IMMEDIATE` (the cross-process write lock, waited for up to the busy timeout), the
+//    metadata is read again: if another process created the store meanwhile, it is checked
+//    and opened; if not, this process creates every table in that one transaction. Exactly
+//    one process creates; the others wait on the lock and open what it made.
+//
+// A read-only open never writes: it waits (up to the busy timeout) for a creator to commit,
+// and checks the WAL without the write lock, trusting only a result that stays the same.
+
+extension PersistentStore {
+  /// Opens or creates the store file at `path` and returns its writer connection and UUID.
+  static func openFile(
+    path: String, model: ManagedObjectModel, tables: [TableLayout], options: StoreOptions
+  ) throws -> (SQLiteConnection, UUID) {
+    let deadline = ContinuousClock.now + options.busyTimeout
+    try checkPath(path, options: options)
+    var damagedWALCopied = false
+    try checkWALBeforeOpening(path: path, options: options, copied: &damagedWALCopied)
+
+    let connection: SQLiteConnection
+    do {
+      connection = try SQLiteConnection(
+        path: path, mode: options.isReadOnly ? .readOnly : .readWriteCreate, busyTimeout: options.busyTimeout)
+    } catch let error as SQLiteError {
+      throw storeError(error, path: path, options: options)
+    }
+    connection.setCheckpointsOnClose(false)
+    do {
+      if !options.isReadOnly && connection.isReadOnly {
+        throw StoreError.notWritable(
+          path: path, reason: "SQLite can only open it for reading; open it with StoreOptions.isReadOnly to read it")
+      }
+      try connection.configure(enableWAL: false)
+      let identifier: UUID
+      if options.isReadOnly {
+        identifier = try readStore(connection: connection, path: path, model: model, deadline: deadline)
+        try checkWALWithoutLock(path: path, options: options, copied: &damagedWALCopied)
+      } else {
+        // Refuse another application's database before switching it to WAL.
+        _ = try connection.readTransaction { try existingStore(connection: connection, path: path, model: model) }
+        try connection.enableWAL(deadline: deadline)
+        identifier = try connection.writeTransaction(deadline: deadline) {
+          try checkWAL(path: path, options: options, copied: &damagedWALCopied)
+          if let identifier = try existingStore(connection: connection, path: path, model: model) {
+            return identifier
+          }
+          return try createStore(connection: connection, model: model, tables: tables)
+        }
+      }
+      connection.setCheckpointsOnClose(true)
+      return (connection, identifier)
+    } catch {
+      // A refused file keeps its files as they were: SQLite's close removes the -wal and
+      // -shm files this connection created (only when it is the last connection, under an
+      // exclusive lock), unless the WAL holds damage, which must stay for recovery.
+      if (try? WALInspection(path: path + "-wal"))??.isDamaged != true { connection.setCheckpointsOnClose(true) }
+      if let error = error as? SQLiteError { throw storeError(error, path: path, options: options) }
+      throw error
+    }
+  }
+
+  // MARK: - The path
+
+  private static func checkPath(_ path: String, options: StoreOptions) throws {
+    let manager = FileManager.default
+    var isDirectory: ObjCBool = false
+    let exists = manager.fileExists(atPath: path, isDirectory: &isDirectory)
+    if exists && isDirectory.boolValue { throw StoreError.isADirectory(path: path) }
+    let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+    if !exists && (options.isReadOnly || !manager.fileExists(atPath: folder)) {
+      throw StoreError.notFound(path: path)
+    }
+    guard !options.isReadOnly else { return }
+    if exists && access(path, W_OK) != 0 {
+      throw StoreError.notWritable(
+        path: path, reason: "the file is not writable; open it with StoreOptions.isReadOnly to read it")
+    }
+    // SQLite creates (and on the last close deletes) the -wal and -shm files in the folder.
+    let companionsWritable = ["-wal", "-shm"].allSatisfy { access(path + $0, W_OK) == 0 }
+    if access(folder, W_OK) != 0 && !companionsWritable {
+      throw StoreError.notWritable(
+        path: path,
+        reason: "its folder \(folder) is not writable, and SQLite keeps the -wal and -shm files there; "
+          + "open it with StoreOptions.isReadOnly to read it")
+    }
+  }
+
+  // MARK: - What the file holds
+
+  /// The UUID of the TypedStore store in the file after checking its format, model and
+  /// entity codes; nil when the file has no tables at all (new, or being created).
+  ///
+  /// - Throws: `StoreError.notATypedStore` for a database with tables of its own, or the
+  ///   error of a check that fails.
+  private static func existingStore(connection: SQLiteConnection, path: String, model: ManagedObjectModel) throws
+    -> UUID?
+  {
+    guard let metadata = try readMetadata(connection) else {
+      let tables = try connection.scalarInt(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+      guard tables == 0 else { throw StoreError.notATypedStore(path: path) }
+      return nil
+    }
+    try check(metadata, model: model)
+    guard let identifier = metadata["store_uuid"].flatMap(UUID.init(uuidString:)) else {
+      throw StoreError.corrupt(path: path, message: "the store has no valid UUID")
+    }
+    try checkEntityCodes(connection: connection, path: path, model: model)
+    return identifier
+  }
+
+  /// The store in the file, for a read-only open: a file with no tables yet may be being
+  /// created by another process, which is waited for until `deadline`.
+  private static func readStore(
+    connection: SQLiteConnection, path: String, model: ManagedObjectModel, deadline: ContinuousClock.Instant
+  ) throws -> UUID {
+    while true {
+      if let identifier = try connection.readTransaction({
+        try existingStore(connection: connection, path: path, model: model)
+      }) {
+        return identifier
+      }
+      guard ContinuousClock.now < deadline else { throw StoreError.notATypedStore(path: path) }
+      Thread.sleep(forTimeInterval: 0.005)
+    }
+  }
+
+  /// Creates the store's tables and metadata; runs inside the write transaction.
+  private static func createStore(connection: SQLiteConnection, model: ManagedObjectModel, tables: [TableLayout])
+    throws -> UUID
+  {
+    let identifier = UUID()
+    try connection.execute(
+      """
+      CREATE TABLE _metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE _primary_key (entity TEXT PRIMARY KEY, max_pk INTEGER NOT NULL DEFAULT 0);
+      CREATE TABLE _entities (code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+      """)
+    let entities = try connection.statement("INSERT INTO _entities (code, name) VALUES (?, ?)")
+    for entity in model.entities {
+      entities.rewind()
+      entities.bind(entity.code, at: 1)
+      entities.bind(entity.name, at: 2)
+      try entities.run()
+    }
+    let values: [(String, String)] = [
+      ("store_uuid", identifier.uuidString),
+      ("format_version", String(formatVersion)),
+      ("model_hash", model.versionHash),
+      ("model_json", String(decoding: model.jsonRepresentation, as: UTF8.self)),
+    ]
+    let metadata = try connection.statement("INSERT INTO _metadata (key, value) VALUES (?, ?)")
+    for (key, value) in values {
+      metadata.rewind()
+      metadata.bind(key, at: 1)
+      metadata.bind(value, at: 2)
+      try metadata.run()
+    }
+    for sql in HistorySchema.createSQL { try connection.execute(sql) }
+    let sequence = try connection.statement("INSERT INTO _primary_key (entity, max_pk) VALUES (?, 0)")
+    for table in tables {
+      for sql in table.createSQL { try connection.execute(sql) }
+      sequence.rewind()
+      sequence.bind(table.root.name, at: 1)
+      try sequence.run()
+    }
+    return identifier
+  }
+
+  /// The `_metadata` table as a dictionary, or nil when the file has none.
+  static func readMetadata(_ connection: SQLiteConnection) throws -> [String: String]? {
+    let exists = try connection.scalarInt(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_metadata'")
+    guard exists == 1 else { return nil }
+    let statement = try connection.statement("SELECT key, value FROM _metadata")
+    defer { statement.reset() }
+    var metadata: [String: String] = [:]
+    while try statement.step() {
+      metadata[statement.string(0)] = statement.string(1)
+    }
+    return metadata
+  }
+
+  /// Checks that the store's `_entities` table gives every entity the code the model does:
+  /// rows carry codes, so a mismatch would read rows as the wrong entity.
+  private static func checkEntityCodes(connection: SQLiteConnection, path: String, model: ManagedObjectModel)
+    throws
+  {
+    let statement = try connection.statement("SELECT code, name FROM _entities ORDER BY code")
+    defer { statement.reset() }
+    var stored: [String] = []
+    while try statement.step() { stored.append("\(statement.int64(0)) \(statement.string(1))") }
+    let expected = model.entities.map { "\($0.code) \($0.name)" }
+    guard stored == expected else {
+      throw StoreError.corrupt(
+        path: path, message: "the entity codes (\(stored.joined(separator: ", "))) differ from the model's")
+    }
+  }
+
+  private static func check(_ metadata: [String: String], model: ManagedObjectModel) throws {
+    let version = metadata["format_version"].flatMap { Int($0) } ?? 0
+    guard version == formatVersion else {
+      throw StoreError.unsupportedFormatVersion(found: version, supported: formatVersion)
+    }
+    let hash = metadata["model_hash"] ?? ""
+    guard hash == model.versionHash else {
+      throw StoreError.modelMismatch(storeHash: hash, modelHash: model.versionHash)
+    }
+  }
+
+  // MARK: - A damaged write-ahead log
+
+  /// Before any connection: a WAL that no live connection can be changing (no `-shm` before
+  /// or after reading it, the WAL itself unchanged) is checked here, so that a damaged store
+  /// is refused without SQLite creating or touching any file. With live connections the
+  /// result could be a half-appended frame, so the check waits for the write lock.
+  private static func checkWALBeforeOpening(path: String, options: StoreOptions, copied: inout Bool) throws {
+    let manager = FileManager.default
+    let before = fileSignature(path + "-wal")
+    guard before != nil, !manager.fileExists(atPath: path + "-shm") else { return }
+    guard let inspection = try WALInspection(path: path + "-wal"), inspection.isDamaged else { return }
+    guard !manager.fileExists(atPath: path + "-shm"), fileSignature(path + "-wal") == before else { return }
+    try handleDamage(inspection, path: path, options: options, copied: &copied)
+  }
+
+  /// Under the write lock no other connection can append to the WAL or restart it, so what
+  /// is read is what SQLite would replay.
+  private static func checkWAL(path: String, options: StoreOptions, copied: inout Bool) throws {
+    guard let inspection = try WALInspection(path: path + "-wal"), inspection.isDamaged else { return }
+    try handleDamage(inspection, path: path, options: options, copied: &copied)
+  }
+
+  /// For a read-only open, which cannot take the write lock: damage must be seen in three
+  /// reads 10 ms apart with the WAL unchanged in between (a writer appending meanwhile can
+  /// make one read look damaged; real damage stays).
+  private static func checkWALWithoutLock(path: String, options: StoreOptions, copied: inout Bool) throws {
+    var last: WALInspection?
+    for attempt in 0..<3 {
+      let before = fileSignature(path + "-wal")
+      guard let inspection = try WALInspection(path: path + "-wal"), inspection.isDamaged,
+        fileSignature(path + "-wal") == before, attempt == 0 || inspection == last
+      else { return }
+      last = inspection
+      if attempt < 2 { Thread.sleep(forTimeInterval: 0.01) }
+    }
+    if let last { try handleDamage(last, path: path, options: options, copied: &copied) }
+  }
+
+  private static func handleDamage(
+    _ inspection: WALInspection, path: String, options: StoreOptions, copied: inout Bool
+  ) throws {
+    guard options.opensDamagedWAL else { throw StoreError.damagedWAL(path: path, inspection: inspection) }
+    guard !copied else { return }
+    let seconds = Int(Date().timeIntervalSince1970)
+    try FileManager.default.copyItem(atPath: path + "-wal", toPath: path + "-wal.damaged-\(seconds)")
+    copied = true
+  }
+
+  /// Size, modification time and inode of a file, to tell whether it changed; nil if absent.
+  private static func fileSignature(_ path: String) -> [String]? {
+    guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return nil }
+    let keys: [FileAttributeKey] = [.size, .modificationDate, .systemFileNumber]
+    return keys.map { "\(attributes[$0] ?? "")" }
+  }
+
+  // MARK: - Destroying
+
+  /// Deletes a store file and its companions, unless a connection anywhere has it open.
+  ///
+  /// SQLite's exclusive lock on the file is the test: every connection to a WAL store holds
+  /// a shared lock for as long as it is open. The lock is held while the files are deleted,
+  /// so no process can open the store in between.
+  static func destroyFiles(at path: String) throws {
+    var isDirectory: ObjCBool = false
+    let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+    if exists && isDirectory.boolValue { throw StoreError.isADirectory(path: path) }
+    var lock: SQLiteConnection?
+    if exists {
+      do {
+        guard let held = try SQLiteConnection.exclusiveLock(path: path) else {
+          throw StoreError.storeInUse(path: path)
+        }
+        lock = held
+      } catch let error as SQLiteError where !error.isBusy {
+        // Not a database, or a damaged one: nobody uses it as a store, and it is to go.
+      }
+    }
+    try withExtendedLifetime(lock) {
+      for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+        try FileManager.default.removeItem(atPath: path + suffix)
+      }
+    }
+  }
+
+  // MARK: - Errors
+
+  static func storeError(_ error: SQLiteError, path: String, options: StoreOptions = StoreOptions()) -> StoreError {
+    switch error.code {
+    case 26: return .notADatabase(path: path)  // SQLITE_NOTADB
+    case 11: return .corrupt(path: path, message: error.message)  // SQLITE_CORRUPT
+    case 8, 14:  // SQLITE_READONLY, SQLITE_CANTOPEN
+      let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+      if options.isReadOnly {
+        guard !FileManager.default.fileExists(atPath: path + "-shm") else { return .sqlite(error) }
+        return .notWritable(
+          path: path,
+          reason: "reading a WAL store needs its -wal and -shm files; none exist and this process cannot "
+            + "create them in \(folder) (SQLite: \(error.message)). It can be read while a process that can "
+            + "write it has it open")
+      }
+      return .notWritable(path: path, reason: "\(error.message); open it with StoreOptions.isReadOnly to read it")
+    default: return .sqlite(error)
+    }
+  }
+}
