@@ -10,6 +10,9 @@ import TypedStore
 //       one per transaction, printing "saved <sequence> <primary key>" as each save returns:
 //       what the test may hold the store to. Prints "open failed: <error>" and exits 2 when
 //       the store cannot be opened.
+//   typedstore-test-writer hold <store> <count>
+//       saves <count> events, one per transaction, prints "ready" and keeps the store open
+//       until killed: the WAL then holds those commits, not yet checkpointed.
 //   typedstore-test-writer open <store> [read-only]
 //       opens the store, counts its events and tries to save one; prints what happened.
 //   Any of these after "as-user <uid>" runs as that user (the tests run as root, which may
@@ -76,6 +79,18 @@ case "race":
   } catch {
     say("save failed: \(error)")
     exit(3)
+  }
+
+case "hold":
+  guard arguments.count == 3, let count = Int(arguments[2]) else { fail("usage: hold <store> <count>", code: 64) }
+  do {
+    let container = try openContainer(arguments[1])
+    let context = container.newBackgroundContext()
+    for sequence in 0..<count { _ = try save(context, author: "holder", sequence: sequence) }
+    say("ready")
+    while true { Thread.sleep(forTimeInterval: 60) }
+  } catch {
+    fail("\(error)", code: 1)
   }
 
 case "open":

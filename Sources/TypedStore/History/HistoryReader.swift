@@ -236,4 +236,3 @@ enum HistoryReader {
     return try currentNumber(connection) + 1
   }
 }
-

@@ -166,6 +166,33 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
     #expect(remaining == 1)
   }
 
+  @Test func savedObjectsNobodyHoldsAreReleasedAfterTheSaveSoAnImportLoopStaysBounded() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let batch = KeyTable.minimumDropThreshold + 10
+    let outcome = try await container.newBackgroundContext().perform { context in
+      var counts: [Int] = []
+      var kept: Folder?
+      for round in 0..<3 {
+        for index in 0..<batch {
+          let folder = Folder(context: context)
+          folder.name = "r\(round)-\(index)"
+          if round == 0 && index == 0 { kept = folder }
+        }
+        try context.save()
+        counts.append(context.registeredObjects.count)
+      }
+      let held = try #require(kept)
+      return (counts, context.registeredObject(for: held.managedID) === held, held.name)
+    }
+    #expect(outcome.0 == [1, 1, 1])  // only the folder this closure holds
+    #expect(outcome.1)
+    #expect(outcome.2 == "r0-0")
+    let stored = try await container.newBackgroundContext().perform { context in
+      try context.count(for: FetchRequest<Folder>())
+    }
+    #expect(stored == 3 * batch)
+  }
+
   @Test func unchangedObjectsNobodyHoldsAreDroppedAsTheContextGrows() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let count = KeyTable.minimumDropThreshold + 10

@@ -124,6 +124,23 @@ struct SpawnedProcess {
     try process.run()
   }
 
+  /// Waits until the process prints a line starting with `prefix` (false if it ends first).
+  func waitForLine(_ prefix: String) -> Bool {
+    var text = ""
+    while true {
+      let data = output.fileHandleForReading.availableData
+      if data.isEmpty { return false }
+      text += String(decoding: data, as: UTF8.self)
+      if text.split(separator: "\n").contains(where: { $0.hasPrefix(prefix) }) { return true }
+    }
+  }
+
+  /// Kills the process with SIGKILL and waits for it.
+  func kill() {
+    Foundation.kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+  }
+
   /// Waits for the process to end and returns what it printed.
   func finish() -> String {
     let data = output.fileHandleForReading.readDataToEndOfFile()

@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+
+@testable import TypedStore
+
+/// The bytes of a store file and of its -wal (nil where absent).
+func storeBytes(_ url: URL) -> [Data?] {
+  ["", "-wal"].map { FileManager.default.contents(atPath: url.path + $0) }
+}
+
+private func readOnlyOptions() -> StoreOptions {
+  var options = StoreOptions()
+  options.isReadOnly = true
+  return options
+}
+
+@Suite struct ReadOnlyStoreTests {
+  @Test func aReadOnlyStoreFetchesAndReadsHistoryAndRefusesEveryWriteBeforeTouchingIt() async throws {
+    let writer = try PersistentContainer.makeTest(model: notesModel)
+    let saved = try await saveNotes(["a", "b"], in: writer)
+    let url = writer.persistentStore.url
+    let reader = try PersistentContainer(name: "Reader", model: notesModel, storeURL: url, options: readOnlyOptions())
+    #expect(reader.persistentStore.identifier == writer.persistentStore.identifier)
+    let titles = try await reader.viewContext.perform { context in
+      try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)])).map(\.title)
+    }
+    #expect(titles == ["a", "b"])
+    #expect(try reader.fetchHistory(HistoryRequest()).count == 1)
+    let before = storeBytes(url)
+
+    let path = url.path
+    let failures = try await reader.newBackgroundContext().perform { context in
+      var errors: [StoreError?] = []
+      let note = try context.existingObject(with: saved[0])
+      note.title = "changed"
+      _ = Note(context: context)
+      errors.append(#expect(throws: StoreError.self) { try context.save() })
+      #expect(context.hasChanges == true, "a refused save keeps the pending changes")
+      errors.append(
+        #expect(throws: StoreError.self) { try context.obtainPermanentIDs(for: Array(context.insertedObjects)) })
+      errors.append(
+        #expect(throws: StoreError.self) { try context.execute(BatchInsertRequest<Note>(count: 1) { _, _ in }) })
+      errors.append(
+        #expect(throws: StoreError.self) {
+          try context.execute(BatchUpdateRequest<Note>(propertiesToUpdate: [.set(\.title, "x")]))
+        })
+      errors.append(#expect(throws: StoreError.self) { try context.execute(BatchDeleteRequest<Note>()) })
+      return errors
+    }
+    #expect(failures.allSatisfy { $0 == .readOnly(path: path) })
+    #expect(throws: StoreError.readOnly(path: path)) { try reader.deleteHistory(before: Date()) }
+    #expect(throws: StoreError.readOnly(path: path)) { try reader.persistentStore.checkpoint() }
+    #expect(storeBytes(url) == before)
+  }
+
+  @Test func aReadOnlyStoreSeesCommitsMadeAfterItOpened() async throws {
+    let writer = try PersistentContainer.makeTest(model: notesModel)
+    _ = try await saveNotes(["first"], in: writer)
+    let reader = try PersistentContainer(
+      name: "Reader", model: notesModel, storeURL: writer.persistentStore.url, options: readOnlyOptions())
+    _ = try await saveNotes(["second"], in: writer)
+    let count = try await reader.newBackgroundContext().perform { context in
+      try context.count(for: FetchRequest<Note>())
+    }
+    #expect(count == 2)
+  }
+
+  @Test func aReadOnlyOpenOfAMissingFileCreatesNothing() throws {
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    #expect(throws: StoreError.notFound(path: url.path)) {
+      try PersistentContainer(name: "Test", model: notesModel, storeURL: url, options: readOnlyOptions())
+    }
+    #expect(!FileManager.default.fileExists(atPath: url.path))
+  }
+
+  @Test func aStoreInAMissingFolderIsNotFound() {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-no-such-folder/a.sqlite")
+    #expect(throws: StoreError.notFound(path: url.path)) {
+      try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
+    }
+  }
+}
+
+/// A user other than root, as whom a spawned process runs: root may write any file, so only
+/// another user sees permissions.
+private let nobody = "65534"
+
+/// A folder for one test's store, with the permissions the test sets, readable by `nobody`.
+private func folder(_ name: String) throws -> URL {
+  let url = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-permissions/\(name)")
+  try? FileManager.default.removeItem(at: url)
+  try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: url.deletingLastPathComponent().path)
+  return url
+}
+
+/// Runs the test writer as `nobody` and returns what it printed.
+private func asNobody(_ arguments: [String]) throws -> String {
+  try SpawnedProcess(builtProduct("typedstore-test-writer"), ["as-user", nobody] + arguments).finish()
+}
+
+/// Makes a store with three events (closed again, so no -wal or -shm is left), owned by root.
+private func makeEventStore(in folder: URL) throws -> URL {
+  let url = folder.appendingPathComponent("events.sqlite")
+  let output = try SpawnedProcess(builtProduct("typedstore-test-writer"), [url.path, "maker", "3"]).finish()
+  #expect(output.contains("saved 3"))
+  return url
+}
+
+@Suite(.enabled(if: getuid() == 0, "needs root to run a process as another user"))
+struct UnwritableStoreTests {
+  @Test func aStoreFileTheProcessCannotWriteIsATypedErrorAndReadsWithTheReadOnlyOption() throws {
+    let directory = try folder("unwritable-file")
+    let url = try makeEventStore(in: directory)
+    try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: directory.path)
+    try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: url.path)
+    let before = storeBytes(url)
+
+    let readWrite = try asNobody(["open", url.path])
+    #expect(readWrite.contains("open failed: \(url.path) cannot be written by this process: the file is not writable"))
+    #expect(!FileManager.default.fileExists(atPath: url.path + "-wal"), "a refused open creates no -wal")
+
+    let readOnly = try asNobody(["open", url.path, "read-only"])
+    #expect(readOnly.contains("opened: 3 events, 3 transactions"))
+    #expect(readOnly.contains("save failed: \(url.path) was opened read-only; nothing was written"))
+    #expect(storeBytes(url).first == before.first)
+  }
+
+  @Test func aStoreInAFolderTheProcessCannotWriteIsATypedError() throws {
+    let directory = try folder("unwritable-folder")
+    let url = try makeEventStore(in: directory)
+    try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+    try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: url.path)
+
+    let readWrite = try asNobody(["open", url.path])
+    #expect(readWrite.contains("cannot be written by this process: its folder \(directory.path) is not writable"))
+    // Reading a WAL store needs a -shm file: with none there and no way to make one, SQLite
+    // cannot read it, and the error says why.
+    let readOnly = try asNobody(["open", url.path, "read-only"])
+    #expect(readOnly.contains("reading a WAL store needs its -wal and -shm files"))
+    let newStore = try asNobody(["open", directory.appendingPathComponent("new.sqlite").path])
+    #expect(newStore.contains("its folder \(directory.path) is not writable"))
+  }
+
+  @Test func aStoreInAFolderTheProcessCannotWriteReadsWhileAWriterHasItOpen() throws {
+    let directory = try folder("unwritable-folder-live")
+    let url = try makeEventStore(in: directory)
+    try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+    let writer = try PersistentContainer(name: "Events", model: ManagedObjectModel(Event.self), storeURL: url)
+    let readOnly = try asNobody(["open", url.path, "read-only"])
+    #expect(readOnly.contains("opened: 3 events, 3 transactions"), "\(readOnly)")
+    withExtendedLifetime(writer) {}
+  }
+}
