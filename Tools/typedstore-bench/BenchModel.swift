@@ -10,6 +10,13 @@ final class BenchItem: ManagedObject {
   @Attribute var created: Date = Date(timeIntervalSinceReferenceDate: 0)
 }
 
+/// An entity whose deletes keep a tombstone: the history of a batch delete of it has one
+/// change row per deleted row.
+final class BenchRecord: ManagedObject {
+  @Attribute var name: String = ""
+  @Attribute(preservedOnDeletion: true) var uuid: UUID = UUID()
+}
+
 /// The values of row `index`, the same for both sides.
 struct BenchRow {
   var number: Int64

@@ -120,54 +120,87 @@ final class RawDatabase {
     try execute("COMMIT")
   }
 
-  /// Reads the history changes of a TypedStore store into Swift structs, one per row changed:
-  /// a change row holds one key (`pk`) or a JSON array of keys (`keys`), expanded here.
-  func fetchHistoryRows(after number: Int64) throws -> Int {
-    struct ChangeRow {
-      var transaction: Int64
+  /// Reads the history of a TypedStore store after transaction `number` into Swift values:
+  /// what `fetchHistory` returns, read the plainest way — each transaction's columns, and for
+  /// each row changed its kind, entity, key, attribute list and tombstone (text, as stored).
+  /// A change row holds one key (`pk`), a run (`pk` to `last_pk`) or a JSON array (`keys`),
+  /// expanded here. Returns the number of changes and of tombstones.
+  func readHistory(after number: Int64) throws -> (changes: Int, tombstones: Int) {
+    struct Change {
       var kind: Int64
       var entity: String
       var pk: Int64
       var changed: String?
+      var tombstone: String?
+    }
+    struct Transaction {
+      var number: Int64
+      var timestamp: Double
+      var author: String?
+      var contextName: String?
+      var processID: Int64
+      var changes: [Change] = []
+    }
+    var transactions: [Transaction] = []
+    let headers = try prepare(
+      "SELECT number, timestamp, author, context_name, process_id FROM _history_transaction WHERE number > ? ORDER BY number"
+    )
+    defer { sqlite3_finalize(headers) }
+    sqlite3_bind_int64(headers, 1, number)
+    while sqlite3_step(headers) == SQLITE_ROW {
+      transactions.append(
+        Transaction(
+          number: sqlite3_column_int64(headers, 0), timestamp: sqlite3_column_double(headers, 1),
+          author: optionalText(headers, 2), contextName: optionalText(headers, 3),
+          processID: sqlite3_column_int64(headers, 4)))
     }
     let statement = try prepare(
-      "SELECT t.number, c.kind, c.entity, c.pk, c.keys, c.changed, c.last_pk FROM _history_transaction t JOIN _history_change c ON c.id BETWEEN t.first_change AND t.last_change WHERE t.number > ? ORDER BY c.id"
+      "SELECT c.transaction_number, c.kind, c.entity, c.pk, c.keys, c.changed, c.last_pk, c.tombstone FROM _history_change c WHERE c.transaction_number > ? ORDER BY c.id"
     )
     defer { sqlite3_finalize(statement) }
     sqlite3_bind_int64(statement, 1, number)
-    var rows: [ChangeRow] = []
+    var changes = 0
+    var tombstones = 0
+    var position = 0  // both are in commit order: one pass pairs them
     while sqlite3_step(statement) == SQLITE_ROW {
       let transaction = sqlite3_column_int64(statement, 0)
+      while position < transactions.count && transactions[position].number < transaction { position += 1 }
+      guard position < transactions.count, transactions[position].number == transaction else { continue }
       let kind = sqlite3_column_int64(statement, 1)
       let entity = text(statement, 2)
-      let changed = sqlite3_column_type(statement, 5) == SQLITE_NULL ? nil : text(statement, 5)
+      let changed = optionalText(statement, 5)
+      let tombstone = optionalText(statement, 7)
+      if tombstone != nil { tombstones += 1 }
+      var keys: [Int64] = []
       if sqlite3_column_type(statement, 6) != SQLITE_NULL {  // a run of consecutive keys
-        for pk in sqlite3_column_int64(statement, 3)...sqlite3_column_int64(statement, 6) {
-          rows.append(ChangeRow(transaction: transaction, kind: kind, entity: entity, pk: pk, changed: changed))
-        }
-        continue
-      }
-      if sqlite3_column_type(statement, 4) == SQLITE_NULL {
-        rows.append(
-          ChangeRow(
-            transaction: transaction, kind: kind, entity: entity, pk: sqlite3_column_int64(statement, 3),
-            changed: changed))
-        continue
-      }
-      var value: Int64 = 0
-      var inNumber = false
-      for byte in text(statement, 4).utf8 {
-        if byte >= 48 && byte <= 57 {
-          value = value * 10 + Int64(byte - 48)
-          inNumber = true
-        } else if inNumber {
-          rows.append(ChangeRow(transaction: transaction, kind: kind, entity: entity, pk: value, changed: changed))
-          value = 0
-          inNumber = false
+        keys = Array(sqlite3_column_int64(statement, 3)...sqlite3_column_int64(statement, 6))
+      } else if sqlite3_column_type(statement, 4) == SQLITE_NULL {
+        keys = [sqlite3_column_int64(statement, 3)]
+      } else {
+        var value: Int64 = 0
+        var inNumber = false
+        for byte in text(statement, 4).utf8 {
+          if byte >= 48 && byte <= 57 {
+            value = value * 10 + Int64(byte - 48)
+            inNumber = true
+          } else if inNumber {
+            keys.append(value)
+            value = 0
+            inNumber = false
+          }
         }
       }
+      for key in keys {
+        transactions[position].changes.append(
+          Change(kind: kind, entity: entity, pk: key, changed: changed, tombstone: tombstone))
+      }
+      changes += keys.count
     }
-    return rows.count
+    return (changes, tombstones)
+  }
+
+  private func optionalText(_ statement: OpaquePointer, _ index: Int32) -> String? {
+    sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : text(statement, index)
   }
 
   private func bindText(_ statement: OpaquePointer, _ index: Int32, _ value: String) {

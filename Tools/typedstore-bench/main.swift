@@ -16,6 +16,8 @@ struct Options: Sendable {
   var json: String?
   var only: String?
   var check = false
+  /// Internal: run only the import memory probe with this N, print the growth in MiB.
+  var importMemory: Int?
 }
 
 let options: Options = {
@@ -28,6 +30,7 @@ let options: Options = {
     case "--json": options.json = arguments.next()
     case "--only": options.only = arguments.next()
     case "--check": options.check = true
+    case "--import-memory": options.importMemory = arguments.next().flatMap { Int($0) }
     case "--help", "-h":
       print("usage: typedstore-bench [--n 100000] [--runs 5] [--json FILE] [--only NAME] [--check]")
       exit(0)
@@ -42,7 +45,7 @@ let options: Options = {
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-bench-\(getpid())")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: directory) }
-let model = try ManagedObjectModel(BenchItem.self)
+let model = try ManagedObjectModel(BenchItem.self, BenchRecord.self)
 
 /// A new file name for every store: a store of an earlier run may still be open while its
 /// contexts wind down, and must never share a file (or its -shm) with a new one.
@@ -143,6 +146,36 @@ func verify(
   guard "\(typed)" == "\(raw)" else { throw BenchError.mismatch("\(name): TypedStore \(typed), raw \(raw)") }
 }
 
+/// Reads the history after `token` (all of it for nil) through the API, and counts its
+/// changes and tombstones.
+func countHistory(_ container: PersistentContainer, after token: HistoryToken?) throws -> (
+  changes: Int, tombstones: Int
+) {
+  let history = try container.fetchHistory(token.map { HistoryRequest(after: $0) } ?? HistoryRequest())
+  var changes = 0
+  var tombstones = 0
+  for transaction in history {
+    changes += transaction.changes.count
+    for change in transaction.changes where change.tombstone != nil { tombstones += 1 }
+  }
+  return (changes, tombstones)
+}
+
+/// A fresh store in which `rows` records were inserted and then deleted by one batch delete
+/// that kept a tombstone per row (setup, not timed); returns it and the token before the
+/// delete.
+func tombstonedDelete(_ rows: Int) throws -> (PersistentContainer, HistoryToken) {
+  let container = try freshContainer("tombstones")
+  let context = container.newBackgroundContext()
+  _ = try context.performAndWait { context in
+    try context.execute(BatchInsertRequest<BenchRecord>(count: rows) { index, record in record.name = "r\(index)" })
+  }
+  let token = try container.currentHistoryToken
+  _ = try context.performAndWait { context in try context.execute(BatchDeleteRequest<BenchRecord>()) }
+  try container.persistentStore.checkpoint()
+  return (container, token)
+}
+
 // MARK: - Measuring
 
 struct Result: Sendable {
@@ -178,19 +211,54 @@ func median(_ measure: () throws -> Double) rethrows -> Double {
   return times[times.count / 2]
 }
 
+/// Whether `--only` selects the row `name` (every row without `--only`), for rows whose
+/// setup should not run when they are not measured.
+func selected(_ name: String) -> Bool {
+  options.only.map { name.localizedCaseInsensitiveContains($0) } ?? true
+}
+
 var results: [Result] = []
 @MainActor func run(_ name: String, goal: Double?, raw: () throws -> Double, typed: () throws -> Double) throws {
-  if let only = options.only, !name.localizedCaseInsensitiveContains(only) { return }
+  guard selected(name) else { return }
   let rawTime = try median(raw)
   let typedTime = try median(typed)
   results.append(Result(name: name, rawMilliseconds: rawTime, typedStoreMilliseconds: typedTime, goal: goal))
 }
 @MainActor func unavailable(_ name: String, goal: Double?, note: String) {
-  if let only = options.only, !name.localizedCaseInsensitiveContains(only) { return }
+  guard selected(name) else { return }
   results.append(Result(name: name, goal: goal, note: note))
 }
 
 let n = options.n
+
+/// Resident memory of this process, in bytes.
+func residentBytes() -> Int {
+  let fields = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8))?.split(separator: " ") ?? []
+  return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * sysconf(Int32(_SC_PAGESIZE))
+}
+
+// The import memory probe (run by the benchmark in a process of its own): 10 N objects
+// inserted in saves of N / 10 by one context, as an import loop does; prints how far the
+// resident memory grew past its peak during the first batch, in MiB.
+if let probeN = options.importMemory {
+  let objects = probeN * 10
+  let batch = max(1, probeN / 10)
+  let container = try freshContainer("import")
+  let (baseline, peak) = try container.newBackgroundContext().performAndWait { context in
+    var baseline = 0
+    var peak = 0
+    for start in stride(from: 0, to: objects, by: batch) {
+      for index in start..<min(start + batch, objects) { fill(BenchItem(context: context), BenchRow(index)) }
+      let before = residentBytes()
+      try context.save()
+      let after = residentBytes()
+      if start == 0 { baseline = max(before, after) } else { peak = max(peak, before, after) }
+    }
+    return (baseline, peak)
+  }
+  print(String(format: "%.1f", Double(max(0, peak - baseline)) / 1_048_576))
+  exit(0)
+}
 
 // MARK: - Operations
 
@@ -294,19 +362,65 @@ do {
     try seed(container, rows: n)
     let raw = try RawDatabase(existing: container.persistentStore.url.path)
     try run("fetch history of \(n) changes", goal: 2.0) {
-      try time { try verify("history raw", try raw.fetchHistoryRows(after: 0), n) }
+      try time { try verify("history raw", try raw.readHistory(after: 0).changes, n) }
     } typed: {
-      try time {
-        let changes = try container.fetchHistory(HistoryRequest()).reduce(0) { $0 + $1.changes.count }
-        try verify("history", changes, n)
+      try time { try verify("history", try countHistory(container, after: nil).changes, n) }
+    }
+  }
+
+  // History reads cost the same per change whatever the shape of the history: one large
+  // delete that keeps a tombstone per row, many one-row saves, and the per-change cost of
+  // a delete 100 times larger.
+  let tombstonedName = "fetch history of one delete of \(n) rows with tombstones"
+  if selected(tombstonedName) {
+    let (container, token) = try tombstonedDelete(n)
+    let raw = try RawDatabase(existing: container.persistentStore.url.path)
+    try run(tombstonedName, goal: 2.0) {
+      try time { try verify("tombstones raw", try raw.readHistory(after: token.transactionNumber).tombstones, n) }
+    } typed: {
+      try time { try verify("tombstones", try countHistory(container, after: token).tombstones, n) }
+    }
+  }
+
+  let savesName = "fetch history of \(n) single-row saves"
+  if selected(savesName) {
+    let container = try freshContainer("small-saves")
+    let start = try container.currentHistoryToken
+    try container.newBackgroundContext().performAndWait { context in
+      for index in 0..<n {
+        fill(BenchItem(context: context), BenchRow(index))
+        try context.save()
       }
+    }
+    try container.persistentStore.checkpoint()
+    let raw = try RawDatabase(existing: container.persistentStore.url.path)
+    try run(savesName, goal: 2.0) {
+      try time { try verify("saves raw", try raw.readHistory(after: start.transactionNumber).changes, n) }
+    } typed: {
+      try time { try verify("saves", try countHistory(container, after: start).changes, n) }
+    }
+  }
+
+  let small = max(100, n / 10)
+  let large = small * 100
+  let perChangeName =
+    "fetch history, per-change cost at \(large) vs \(small) tombstoned changes (raw column: the smaller × 100)"
+  if selected(perChangeName) {
+    let (smallStore, smallToken) = try tombstonedDelete(small)
+    let (largeStore, largeToken) = try tombstonedDelete(large)
+    // The raw column is the small read's time times 100: what the large read costs at the
+    // small read's cost per change. The ratio is how much that cost grew.
+    try run(perChangeName, goal: 1.5) {
+      try time { try verify("small", try countHistory(smallStore, after: smallToken).tombstones, small) } * 100
+    } typed: {
+      try time { try verify("large", try countHistory(largeStore, after: largeToken).tombstones, large) }
     }
   }
 
   // History deletion is measured on its own: no raw baseline, an absolute time. The history
   // is N changes in N/100 transactions of 100 updated rows each, every change with its own
   // attribute list, as many small saves would leave it.
-  if options.only.map({ "delete history".localizedCaseInsensitiveContains($0) }) ?? true {
+  if selected("delete history of changes in transactions (absolute)") {
     let container = try freshContainer("history-delete")
     try seed(container, rows: 100)
     let start = try container.currentHistoryToken
@@ -330,6 +444,27 @@ do {
       Result(
         name: "delete history of \(deleted) changes in \(transactions) transactions (absolute)",
         typedStoreMilliseconds: ms, note: "one transaction"))
+  }
+
+  // Memory is measured in a process of its own: memory this one freed earlier would hide
+  // growth.
+  let importName =
+    "insert \(n * 10) objects in saves of \(max(1, n / 10)): peak RSS growth after the first save (absolute)"
+  if selected(importName) {
+    let probe = Process()
+    probe.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    probe.arguments = ["--import-memory", String(n)]
+    let pipe = Pipe()
+    probe.standardOutput = pipe
+    try probe.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    probe.waitUntilExit()
+    guard probe.terminationStatus == 0, let growth = Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
+    else { throw BenchError.sqlite("the import memory probe failed: \(output)") }
+    results.append(
+      Result(
+        name: importName,
+        note: String(format: "%.1f MiB (goal ≤ 64 MiB)", growth)))
   }
 
   unavailable(
