@@ -13,6 +13,9 @@ import TypedStore
 //   typedstore-test-writer hold <store> <count>
 //       saves <count> events, one per transaction, prints "ready" and keeps the store open
 //       until killed: the WAL then holds those commits, not yet checkpointed.
+//   typedstore-test-writer set <store> <primary key> <sequence>
+//   typedstore-test-writer delete <store> <primary key>
+//       changes or deletes one event, in one transaction.
 //   typedstore-test-writer open <store> [read-only]
 //       opens the store, counts its events and tries to save one; prints what happened.
 //   Any of these after "as-user <uid>" runs as that user (the tests run as root, which may
@@ -89,6 +92,25 @@ case "hold":
     for sequence in 0..<count { _ = try save(context, author: "holder", sequence: sequence) }
     say("ready")
     while true { Thread.sleep(forTimeInterval: 60) }
+  } catch {
+    fail("\(error)", code: 1)
+  }
+
+case "set", "delete":
+  guard arguments.count >= 3, let key = Int64(arguments[2]) else { fail("usage: set|delete <store> <pk> …", code: 64) }
+  let value = arguments.count > 3 ? Int(arguments[3]) ?? 0 : 0
+  let isDelete = arguments[0] == "delete"
+  do {
+    let container = try openContainer(arguments[1])
+    let storeID = container.persistentStore.identifier
+    try container.newBackgroundContext().performAndWait { context in
+      context.transactionAuthor = "changer"
+      let id = try ManagedID<Event>(validating: URL(string: "typedstore://\(storeID.uuidString)/Event/p\(key)")!)
+      let event = try context.existingObject(with: id)
+      if isDelete { context.delete(event) } else { event.sequence = value }
+      try context.save()
+    }
+    say("done")
   } catch {
     fail("\(error)", code: 1)
   }

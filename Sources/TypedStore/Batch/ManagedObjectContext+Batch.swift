@@ -64,7 +64,7 @@ extension ManagedObjectContext {
   }
 
   private func batchInfo(_ author: String?) -> TransactionInfo {
-    TransactionInfo(author: author ?? transactionAuthor, contextName: name)
+    TransactionInfo(author: author ?? transactionAuthor, contextName: name, origin: ObjectIdentifier(state))
   }
 
   private func typedID<Entity: ManagedObject>(entityName: String, primaryKey: Int64) -> ManagedID<Entity> {

@@ -26,7 +26,7 @@ public final class PersistentContainer: Sendable {
   /// A long-lived context for reading, named "viewContext". On Linux there is no main run
   /// loop to bind it to: it has its own serial executor like every context.
   public let viewContext: ManagedObjectContext
-  private let publisher = ChangePublisher()
+  private let publisher: ChangePublisher
 
   /// Opens (or creates) the store at `storeURL` with `model`.
   ///
@@ -44,10 +44,37 @@ public final class PersistentContainer: Sendable {
     }
     self.name = name
     self.managedObjectModel = model
-    let publisher = self.publisher
-    self.persistentStore = try PersistentStore(
-      url: url, model: model, options: options, publish: { publisher.publish($0) })
-    self.viewContext = ManagedObjectContext(store: persistentStore, name: "viewContext")
+    let publisher = ChangePublisher(pollInterval: options.remoteChangePollInterval)
+    self.publisher = publisher
+    // Weakly: the publisher holds the store (and its monitor thread does while it runs).
+    let store = try PersistentStore(
+      url: url, model: model, options: options, publish: { [weak publisher] in publisher?.publish($0) })
+    self.persistentStore = store
+    publisher.attach(store)
+    self.viewContext = Self.makeContext(store: store, name: "viewContext", publisher: publisher)
+  }
+
+  /// A context whose `automaticallyMergesChangesFromParent` merges every commit this
+  /// container publishes, in order, except the context's own saves.
+  private static func makeContext(store: PersistentStore, name: String?, publisher: ChangePublisher)
+    -> ManagedObjectContext
+  {
+    ManagedObjectContext(store: store, name: name) { context, origin in
+      let changes = publisher.addObserver { [weak context] changes in
+        guard changes.origin != origin, let context else { return }
+        context.enqueue { $0.mergeChanges(changes) }
+      }
+      let expiry = publisher.addExpiryObserver { [weak context] _ in
+        context?.enqueue { $0.refreshAllObjects() }
+      }
+      return Subscriptions([changes, expiry])
+    }
+  }
+
+  /// Keeps observations alive together.
+  private final class Subscriptions: Sendable {
+    let observations: [StoreChangesObservation]
+    init(_ observations: [StoreChangesObservation]) { self.observations = observations }
   }
 
   /// The default location of a container's store.
@@ -61,7 +88,7 @@ public final class PersistentContainer: Sendable {
 
   /// A new context with its own executor and reader connection.
   public func newBackgroundContext() -> ManagedObjectContext {
-    ManagedObjectContext(store: persistentStore)
+    Self.makeContext(store: persistentStore, name: nil, publisher: publisher)
   }
 
   /// Runs `body` on a new background context and returns its result.
@@ -83,8 +110,11 @@ public final class PersistentContainer: Sendable {
 
   // MARK: - Change notifications
 
-  /// The changes of every transaction this process commits to the store, in commit order,
-  /// from now on. Each call returns a new stream; it ends when its task is cancelled.
+  /// The changes of every transaction committed to the store from now on — by this process
+  /// and, read from history by the remote-change monitor, by other processes
+  /// (`StoreChanges.isRemote`) — once each, in commit order. Each call returns a new stream;
+  /// it ends when its task is cancelled. Commits of other processes need history
+  /// (`StoreOptions.recordsHistory`, on by default).
   ///
   /// ```swift
   /// for await changes in container.storeChanges() {
@@ -95,13 +125,28 @@ public final class PersistentContainer: Sendable {
     publisher.stream()
   }
 
-  /// Calls `callback` with the changes of every transaction this process commits to the
-  /// store, in commit order, on a serial queue, until the returned observation is cancelled
-  /// or released.
+  /// Calls `callback` with the changes of every transaction committed to the store from now
+  /// on, by this process or another, once each, in commit order, on a serial queue, until the
+  /// returned observation is cancelled or released.
   public func addStoreChangesObserver(_ callback: @escaping @Sendable (StoreChanges) -> Void)
     -> StoreChangesObservation
   {
     publisher.addObserver(callback)
+  }
+
+  /// Calls `callback` when history the remote-change monitor had not read yet was deleted
+  /// (pruned while it slept): the changes of the deleted transactions cannot be published one
+  /// by one. `callback` gets the new horizon; publishing goes on after it. Contexts that merge
+  /// automatically refresh all their objects then (`refreshAllObjects()`); do the same with
+  /// state of your own built from the changes.
+  ///
+  /// ```swift
+  /// let observation = container.addHistoryExpiredObserver { horizon in rebuildIndex() }
+  /// ```
+  public func addHistoryExpiredObserver(_ callback: @escaping @Sendable (HistoryToken) -> Void)
+    -> StoreChangesObservation
+  {
+    publisher.addExpiryObserver(callback)
   }
 
   // MARK: - History

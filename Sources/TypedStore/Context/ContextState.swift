@@ -23,6 +23,11 @@ final class ContextState: ObjectTracking {
   private static let temporaryNonce = UInt64.random(in: 1...UInt64.max)
   private static let temporaryCounter = Atomic<Int64>(0)
 
+  /// How the context subscribes to its store's commits, and the subscription while
+  /// `automaticallyMergesChangesFromParent` is on.
+  var automaticMerging: ManagedObjectContext.AutomaticMerging?
+  var automaticMergeSubscription: AnyObject?
+
   /// What this context's objects hold to reach it.
   let link = TrackerLink()
 
@@ -198,12 +203,23 @@ final class ContextState: ObjectTracking {
 
   // MARK: - ObjectTracking
 
+  /// Whether a fault whose row is gone is marked deleted instead of stopping the program
+  /// (`ManagedObjectContext.shouldDeleteInaccessibleFaults`).
+  var shouldDeleteInaccessibleFaults = true
+
   func fulfillFault(of object: ManagedObject) {
     do {
       try load(object)
+    } catch ContextError.objectNotFound where shouldDeleteInaccessibleFaults {
+      // As Core Data does by default: the row was deleted (by another context or process)
+      // after the fault was made, so the object is marked deleted; its fields keep the
+      // values they last had (the attributes' defaults for a fault never loaded).
+      forgetDeleted(object)
+      object.isFault = false
     } catch {
-      // As in Core Data: a fault whose row is gone (or unreadable) cannot be fulfilled, and
-      // inventing values would be silent data loss. `existingObject(with:)` throws instead.
+      // A row that exists but cannot be read (another tool wrote values the attributes cannot
+      // hold), or a missing row with shouldDeleteInaccessibleFaults off: inventing values would
+      // be silent data loss. `existingObject(with:)` throws instead.
       fatalError(
         "TypedStore: cannot fulfil a fault for \(anyID(of: object)?.description ?? object.entity?.name ?? "?"): \(error)"
       )
@@ -284,7 +300,7 @@ final class ContextState: ObjectTracking {
 
     if !changes.isEmpty {
       let applied = try store.commit(
-        changes, info: TransactionInfo(author: transactionAuthor, contextName: name))
+        changes, info: TransactionInfo(author: transactionAuthor, contextName: name, origin: ObjectIdentifier(self)))
       for (object, primaryKey) in zip(inserted, applied.insertedKeys) {
         guard let entity = object.entity else { continue }
         let key = ObjectKey(rootIndex: entity.rootIndex, isTemporary: false, value: primaryKey)
@@ -344,7 +360,8 @@ final class ContextState: ObjectTracking {
   }
 
   /// Turns the object back into a fault (dropping its changes), or with `mergeChanges`
-  /// reloads its saved values and re-applies its unsaved changes on top.
+  /// reloads its saved values and re-applies its unsaved changes on top. An object whose row
+  /// is gone is marked deleted (or, with `shouldDeleteInaccessibleFaults` off, stays a fault).
   func refresh(_ object: ManagedObject, mergeChanges: Bool) {
     guard object.trackerLink === link, object.lifecycle == .persisted, let entity = object.entity else { return }
     var pending: [(Int32, PrimitiveValue)] = []
@@ -356,8 +373,17 @@ final class ContextState: ObjectTracking {
     updated.remove(object)
     object.committedValues.removeAll()
     object.isFault = true
-    guard mergeChanges, !pending.isEmpty else { return }
-    fulfillFault(of: object)
+    guard mergeChanges else { return }
+    do {
+      try load(object)
+    } catch {
+      if shouldDeleteInaccessibleFaults, case ContextError.objectNotFound = error {
+        forgetDeleted(object)
+        object.isFault = false
+      }
+      return  // otherwise it stays a fault, and reading it reports the error
+    }
+    guard !pending.isEmpty else { return }
     for (slot, value) in pending {
       object.committedValues[slot] = (try? entity.accessors[Int(slot)].encode(object)) ?? .null
       try? entity.accessors[Int(slot)].decode(value, into: object)

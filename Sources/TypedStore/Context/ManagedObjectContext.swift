@@ -34,10 +34,28 @@ public actor ManagedObjectContext {
   /// Creates a context over `store`. Containers make contexts; use
   /// `container.newBackgroundContext()`.
   public init(store: PersistentStore, name: String? = nil) {
+    self.init(store: store, name: name, automaticMerging: nil)
+  }
+
+  /// A context whose `automaticallyMergesChangesFromParent` subscribes through
+  /// `automaticMerging` (the container that makes it wires it to its change notifications).
+  init(store: PersistentStore, name: String?, automaticMerging: AutomaticMerging?) {
     self.persistentStore = store
     self.executor = ContextExecutor(label: "TypedStore.context.\(name ?? "unnamed")")
-    self.state = ContextState(store: store, name: name)
+    let state = ContextState(store: store, name: name)
+    state.automaticMerging = automaticMerging
+    self.state = state
     state.context = self
+  }
+
+  /// Subscribes a context to every commit of its store: given the context and the identity of
+  /// its saves (left out), returns what keeps the subscription alive.
+  typealias AutomaticMerging = @Sendable (ManagedObjectContext, ObjectIdentifier) -> AnyObject
+
+  /// Runs `body` on the context's executor after everything enqueued before it: for work
+  /// that must keep its order, such as merging commits one after the other.
+  nonisolated func enqueue(_ body: @escaping @Sendable (isolated ManagedObjectContext) -> Void) {
+    executor.queue.async { self.assumeIsolated { body($0) } }
   }
 
   // MARK: - Running code on the context
@@ -76,6 +94,53 @@ public actor ManagedObjectContext {
   public var name: String? {
     get { state.name }
     set { state.name = newValue }
+  }
+
+  /// What happens when a fault is read whose row no longer exists (another context or
+  /// process deleted it after the fault was made): true (the default, as in Core Data) marks
+  /// the object deleted — it leaves the context, `isDeleted` is true, and its attributes keep
+  /// the values they last had (a fault never loaded has its defaults); false stops the
+  /// program, for code that wants to find such reads.
+  ///
+  /// ```swift
+  /// let note = context.object(with: id)      // a fault
+  /// // ... another process deletes the row ...
+  /// _ = note.title                           // "" and note.isDeleted == true
+  /// ```
+  public var shouldDeleteInaccessibleFaults: Bool {
+    get { state.shouldDeleteInaccessibleFaults }
+    set { state.shouldDeleteInaccessibleFaults = newValue }
+  }
+
+  /// Whether the context merges every commit to its store as it happens, as Core Data's
+  /// property of that name does: commits of the container's other contexts, batch requests,
+  /// and — through the remote-change monitor — commits of other processes. Each commit is
+  /// merged once, in commit order, with `mergeChanges(_:)`; the context's own saves are left
+  /// out. When history was deleted before the monitor could read it, the context refreshes
+  /// every object it holds. Only for contexts a `PersistentContainer` made.
+  ///
+  /// ```swift
+  /// let context = container.newBackgroundContext()
+  /// await context.perform { $0.automaticallyMergesChangesFromParent = true }
+  /// ```
+  public var automaticallyMergesChangesFromParent: Bool {
+    get { state.automaticMergeSubscription != nil }
+    set {
+      if !newValue {
+        state.automaticMergeSubscription = nil
+      } else if state.automaticMergeSubscription == nil {
+        state.automaticMergeSubscription = state.automaticMerging?(self, ObjectIdentifier(state))
+      }
+    }
+  }
+
+  /// Refreshes every registered object with the store's values, keeping unsaved changes on
+  /// top; objects whose rows are gone are marked deleted. The recovery when changes could not
+  /// be merged one by one (history deleted before it was read).
+  public func refreshAllObjects() {
+    for object in state.registered.values where !object.isFault {
+      state.refresh(object, mergeChanges: true)
+    }
   }
 
   /// The author recorded with each transaction this context saves.
@@ -122,7 +187,12 @@ public actor ManagedObjectContext {
   public func reset() { state.reset() }
 
   /// Turns `object` back into a fault, dropping its unsaved changes; with `mergeChanges`
-  /// reloads its saved values and keeps its unsaved changes on top.
+  /// reloads its saved values now and keeps its unsaved changes on top. An object whose row
+  /// is gone is marked deleted (see `shouldDeleteInaccessibleFaults`).
+  ///
+  /// ```swift
+  /// context.refresh(note, mergeChanges: true)   // note has the store's values, plus its edits
+  /// ```
   public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
     state.refresh(object, mergeChanges: mergeChanges)
   }
@@ -152,8 +222,8 @@ public actor ManagedObjectContext {
   }
 
   /// The object for `id`, as a fault when it is not registered yet: no I/O. Reading an
-  /// attribute of a fault whose row does not exist stops the program, as in Core Data; use
-  /// `existingObject(with:)` when the row may be gone.
+  /// attribute of a fault whose row does not exist marks it deleted (see
+  /// `shouldDeleteInaccessibleFaults`); use `existingObject(with:)` to be told instead.
   public func object<Entity: ManagedObject>(with id: ManagedID<Entity>) -> Entity {
     guard let (key, entity) = try? state.key(for: id.untyped),
       let object = state.fault(for: key, entity: entity) as? Entity

@@ -109,7 +109,7 @@ final class HistoryRecorder {
     }
     return CommittedTransaction(
       storeIdentifier: storeIdentifier, number: number, timestamp: timestamp, author: info.author,
-      contextName: info.contextName, groups: changes)
+      contextName: info.contextName, groups: changes, origin: info.origin)
   }
 
   // MARK: - Helpers
@@ -209,6 +209,9 @@ struct CommittedTransaction: Sendable {
   var author: String?
   var contextName: String?
   var groups: [Group]
+  /// The context that saved it, if one did (a batch request or a save); automatic merging
+  /// leaves a context's own saves out.
+  var origin: ObjectIdentifier?
 }
 
 /// The rows of one table that a change covers, as SQL: those `whereClause` selects (the
@@ -223,4 +226,6 @@ struct HistoryRows {
 struct TransactionInfo: Sendable {
   var author: String?
   var contextName: String?
+  /// The context whose save or request this is.
+  var origin: ObjectIdentifier?
 }

@@ -193,6 +193,12 @@ final class SQLiteConnection {
     return statement.int64(0)
   }
 
+  /// SQLite's `PRAGMA data_version`: changes when any other connection, in this process or
+  /// another, commits to the file. A query of the connection's own state: no I/O.
+  func dataVersion() throws -> Int64 {
+    try scalarInt("PRAGMA data_version") ?? 0
+  }
+
   /// Rows changed by the last INSERT, UPDATE or DELETE on this connection.
   var changes: Int { Int(sqlite3_changes64(handle)) }
 

@@ -31,6 +31,10 @@ public struct StoreOptions: Sendable {
   /// deleted that a recovery tool could still read.
   public var opensDamagedWAL = false
 
+  /// How often a container looks for commits of other processes when inotify reports
+  /// nothing (the backstop: inotify wakes the monitor within a millisecond of a commit).
+  public var remoteChangePollInterval: Duration = .seconds(1)
+
   /// The defaults: 5 s busy timeout, history on, checkpoint after 1,000 WAL pages, read-write.
   public init() {}
 }

@@ -2,52 +2,163 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Hands each commit's `StoreChanges` to the container's observers, in commit order.
+/// Hands each transaction's `StoreChanges` to the container's observers: once each, in commit
+/// order, whether this process committed it or another one did.
 ///
-/// `publish` runs under the store's writer lock, so it never blocks: streams get the value
-/// through their continuation, callbacks are called on one serial queue.
+/// Two sources feed it. Commits of this process arrive from the store's writer, under its
+/// lock, and are published at once when they come right after the last one published. Commits
+/// of other processes arrive from the `RemoteChangeMonitor`, which reads history after the
+/// last number published. A local commit that finds remote ones before it not yet published
+/// is held back, the monitor is woken, and the local one goes out right after them (as the
+/// value the writer made, so automatic merging still knows which context saved it). A
+/// transaction the monitor read that was already published locally is skipped by its number.
+///
+/// Nothing of this runs while nobody listens: the position is taken, and the monitor started,
+/// when the first stream or callback is added. `publish` never blocks: streams get the value
+/// through their continuation, callbacks are queued on one serial queue, in order, while the
+/// state's lock is held.
 final class ChangePublisher: Sendable {
-  private struct Observers {
+  private struct State {
     var streams: [UUID: AsyncStream<StoreChanges>.Continuation] = [:]
     var callbacks: [UUID: @Sendable (StoreChanges) -> Void] = [:]
+    var expiryCallbacks: [UUID: @Sendable (HistoryToken) -> Void] = [:]
+    /// The number of the last transaction published; nil until someone listens.
+    var lastPublished: Int64?
+    /// Local commits waiting for remote ones before them.
+    var heldBack: [Int64: CommittedTransaction] = [:]
+    var store: PersistentStore?
+    var monitor: RemoteChangeMonitor?
+
+    var hasListeners: Bool { !streams.isEmpty || !callbacks.isEmpty || !expiryCallbacks.isEmpty }
   }
 
-  private let observers = Mutex(Observers())
+  private let state = Mutex(State())
   private let callbackQueue = DispatchQueue(label: "TypedStore.storeChanges")
+  /// How often the monitor looks for commits of other processes when inotify says nothing.
+  let pollInterval: Duration
 
+  init(pollInterval: Duration = .seconds(1)) {
+    self.pollInterval = pollInterval
+  }
+
+  deinit {
+    state.withLock { $0.monitor?.stop() }
+  }
+
+  /// The store whose remote commits are published (set once the container opened it).
+  func attach(_ store: PersistentStore) {
+    state.withLock { $0.store = store }
+  }
+
+  // MARK: - Publishing
+
+  /// Publishes a commit of this process; called by the store's writer under its lock.
   func publish(_ committed: CommittedTransaction) {
-    // Built only when someone listens: a large batch makes a large value.
-    var changes: StoreChanges?
-    let callbacks = observers.withLock { observers -> [@Sendable (StoreChanges) -> Void] in
-      guard !observers.streams.isEmpty || !observers.callbacks.isEmpty else { return [] }
-      let value = StoreChanges(committed)
-      changes = value
-      for continuation in observers.streams.values { continuation.yield(value) }
-      return Array(observers.callbacks.values)
+    let monitor: RemoteChangeMonitor? = state.withLock { state in
+      guard let number = committed.number, let last = state.lastPublished else {
+        emit(StoreChanges(committed), in: &state)  // nobody listens yet, or no history: no order to keep
+        return nil
+      }
+      if number <= last { return nil }  // the monitor read it from history first
+      if number == last + 1 {
+        emit(StoreChanges(committed), in: &state)
+        state.lastPublished = number
+        return nil
+      }
+      state.heldBack[number] = committed
+      return state.monitor
     }
-    guard let changes else { return }
-    guard !callbacks.isEmpty else { return }
+    monitor?.wake()
+  }
+
+  /// Publishes what the monitor read.
+  private func publish(_ event: RemoteChangeMonitor.Event) {
+    var expired: (callbacks: [@Sendable (HistoryToken) -> Void], horizon: HistoryToken)?
+    state.withLock { state in
+      switch event {
+      case .transactions(let transactions):
+        for transaction in transactions {
+          guard let last = state.lastPublished, transaction.number > last else { continue }
+          let local = state.heldBack.removeValue(forKey: transaction.number)
+          emit(local.map(StoreChanges.init) ?? StoreChanges(transaction), in: &state)
+          state.lastPublished = transaction.number
+        }
+      case .expired(let horizon):
+        state.lastPublished = max(state.lastPublished ?? 0, horizon.transactionNumber)
+        expired = (Array(state.expiryCallbacks.values), horizon)
+      }
+      // Local commits held back for remote ones that are now out.
+      while let last = state.lastPublished, let next = state.heldBack.removeValue(forKey: last + 1) {
+        emit(StoreChanges(next), in: &state)
+        state.lastPublished = last + 1
+      }
+      if let last = state.lastPublished { state.heldBack = state.heldBack.filter { $0.key > last } }
+      if let expired {
+        callbackQueue.async { for callback in expired.callbacks { callback(expired.horizon) } }
+      }
+    }
+  }
+
+  /// Hands `changes` to every listener; built only when someone listens (a large batch makes
+  /// a large value).
+  private func emit(_ changes: @autoclosure () -> StoreChanges, in state: inout State) {
+    guard !state.streams.isEmpty || !state.callbacks.isEmpty else { return }
+    let changes = changes()
+    for continuation in state.streams.values { continuation.yield(changes) }
+    guard !state.callbacks.isEmpty else { return }
+    let callbacks = Array(state.callbacks.values)
     callbackQueue.async {
       for callback in callbacks { callback(changes) }
     }
   }
 
+  // MARK: - Listening
+
   func stream() -> AsyncStream<StoreChanges> {
     let key = UUID()
     let (stream, continuation) = AsyncStream<StoreChanges>.makeStream(bufferingPolicy: .unbounded)
     continuation.onTermination = { [weak self] _ in
-      self?.observers.withLock { _ = $0.streams.removeValue(forKey: key) }
+      self?.state.withLock { _ = $0.streams.removeValue(forKey: key) }
     }
-    observers.withLock { $0.streams[key] = continuation }
+    state.withLock { state in
+      startListening(&state)
+      state.streams[key] = continuation
+    }
     return stream
   }
 
   func addObserver(_ callback: @escaping @Sendable (StoreChanges) -> Void) -> StoreChangesObservation {
     let key = UUID()
-    observers.withLock { $0.callbacks[key] = callback }
-    return StoreChangesObservation { [weak self] in
-      self?.observers.withLock { _ = $0.callbacks.removeValue(forKey: key) }
+    state.withLock { state in
+      startListening(&state)
+      state.callbacks[key] = callback
     }
+    return StoreChangesObservation { [weak self] in
+      self?.state.withLock { _ = $0.callbacks.removeValue(forKey: key) }
+    }
+  }
+
+  func addExpiryObserver(_ callback: @escaping @Sendable (HistoryToken) -> Void) -> StoreChangesObservation {
+    let key = UUID()
+    state.withLock { state in
+      startListening(&state)
+      state.expiryCallbacks[key] = callback
+    }
+    return StoreChangesObservation { [weak self] in
+      self?.state.withLock { _ = $0.expiryCallbacks.removeValue(forKey: key) }
+    }
+  }
+
+  /// Takes the position and starts the monitor, for the first listener.
+  private func startListening(_ state: inout State) {
+    guard state.lastPublished == nil, let store = state.store else { return }
+    guard store.options.recordsHistory, let current = try? store.currentHistoryToken() else { return }
+    state.lastPublished = current.transactionNumber
+    guard state.monitor == nil else { return }
+    state.monitor = RemoteChangeMonitor(
+      store: store, pollInterval: pollInterval,
+      position: { [weak self] in self?.state.withLock { $0.lastPublished } ?? Int64.max },
+      deliver: { [weak self] event in self?.publish(event) })
   }
 }
 

@@ -28,8 +28,18 @@ public struct StoreChanges: Sendable {
   public let deletedIDs: Set<AnyManagedID>
   /// For each updated row, the attributes that changed.
   public let changedAttributes: [AnyManagedID: [String]]
+  /// True when another process committed the transaction: the remote-change monitor read it
+  /// from history. False for commits of this process.
+  public let isRemote: Bool
+  /// The process that committed the transaction.
+  public let processID: Int32
+  /// The context of this process that committed it, for automatic merging.
+  let origin: ObjectIdentifier?
 
   init(_ committed: CommittedTransaction) {
+    isRemote = false
+    processID = ProcessInfo.processInfo.processIdentifier
+    origin = committed.origin
     storeIdentifier = committed.storeIdentifier
     token = committed.number.map { HistoryToken(storeIdentifier: committed.storeIdentifier, transactionNumber: $0) }
     author = committed.author
@@ -50,6 +60,42 @@ public struct StoreChanges: Sendable {
           changed[id] = group.changedAttributes
         case .delete: deleted.insert(id)
         }
+      }
+    }
+    insertedIDs = inserted
+    updatedIDs = updated
+    deletedIDs = deleted
+    changedAttributes = changed
+  }
+
+  /// The changes of a transaction read from history: what its commit published, so that
+  /// history merges as directly as a live notification.
+  ///
+  /// ```swift
+  /// for transaction in try container.fetchHistory(HistoryRequest(after: token)) {
+  ///   context.mergeChanges(StoreChanges(transaction))
+  /// }
+  /// ```
+  public init(_ transaction: HistoryTransaction) {
+    storeIdentifier = transaction.token.storeIdentifier
+    token = transaction.token
+    author = transaction.author
+    contextName = transaction.contextName
+    timestamp = transaction.timestamp
+    processID = transaction.processID
+    isRemote = transaction.processID != ProcessInfo.processInfo.processIdentifier
+    origin = nil
+    var inserted = Set<AnyManagedID>()
+    var updated = Set<AnyManagedID>()
+    var deleted = Set<AnyManagedID>()
+    var changed: [AnyManagedID: [String]] = [:]
+    for change in transaction.changes {
+      switch change.kind {
+      case .insert: inserted.insert(change.objectID)
+      case .update:
+        updated.insert(change.objectID)
+        changed[change.objectID] = change.changedAttributes
+      case .delete: deleted.insert(change.objectID)
       }
     }
     insertedIDs = inserted

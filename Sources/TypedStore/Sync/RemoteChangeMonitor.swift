@@ -1,0 +1,165 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// Notices commits of other processes to a store and reads their history.
+///
+/// One thread per monitored store waits on three things at once:
+/// - inotify on the store's folder, for writes to the store file or its `-wal`: the wake-up
+///   hint (a folder watch survives the `-wal` being deleted and made again);
+/// - a pipe, for a request to look now (`wake()`, when a local commit finds earlier remote
+///   ones not yet published);
+/// - a timeout, the slow poll that is the backstop where inotify is missing or misses.
+///
+/// After each wake-up, `PRAGMA data_version` on the monitor's own read connection is the
+/// truth: it changes only when another connection committed. The last frame of a commit is
+/// written before SQLite makes the commit visible in the WAL index (memory, which inotify does
+/// not see), so a wake-up that finds no change looks again after 0.2, 1 and 5 ms before it
+/// sleeps. When something changed, the history after the publisher's position is read, 1,000
+/// transactions at a time, and delivered in order.
+final class RemoteChangeMonitor: Sendable {
+  /// What the monitor found.
+  enum Event: Sendable {
+    /// Transactions after the position, in order.
+    case transactions([HistoryTransaction])
+    /// History after the position was deleted before it was read; reading goes on after
+    /// `horizon`.
+    case expired(horizon: HistoryToken)
+  }
+
+  private let store: PersistentStore
+  private let pollInterval: Duration
+  private let position: @Sendable () -> Int64
+  private let deliver: @Sendable (Event) -> Void
+  private let isRunning = Atomic<Bool>(true)
+  private let wakeRead: Int32
+  private let wakeWrite: Int32
+
+  /// Starts monitoring `store`: `position` says after which transaction to read (the last
+  /// one published), `deliver` receives what was read, on the monitor's thread.
+  init(
+    store: PersistentStore, pollInterval: Duration, position: @escaping @Sendable () -> Int64,
+    deliver: @escaping @Sendable (Event) -> Void
+  ) {
+    self.store = store
+    self.pollInterval = pollInterval
+    self.position = position
+    self.deliver = deliver
+    var fds: [Int32] = [-1, -1]
+    if pipe(&fds) == 0 {
+      for fd in fds {
+        _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+      }
+    } else {
+      fds = [-1, -1]
+    }
+    wakeRead = fds[0]
+    wakeWrite = fds[1]
+    let monitor = self
+    let thread = Thread { monitor.run() }
+    thread.name = "TypedStore.remoteChanges"
+    thread.start()
+  }
+
+  /// Asks the monitor to read history now.
+  func wake() {
+    var byte: UInt8 = 1
+    _ = write(wakeWrite, &byte, 1)
+  }
+
+  /// Stops the thread (it ends at its next wake-up, which this causes).
+  func stop() {
+    isRunning.store(false, ordering: .releasing)
+    wake()
+  }
+
+  // MARK: - The thread
+
+  private func run() {
+    defer {
+      close(wakeRead)
+      close(wakeWrite)
+    }
+    guard let connection = try? store.makeReadConnection() else { return }
+    let path = store.url.path
+    let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+    let names: Set<String> = [store.url.lastPathComponent, store.url.lastPathComponent + "-wal"]
+    let inotify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+    if inotify >= 0 { _ = inotify_add_watch(inotify, folder, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO)) }
+    defer { if inotify >= 0 { close(inotify) } }
+
+    var version = (try? connection.dataVersion()) ?? 0
+    let timeout = Int32(
+      clamping: pollInterval.components.seconds * 1000 + pollInterval.components.attoseconds / 1_000_000_000_000_000)
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    readHistory(connection)  // what was committed before the thread started
+    while isRunning.load(ordering: .acquiring) {
+      var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+      if inotify >= 0 { fds.append(pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)) }
+      let ready = poll(&fds, nfds_t(fds.count), max(1, timeout))
+      guard isRunning.load(ordering: .acquiring) else { break }
+      var asked = false
+      var hinted = ready == 0  // the slow poll looks every time
+      if fds[0].revents != 0 {
+        while read(wakeRead, &buffer, buffer.count) > 0 { asked = true }
+      }
+      if fds.count > 1, fds[1].revents != 0 {
+        while true {
+          let count = read(inotify, &buffer, buffer.count)
+          guard count > 0 else { break }
+          if !hinted { hinted = Self.namesAny(of: names, in: buffer, count: count) }
+        }
+      }
+      guard asked || hinted else { continue }
+      // A commit's last frame is written before it becomes visible: look again shortly.
+      for delay in [0, 200, 1_000, 5_000] as [UInt32] {
+        if delay > 0 { usleep(delay) }
+        let current = (try? connection.dataVersion()) ?? version
+        if current != version || asked {
+          version = current
+          readHistory(connection)
+          break
+        }
+        if ready == 0 { break }  // a timeout: no hint to wait for
+      }
+    }
+  }
+
+  /// Reads the history after the publisher's position and delivers it, page by page.
+  private func readHistory(_ connection: SQLiteConnection) {
+    while true {
+      var request = HistoryRequest(
+        after: HistoryToken(storeIdentifier: store.identifier, transactionNumber: position()))
+      request.transactionLimit = 1000
+      do {
+        let transactions = try HistoryReader.fetch(
+          request, storeIdentifier: store.identifier, model: store.model, connection: connection)
+        guard !transactions.isEmpty else { return }
+        deliver(.transactions(transactions))
+        if transactions.count < 1000 { return }
+      } catch HistoryError.tokenExpired(let horizon) {
+        deliver(.expired(horizon: horizon))
+      } catch {
+        return  // read again at the next wake-up
+      }
+    }
+  }
+
+  /// Whether any inotify event in the buffer names one of `names`.
+  private static func namesAny(of names: Set<String>, in buffer: [UInt8], count: Int) -> Bool {
+    let headerSize = MemoryLayout<inotify_event>.size
+    var offset = 0
+    while offset + headerSize <= count {
+      let length = buffer.withUnsafeBytes {
+        Int($0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))  // inotify_event.len
+      }
+      let start = offset + headerSize
+      let end = min(count, start + length)
+      let name = String(decoding: buffer[start..<end].prefix { $0 != 0 }, as: UTF8.self)
+      if names.contains(name) { return true }
+      offset = start + length
+    }
+    return false
+  }
+}

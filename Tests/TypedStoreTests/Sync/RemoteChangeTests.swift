@@ -1,0 +1,263 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import TypedStore
+
+/// Collects what a container publishes, for tests that wait for a number of changes.
+private final class Collector: Sendable {
+  private let changes = Mutex<[StoreChanges]>([])
+
+  var all: [StoreChanges] { changes.withLock { $0 } }
+
+  func add(_ value: StoreChanges) { changes.withLock { $0.append(value) } }
+
+  /// Waits until `count` changes arrived (false after `seconds`).
+  func wait(for count: Int, seconds: Double = 20) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+      if all.count >= count { return true }
+      try? await Task.sleep(for: .milliseconds(5))
+    }
+    return all.count >= count
+  }
+}
+
+private func runWriter(_ arguments: [String]) throws -> SpawnedProcess {
+  try SpawnedProcess(builtProduct("typedstore-test-writer"), arguments)
+}
+
+/// Polls `condition` on the context until it holds (false after `seconds`).
+private func eventually(
+  _ context: ManagedObjectContext, seconds: Double = 20,
+  _ condition: @escaping @Sendable (isolated ManagedObjectContext) -> Bool
+) async -> Bool {
+  let deadline = Date().addingTimeInterval(seconds)
+  while Date() < deadline {
+    if await context.perform(condition) { return true }
+    try? await Task.sleep(for: .milliseconds(5))
+  }
+  return false
+}
+
+@Suite struct RemoteChangeTests {
+  @Test func commitsOfAnotherProcessArePublishedOnceEachInCommitOrderMarkedRemote() async throws {
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
+    let collector = Collector()
+    let observation = container.addStoreChangesObserver { collector.add($0) }
+    let writer = try runWriter([container.persistentStore.url.path, "elsewhere", "20"])
+    #expect(await collector.wait(for: 20))
+    _ = writer.finish()
+    let changes = collector.all
+    #expect(changes.count == 20)
+    #expect(changes.allSatisfy { $0.isRemote && $0.author == "elsewhere" })
+    #expect(changes.allSatisfy { $0.processID == writer.process.processIdentifier })
+    #expect(changes.allSatisfy { $0.inserted(Event.self).count == 1 })
+    let numbers = changes.compactMap { $0.token?.transactionNumber }
+    #expect(numbers == Array(numbers[0]..<(numbers[0] + 20)))
+    // The same as reading the history of those transactions.
+    let history = try container.fetchHistory(
+      HistoryRequest(
+        after: HistoryToken(storeIdentifier: container.persistentStore.identifier, transactionNumber: numbers[0] - 1)))
+    #expect(history.map { Set($0.changes.map(\.objectID)) } == changes.map(\.insertedIDs))
+    observation.cancel()
+  }
+
+  @Test func localAndRemoteCommitsAtTheSameTimeArePublishedOnceEachInCommitOrder() async throws {
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
+    let collector = Collector()
+    let observation = container.addStoreChangesObserver { collector.add($0) }
+    let writer = try runWriter([container.persistentStore.url.path, "elsewhere", "40"])
+    let context = container.newBackgroundContext()
+    for sequence in 0..<40 {
+      try await context.perform { context in
+        context.transactionAuthor = "here"
+        Event(context: context).sequence = sequence
+        try context.save()
+      }
+    }
+    #expect(await collector.wait(for: 80))
+    _ = writer.finish()
+    try await Task.sleep(for: .milliseconds(50))  // nothing more may come
+    let changes = collector.all
+    let numbers = changes.compactMap { $0.token?.transactionNumber }
+    #expect(changes.count == 80)
+    #expect(numbers == Array(numbers[0]..<(numbers[0] + 80)), "each once, in commit order")
+    #expect(changes.filter { $0.author == "here" }.allSatisfy { !$0.isRemote })
+    #expect(changes.filter { $0.author == "elsewhere" }.allSatisfy { $0.isRemote })
+    observation.cancel()
+  }
+
+  @Test func aContextThatMergesAutomaticallySeesAnotherProcessUpdateAndDeleteItsObjects() async throws {
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
+    let path = container.persistentStore.url.path
+    _ = try runWriter([path, "maker", "2"]).finish()
+    let context = container.newBackgroundContext()
+    let ids = try await context.perform { context in
+      context.automaticallyMergesChangesFromParent = true
+      let events = try context.fetch(FetchRequest<Event>(sortBy: [SortDescriptor(\.sequence)]))
+      #expect(events.map(\.sequence) == [0, 1])
+      return events.map(\.managedID)
+    }
+    // Held by the context's executor's closure below, as a service holds its live objects.
+    let (first, second) = (ids[0], ids[1])
+    #expect(try runWriter(["set", path, String(first.primaryKey ?? 0), "42"]).finish().contains("done"))
+    #expect(
+      await eventually(context) { context in
+        context.registeredObject(for: first)?.sequence == 42
+          || (try? context.existingObject(with: first).sequence) == 42
+      })
+    #expect(try runWriter(["delete", path, String(second.primaryKey ?? 0)]).finish().contains("done"))
+    #expect(
+      await eventually(context) { context in
+        (try? context.fetch(FetchRequest<Event>()).count) == 1 && context.registeredObject(for: second) == nil
+      })
+  }
+
+  @Test func aContextThatMergesAutomaticallyKeepsItsLoadedObjectsCurrent() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let id = try await saveNotes(["before"], in: container)[0]
+    let watcher = container.newBackgroundContext()
+    // The watcher has the note loaded (a context keeps it registered: far below the
+    // identity map's drop threshold) while another context changes it.
+    try await watcher.perform { context in
+      context.automaticallyMergesChangesFromParent = true
+      _ = try context.existingObject(with: id).title
+    }
+    try await container.performBackgroundTask { context in
+      try context.existingObject(with: id).title = "after"
+      try context.save()
+    }
+    #expect(await eventually(watcher) { context in context.registeredObject(for: id)?.title == "after" })
+  }
+}
+
+@Suite struct MergeSemanticsTests {
+  @Test func mergingAnUpdateOfARowALaterTransactionDeletedMarksTheObjectDeletedAndReportsLostEdits() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let id = try await saveNotes(["a"], in: container)[0]
+    let start = try container.currentHistoryToken
+    // A merger that lags: it loaded the note and edited it before the update and the delete.
+    let lagging = container.newBackgroundContext()
+    try await lagging.perform { context in try context.existingObject(with: id).status = .archived }
+    try await container.performBackgroundTask { context in
+      try context.existingObject(with: id).title = "b"
+      try context.save()
+    }
+    try await container.performBackgroundTask { context in
+      context.delete(try context.existingObject(with: id))
+      try context.save()
+    }
+    let history = try container.fetchHistory(HistoryRequest(after: start))
+    #expect(history.count == 2)
+    let outcome = await lagging.perform { context in
+      let note = context.registeredObject(for: id)
+      let result = context.mergeChanges(history[0])  // the update: its row is gone by now
+      return (result, note?.isDeleted, note?.title, context.registeredObject(for: id) == nil, context.hasChanges)
+    }
+    #expect(outcome.0.deleted == [id.untyped])
+    #expect(outcome.0.refreshed.isEmpty)
+    #expect(outcome.0.discardedChanges == [id.untyped: ["status"]])
+    #expect(outcome.1 == true)
+    #expect(outcome.2 == "a", "its last known values")
+    #expect(outcome.3)
+    #expect(!outcome.4)
+    // And a context that never had it merges the same history to nothing.
+    let fresh = await container.newBackgroundContext().perform { context in
+      (context.mergeChanges(history[0]), context.mergeChanges(history[1]))
+    }
+    #expect(fresh.0 == MergeResult())
+    #expect(fresh.1 == MergeResult())
+  }
+
+  @Test func unsavedEditsThatADeletionDiscardsAreReported() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let id = try await saveNotes(["a"], in: container)[0]
+    let start = try container.currentHistoryToken
+    let context = container.newBackgroundContext()
+    try await context.perform { context in try context.existingObject(with: id).title = "edited here" }
+    try await container.performBackgroundTask { context in
+      context.delete(try context.existingObject(with: id))
+      try context.save()
+    }
+    let transaction = try #require(try container.fetchHistory(HistoryRequest(after: start)).first)
+    let result = await context.perform { context in context.mergeChanges(transaction) }
+    #expect(result.deleted == [id.untyped])
+    #expect(result.discardedChanges == [id.untyped: ["title"]])
+    let again = await context.perform { context in (context.mergeChanges(transaction), context.hasChanges) }
+    #expect(again.0 == MergeResult(), "merging the same transaction twice changes nothing")
+    #expect(!again.1)
+  }
+
+  @Test func aMergedUpdateKeepsUnsavedEditsOnTopAndMovesTheSnapshot() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let id = try await saveNotes(["a"], in: container)[0]
+    let start = try container.currentHistoryToken
+    let context = container.newBackgroundContext()
+    try await context.perform { context in
+      let note = try context.existingObject(with: id)
+      note.status = .published  // an unsaved edit of another attribute
+    }
+    try await container.performBackgroundTask { context in
+      try context.existingObject(with: id).title = "from elsewhere"
+      try context.save()
+    }
+    let transaction = try #require(try container.fetchHistory(HistoryRequest(after: start)).first)
+    let outcome = try await context.perform { context in
+      let result = context.mergeChanges(transaction)
+      let second = context.mergeChanges(transaction)
+      let note = try context.existingObject(with: id)
+      let seen = (note.title, note.status, context.hasChanges)
+      try context.save()  // the snapshot moved with the merge: no conflict
+      return (result.refreshed, second.refreshed, seen)
+    }
+    #expect(outcome.0 == [id.untyped])
+    #expect(outcome.1 == [id.untyped])
+    #expect(outcome.2.0 == "from elsewhere")
+    #expect(outcome.2.1 == .published)
+    #expect(outcome.2.2)
+    let stored = try await container.newBackgroundContext().perform { context in
+      let note = try context.existingObject(with: id)
+      return (note.title, note.status)
+    }
+    #expect(stored.0 == "from elsewhere")
+    #expect(stored.1 == .published)
+  }
+
+  @Test func refreshWithMergeChangesReloadsAnObjectThatHasNoUnsavedChanges() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let id = try await saveNotes(["a"], in: container)[0]
+    let context = container.newBackgroundContext()
+    try await context.perform { context in _ = try context.existingObject(with: id).title }
+    try await container.performBackgroundTask { context in
+      try context.existingObject(with: id).title = "b"
+      try context.save()
+    }
+    let state = await context.perform { context in
+      let note = context.registeredObject(for: id)
+      if let note { context.refresh(note, mergeChanges: true) }
+      return (note?.isFault, note?.title)
+    }
+    #expect(state.0 == false, "reloaded now, not turned into a fault")
+    #expect(state.1 == "b")
+  }
+
+  @Test func aFaultWhoseRowIsGoneIsMarkedDeletedWithItsDefaultValues() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let id = try await saveNotes(["a"], in: container)[0]
+    let context = container.newBackgroundContext()
+    let fault = await context.perform { context in context.object(with: id).isFault }
+    #expect(fault)
+    try await container.performBackgroundTask { context in
+      context.delete(try context.existingObject(with: id))
+      try context.save()
+    }
+    let after = await context.perform { context in
+      let note = context.object(with: id)
+      return (note.title, note.isDeleted, context.shouldDeleteInaccessibleFaults)
+    }
+    #expect(after.0 == "")
+    #expect(after.1)
+    #expect(after.2)
+  }
+}
