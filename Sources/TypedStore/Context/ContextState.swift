@@ -206,6 +206,8 @@ final class ContextState: ObjectTracking {
   /// Whether a fault whose row is gone is marked deleted instead of stopping the program
   /// (`ManagedObjectContext.shouldDeleteInaccessibleFaults`).
   var shouldDeleteInaccessibleFaults = true
+  /// How a save resolves conflicts (`ManagedObjectContext.mergePolicy`).
+  var mergePolicy: MergePolicy = .error
 
   func fulfillFault(of object: ManagedObject) {
     do {
@@ -274,23 +276,32 @@ final class ContextState: ObjectTracking {
       changes.inserts.append(
         ChangeSet.Insert(entityIndex: entity.index, primaryKey: key.isTemporary ? nil : key.value, values: values))
     }
+    changes.policy = mergePolicy
+    // Only the policies that may write the whole object need every value of each update,
+    // and only store-trump needs the values read (to see which attributes the store changed).
+    let needsAllValues = mergePolicy == .objectTrump || mergePolicy == .overwrite
+    let needsOriginals = mergePolicy == .storeTrump
     var savedUpdates: [ManagedObject] = []
     for object in updatedObjects {
       guard let entity = object.entity, let key = object.objectKey else { continue }
       var slots: [Int32] = []
       var values: [PrimitiveValue] = []
+      var originals: [PrimitiveValue] = []
       for (slot, committed) in object.committedValues {
         let current = try entity.accessors[Int(slot)].encode(object)
         if current != committed {
           slots.append(slot)
           values.append(current)
+          if needsOriginals { originals.append(committed) }
         }
       }
       guard !slots.isEmpty else { continue }
       savedUpdates.append(object)
       changes.updates.append(
         ChangeSet.Update(
-          entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion, slots: slots, values: values))
+          entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion, slots: slots, values: values,
+          originalValues: originals,
+          allValues: needsAllValues ? try entity.accessors.map { try $0.encode(object) } : nil))
     }
     for object in deletedObjects {
       guard let entity = object.entity, let key = object.objectKey else { continue }
@@ -299,8 +310,13 @@ final class ContextState: ObjectTracking {
     }
 
     if !changes.isEmpty {
-      let applied = try store.commit(
-        changes, info: TransactionInfo(author: transactionAuthor, contextName: name, origin: ObjectIdentifier(self)))
+      let applied: AppliedChanges
+      do {
+        applied = try store.commit(
+          changes, info: TransactionInfo(author: transactionAuthor, contextName: name, origin: ObjectIdentifier(self)))
+      } catch StoreError.mergeConflict(let conflicts) {
+        throw StoreError.mergeConflict(conflicts.map(describe))
+      }
       for (object, primaryKey) in zip(inserted, applied.insertedKeys) {
         guard let entity = object.entity else { continue }
         let key = ObjectKey(rootIndex: entity.rootIndex, isTemporary: false, value: primaryKey)
@@ -313,9 +329,32 @@ final class ContextState: ObjectTracking {
       // them, so the temporary keys go at once.
       registered.removeAllTemporary()
       for object in savedUpdates { object.rowVersion += 1 }
+      var kept: [ManagedObject] = []
       for object in deletedObjects {
+        if let entity = object.entity, let key = object.objectKey,
+          applied.resolved[ResolvedRow(entityIndex: entity.index, primaryKey: key.value)] == .kept
+        {
+          object.isDeleted = false
+          kept.append(object)
+          continue
+        }
         if let key = object.objectKey { registered[key] = nil }
         object.lifecycle = .invalidated
+      }
+      for object in updated { object.committedValues.removeAll() }
+      inserted.removeAll()
+      updated.removeAll()
+      deleted.removeAll()
+      // Objects whose conflicts were resolved hold the row as it was committed.
+      for object in savedUpdates + kept {
+        guard let entity = object.entity, let key = object.objectKey,
+          let resolution = applied.resolved[ResolvedRow(entityIndex: entity.index, primaryKey: key.value)]
+        else { continue }
+        if resolution == .deleted {
+          forgetDeleted(object)
+        } else {
+          refresh(object, mergeChanges: true)
+        }
       }
     }
     for object in updated { object.committedValues.removeAll() }
@@ -325,6 +364,28 @@ final class ContextState: ObjectTracking {
     // Saved objects nobody else holds go, as Core Data releases them: an import loop that
     // saves every 10,000 objects keeps one batch in memory, not all of them.
     registered.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
+  }
+
+  /// A conflict the store reported, completed with what the object read and holds.
+  private func describe(_ conflict: MergeConflict) -> MergeConflict {
+    var conflict = conflict
+    guard let (key, entity) = try? self.key(for: conflict.objectID), let object = registered[key] else {
+      return conflict
+    }
+    var objectValues: [String: PrimitiveValue] = [:]
+    for (index, attribute) in entity.attributes.enumerated() {
+      objectValues[attribute.name] = (try? entity.accessors[index].encode(object)) ?? .null
+    }
+    var readValues = objectValues
+    for (slot, value) in object.committedValues { readValues[entity.attributes[Int(slot)].name] = value }
+    var involved = Set(object.committedValues.keys.map { entity.attributes[Int($0)].name })
+    if let storeValues = conflict.storeValues {
+      for (name, value) in storeValues where readValues[name] != value { involved.insert(name) }
+    }
+    conflict.objectValues = objectValues
+    conflict.readValues = readValues
+    conflict.attributes = involved
+    return conflict
   }
 
   func rollback() {

@@ -143,6 +143,17 @@ public actor ManagedObjectContext {
     }
   }
 
+  /// How `save()` resolves conflicts with other writers (see `MergePolicy` for every
+  /// outcome). `.error`, the default, throws `StoreError.mergeConflict` and writes nothing.
+  ///
+  /// ```swift
+  /// context.mergePolicy = .storeTrump
+  /// ```
+  public var mergePolicy: MergePolicy {
+    get { state.mergePolicy }
+    set { state.mergePolicy = newValue }
+  }
+
   /// The author recorded with each transaction this context saves.
   public var transactionAuthor: String? {
     get { state.transactionAuthor }
@@ -175,7 +186,8 @@ public actor ManagedObjectContext {
   /// On success, inserted objects get permanent IDs and nothing is pending. On failure
   /// nothing is written, and the context keeps its pending changes.
   ///
-  /// - Throws: `StoreError.conflict` when an updated or deleted row changed since it was read,
+  /// - Throws: `StoreError.mergeConflict` (with the `.error` merge policy) when updated or
+  ///   deleted rows changed since they were read: every such object, with its values,
   ///   `StoreError.uniqueConstraintViolation`, or `StoreError.sqlite`.
   public func save() throws { try state.save() }
 

@@ -97,6 +97,14 @@ final class HistoryRecorder {
 
   /// Completes the transaction's history row and returns what the transaction changed, once
   /// all its rows are applied; nil when it changed nothing.
+  /// Forgets what was recorded, after the caller rolled back the rows and their history to a
+  /// savepoint taken before the first record.
+  func reset() {
+    number = nil
+    changeRange = nil
+    changes = []
+  }
+
   func finish(storeIdentifier: UUID) throws -> CommittedTransaction? {
     guard !changes.isEmpty else { return nil }
     if let number, let changeRange {

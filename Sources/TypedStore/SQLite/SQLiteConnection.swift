@@ -232,6 +232,21 @@ final class SQLiteConnection {
     }
   }
 
+  /// Runs `body` inside a savepoint of the current transaction: on an error, what `body` did
+  /// is rolled back and the transaction goes on as it was before.
+  func savepoint<T>(_ body: () throws -> T) throws -> T {
+    try statement("SAVEPOINT typedstore").run()  // prepared once: this runs for every save
+    do {
+      let result = try body()
+      try statement("RELEASE typedstore").run()
+      return result
+    } catch {
+      try execute("ROLLBACK TO typedstore")
+      try execute("RELEASE typedstore")
+      throw error
+    }
+  }
+
   /// Runs `body` in a deferred read transaction, so that several statements see one snapshot.
   func readTransaction<T>(_ body: () throws -> T) throws -> T {
     try execute("BEGIN DEFERRED")

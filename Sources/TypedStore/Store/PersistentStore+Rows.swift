@@ -131,7 +131,19 @@ extension PersistentStore {
     }
     do {
       return try writer.write(info) { connection, history in
-        try self.apply(changes, connection: connection, history: history)
+        do {
+          // The fast path: every update and delete checks its row version as it writes.
+          return try connection.savepoint { try self.apply(changes, connection: connection, history: history) }
+        } catch is VersionMismatch {
+          // Another writer changed a row: undo, resolve every conflict by the policy (still
+          // under the write lock), and write the resolved change set.
+          history.reset()
+          let (resolved, outcomes) = try self.resolveConflicts(changes, connection: connection)
+          var applied = try self.apply(resolved, connection: connection, history: history)
+          applied.insertedKeys = Array(applied.insertedKeys.prefix(changes.inserts.count))
+          applied.resolved = outcomes
+          return applied
+        }
       }
     } catch let error as SQLiteError where error.extendedCode == 2067 || error.extendedCode == 1555 {
       // SQLITE_CONSTRAINT_UNIQUE or _PRIMARYKEY; SQLite says "UNIQUE constraint failed: Table.column".
@@ -198,9 +210,7 @@ extension PersistentStore {
         statement.bind(delete.primaryKey, at: 1)
         statement.bind(delete.version, at: 2)
         try statement.run()
-        guard connection.changes == 1 else {
-          throw StoreError.conflict(entity: entity.name, primaryKey: delete.primaryKey)
-        }
+        guard connection.changes == 1 else { throw VersionMismatch() }
       }
     }
 
@@ -214,9 +224,7 @@ extension PersistentStore {
         statement.bind(update.primaryKey, at: next)
         statement.bind(update.version, at: next + 1)
         try statement.run()
-        guard connection.changes == 1 else {
-          throw StoreError.conflict(entity: entity.name, primaryKey: update.primaryKey)
-        }
+        guard connection.changes == 1 else { throw VersionMismatch() }
       }
       try history.didUpdate(
         entity, primaryKeys: group.rows.map(\.primaryKey),

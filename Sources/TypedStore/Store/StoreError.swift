@@ -38,9 +38,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   case unsupportedFormatVersion(found: Int, supported: Int)
   /// The store's model differs from the model given: its version hash and the model's.
   case modelMismatch(storeHash: String, modelHash: String)
-  /// A save or batch request changed a row that another writer changed or deleted since it
-  /// was read (optimistic locking).
-  case conflict(entity: String, primaryKey: Int64)
+  /// A save with the `.error` merge policy met objects whose rows another writer changed or
+  /// deleted since they were read: every one of them, with the values on each side. Nothing
+  /// was written.
+  case mergeConflict([MergeConflict])
   /// A unique constraint refused the write.
   case uniqueConstraintViolation(entity: String, message: String)
   /// SQLite reported an error.
@@ -66,8 +67,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
       "the store's format version \(found) is not supported (this build reads version \(supported))"
     case .modelMismatch(let stored, let given):
       "the store's model (hash \(stored.prefix(12))…) differs from the given model (hash \(given.prefix(12))…)"
-    case .conflict(let entity, let pk):
-      "\(entity) p\(pk) was changed or deleted by another writer since it was read"
+    case .mergeConflict(let conflicts):
+      "the save met \(conflicts.count) conflict(s), nothing was written: "
+        + conflicts.map(\.description).joined(separator: "; ")
     case .uniqueConstraintViolation(let entity, let message):
       "a unique constraint of \(entity) refused the write: \(message)"
     case .sqlite(let error): error.description

@@ -77,7 +77,12 @@ import Testing
     }
     try await stale.perform { context in
       try context.existingObject(with: ids[0]).title = "stale"
-      #expect(throws: StoreError.conflict(entity: "Note", primaryKey: ids[0].primaryKey!)) { try context.save() }
+      let error = #expect(throws: StoreError.self) { try context.save() }
+      guard case .mergeConflict(let conflicts) = error else {
+        Issue.record("expected a merge conflict, got \(String(describing: error))")
+        return
+      }
+      #expect(conflicts.first?.storeValues?["title"] == .text("batch"))
     }
   }
 

@@ -254,9 +254,13 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
     try await slow.perform { context in
       let note = try context.existingObject(with: ids[0])
       note.title = "second"
-      #expect(throws: StoreError.conflict(entity: "Note", primaryKey: ids[0].primaryKey!)) {
-        try context.save()
+      let error = #expect(throws: StoreError.self) { try context.save() }
+      guard case .mergeConflict(let conflicts) = error else {
+        Issue.record("expected a merge conflict, got \(String(describing: error))")
+        return
       }
+      #expect(conflicts.map(\.objectID) == [ids[0].untyped])
+      #expect(conflicts.first?.kind == .updatedElsewhere)
       let pending = context.hasChanges
       #expect(pending)  // the failed save keeps the changes
     }

@@ -1,0 +1,127 @@
+import Foundation
+
+/// Thrown inside the write transaction when an update or delete found its row at another
+/// version than the object read: the fast path gives way to `resolveConflicts`.
+struct VersionMismatch: Error {}
+
+// Resolving conflicts: the careful path of a save, taken only when the fast path met a row
+// another writer changed. It runs inside the same write transaction (after rolling the fast
+// path back to its savepoint), so what it reads is what it writes over. See `MergePolicy` for
+// the table of outcomes.
+extension PersistentStore {
+  /// The change set to write instead of `changes`, and what each conflicting object must do
+  /// after the commit.
+  ///
+  /// - Throws: `StoreError.mergeConflict` with every conflict, for the `.error` policy.
+  func resolveConflicts(_ changes: ChangeSet, connection: SQLiteConnection) throws -> (
+    ChangeSet, [ResolvedRow: Resolution]
+  ) {
+    var resolved = changes
+    resolved.updates = []
+    resolved.deletes = []
+    var outcomes: [ResolvedRow: Resolution] = [:]
+    var conflicts: [MergeConflict] = []
+    let policy = changes.policy
+
+    for update in changes.updates {
+      let entity = model.entities[Int(update.entityIndex)]
+      let row = ResolvedRow(entityIndex: update.entityIndex, primaryKey: update.primaryKey)
+      let current = try currentRow(of: entity, primaryKey: update.primaryKey, connection: connection)
+      guard let current else {  // deleted by another writer
+        switch policy {
+        case .error:
+          conflicts.append(
+            MergeConflict(objectID: id(entity, update.primaryKey), kind: .deletedElsewhere, storeValues: nil))
+        case .storeTrump, .rollback:
+          outcomes[row] = .deleted
+        case .objectTrump, .overwrite:
+          guard let values = update.allValues else { throw VersionMismatch() }
+          resolved.inserts.append(
+            ChangeSet.Insert(entityIndex: update.entityIndex, primaryKey: update.primaryKey, values: values))
+          outcomes[row] = .reload
+        }
+        continue
+      }
+      guard current.version != update.version else {
+        resolved.updates.append(update)
+        continue
+      }
+      var written = update
+      written.version = current.version
+      switch policy {
+      case .error:
+        conflicts.append(
+          MergeConflict(
+            objectID: id(entity, update.primaryKey), kind: .updatedElsewhere,
+            storeValues: named(current.values, of: entity)))
+        continue
+      case .storeTrump:
+        // Only the attributes the other writer left as the object read them.
+        let kept = update.slots.indices.filter { current.values[Int(update.slots[$0])] == update.originalValues[$0] }
+        written.slots = kept.map { update.slots[$0] }
+        written.values = kept.map { update.values[$0] }
+      case .objectTrump:
+        break
+      case .overwrite:
+        guard let values = update.allValues else { throw VersionMismatch() }
+        written.slots = entity.attributes.indices.map(Int32.init)
+        written.values = values
+      case .rollback:
+        written.slots = []
+      }
+      if !written.slots.isEmpty { resolved.updates.append(written) }
+      outcomes[row] = .reload
+    }
+
+    for delete in changes.deletes {
+      let entity = model.entities[Int(delete.entityIndex)]
+      let row = ResolvedRow(entityIndex: delete.entityIndex, primaryKey: delete.primaryKey)
+      guard let current = try currentRow(of: entity, primaryKey: delete.primaryKey, connection: connection) else {
+        outcomes[row] = .deleted  // deleted by another writer too: as asked, not a conflict
+        continue
+      }
+      guard current.version != delete.version else {
+        resolved.deletes.append(delete)
+        continue
+      }
+      switch policy {
+      case .error:
+        conflicts.append(
+          MergeConflict(
+            objectID: id(entity, delete.primaryKey), kind: .deletedHereUpdatedElsewhere,
+            storeValues: named(current.values, of: entity)))
+      case .storeTrump, .rollback:
+        outcomes[row] = .kept
+      case .objectTrump, .overwrite:
+        var forced = delete
+        forced.version = current.version
+        resolved.deletes.append(forced)
+      }
+    }
+    if !conflicts.isEmpty { throw StoreError.mergeConflict(conflicts) }
+    return (resolved, outcomes)
+  }
+
+  /// The row's version and attribute values (by attribute index), or nil when there is no
+  /// such row of `entity`.
+  private func currentRow(of entity: EntityDescription, primaryKey: Int64, connection: SQLiteConnection) throws
+    -> (version: Int64, values: [PrimitiveValue])?
+  {
+    let columns = ["_version"] + entity.attributes.map { "\"\($0.columnName)\"" }
+    let statement = try connection.statement(
+      "SELECT \(columns.joined(separator: ", ")) FROM \"\(entity.tableName)\" WHERE pk = ?")
+    defer { statement.reset() }
+    statement.bind(primaryKey, at: 1)
+    guard try statement.step() else { return nil }
+    let values = entity.attributes.indices.map { statement.column(Int32($0 + 1)).primitiveValue }
+    return (statement.int64(0), values)
+  }
+
+  private func named(_ values: [PrimitiveValue], of entity: EntityDescription) -> [String: PrimitiveValue] {
+    Dictionary(uniqueKeysWithValues: zip(entity.attributes.map(\.name), values))
+  }
+
+  private func id(_ entity: EntityDescription, _ primaryKey: Int64) -> AnyManagedID {
+    AnyManagedID(storeIdentifier: identifier, entityName: entity.name, key: .permanent(primaryKey))
+  }
+}
