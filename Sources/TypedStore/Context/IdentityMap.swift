@@ -28,6 +28,9 @@ struct IdentityMap {
     }
   }
 
+  /// Whether no object is registered.
+  var isEmpty: Bool { temporary.isEmpty && permanent.allSatisfy { $0.count == 0 } }
+
   /// Every registered object.
   var values: [ManagedObject] {
     Array(temporary.values) + permanent.flatMap(\.values)

@@ -39,6 +39,7 @@ enum HistorySchema {
     )
     """,
     "INSERT INTO _metadata (key, value) VALUES ('history_horizon', '1')",
+    HistoryConsumers.createSQL,
   ]
 
   /// A JSON array of integers, for `json_each(?)`: how a list of keys is bound as one value.

@@ -249,6 +249,7 @@ final class SQLiteConnection {
 
   /// Runs `body` in a deferred read transaction, so that several statements see one snapshot.
   func readTransaction<T>(_ body: () throws -> T) throws -> T {
+    if isInTransaction { return try body() }  // already one snapshot (the writer's transaction)
     try execute("BEGIN DEFERRED")
     defer { try? execute("COMMIT") }
     return try body()

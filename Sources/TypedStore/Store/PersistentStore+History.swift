@@ -51,6 +51,39 @@ extension PersistentStore {
     }
   }
 
+  // MARK: - Consumers
+
+  /// The durable consumers (`HistoryMerger`s) registered in the store, by name.
+  ///
+  /// ```swift
+  /// let stale = try store.historyConsumers().filter { $0.isStale() }
+  /// ```
+  public func historyConsumers() throws -> [HistoryConsumer] {
+    try withHistoryReader { connection in
+      try connection.readTransaction { try HistoryConsumers.all(storeIdentifier: identifier, connection: connection) }
+    }
+  }
+
+  /// Forgets a consumer, so that its checkpoint no longer holds history back.
+  ///
+  /// - Throws: `HistoryError.unknownConsumer` when there is none of that name.
+  public func removeHistoryConsumer(named name: String) throws {
+    let removed = try writer.write(TransactionInfo()) { connection, _ in
+      try HistoryConsumers.remove(name: name, connection: connection)
+    }
+    guard removed else { throw HistoryError.unknownConsumer(name) }
+  }
+
+  /// Writes a consumer's checkpoint row, without history of its own.
+  func writeCheckpoint(consumer: String, number: Int64, lease: Duration, advanced: Bool) throws {
+    let identifier = identifier
+    try writer.write(TransactionInfo()) { connection, _ in
+      try HistoryConsumers.write(
+        name: consumer, storeIdentifier: identifier, number: number, lease: lease, advanced: advanced,
+        connection: connection)
+    }
+  }
+
   private func withHistoryReader<Result: Sendable>(_ body: @Sendable (SQLiteConnection) throws -> Result) throws
     -> Result
   {

@@ -36,27 +36,8 @@ extension ManagedObjectContext {
   /// ```
   @discardableResult
   public func mergeChanges(_ changes: StoreChanges) -> MergeResult {
-    var result = MergeResult()
-    guard changes.storeIdentifier == persistentStore.identifier else { return result }
-    for id in changes.deletedIDs {
-      guard let object = registeredLiveObject(for: id) else { continue }
-      let edits = object.isUpdated ? object.changedAttributeNames : []
-      state.forgetDeleted(object)
-      result.deleted.insert(id)
-      if !edits.isEmpty { result.discardedChanges[id] = edits }
-    }
-    for id in changes.updatedIDs {
-      guard let object = registeredLiveObject(for: id), !object.isFault else { continue }
-      let edits = object.isUpdated ? object.changedAttributeNames : []
-      state.refresh(object, mergeChanges: true)
-      if object.lifecycle == .invalidated {  // deleted by a later transaction
-        result.deleted.insert(id)
-        if !edits.isEmpty { result.discardedChanges[id] = edits }
-      } else {
-        result.refreshed.insert(id)
-      }
-    }
-    return result
+    guard changes.storeIdentifier == persistentStore.identifier else { return MergeResult() }
+    return merge(deleted: changes.deletedIDs, updated: changes.updatedIDs)
   }
 
   /// Merges a transaction read from history, as `mergeChanges(_:)` merges a live
@@ -69,7 +50,40 @@ extension ManagedObjectContext {
   /// ```
   @discardableResult
   public func mergeChanges(_ transaction: HistoryTransaction) -> MergeResult {
-    mergeChanges(StoreChanges(transaction))
+    guard transaction.token.storeIdentifier == persistentStore.identifier else { return MergeResult() }
+    let changes = transaction.changes
+    return merge(
+      deleted: changes.lazy.filter { $0.kind == .delete }.map(\.objectID),
+      updated: changes.lazy.filter { $0.kind == .update }.map(\.objectID))
+  }
+
+  /// Merges transactions in order, in one visit to the context's executor.
+  func mergeChanges(_ transactions: [HistoryTransaction]) {
+    for transaction in transactions { mergeChanges(transaction) }
+  }
+
+  private func merge(deleted: some Sequence<AnyManagedID>, updated: some Sequence<AnyManagedID>) -> MergeResult {
+    var result = MergeResult()
+    guard !state.registered.isEmpty else { return result }  // nothing here to bring up to date
+    for id in deleted {
+      guard let object = registeredLiveObject(for: id) else { continue }
+      let edits = object.isUpdated ? object.changedAttributeNames : []
+      state.forgetDeleted(object)
+      result.deleted.insert(id)
+      if !edits.isEmpty { result.discardedChanges[id] = edits }
+    }
+    for id in updated {
+      guard let object = registeredLiveObject(for: id), !object.isFault else { continue }
+      let edits = object.isUpdated ? object.changedAttributeNames : []
+      state.refresh(object, mergeChanges: true)
+      if object.lifecycle == .invalidated {  // deleted by a later transaction
+        result.deleted.insert(id)
+        if !edits.isEmpty { result.discardedChanges[id] = edits }
+      } else {
+        result.refreshed.insert(id)
+      }
+    }
+    return result
   }
 
   /// The registered object for `id`, unless it is gone from the context already.

@@ -1,0 +1,105 @@
+import Foundation
+
+/// A durable consumer of a store's history, as its checkpoint row in the store says: how far
+/// it has read, when it last moved on, and how long it may stay silent before it counts as
+/// stale.
+///
+/// ```swift
+/// for consumer in try container.persistentStore.historyConsumers() where consumer.isStale() {
+///   print("\(consumer.name) has not been seen since \(consumer.seenAt)")
+/// }
+/// ```
+public struct HistoryConsumer: Sendable, Equatable {
+  /// The consumer's name, unique in the store.
+  public let name: String
+  /// The last transaction the consumer processed: history after it is what it has not read.
+  public let checkpoint: HistoryToken
+  /// When the checkpoint last moved.
+  public let advancedAt: Date
+  /// When the consumer last wrote its row (it does at least every quarter of its lease while
+  /// it runs, even with nothing new to read).
+  public let seenAt: Date
+  /// How long the consumer may go unseen before it is stale.
+  public let lease: Duration
+
+  /// Whether the consumer has not been seen within its lease: it may be gone. The pruner
+  /// reports stale consumers and deletes history they have not read only when told to.
+  public func isStale(at now: Date = Date()) -> Bool {
+    now.timeIntervalSince(seenAt) > Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18
+  }
+}
+
+/// The consumers' table (part of the documented file format): one row per consumer, written
+/// without history of its own.
+enum HistoryConsumers {
+  static let createSQL = """
+    CREATE TABLE IF NOT EXISTS _history_consumer (
+      name TEXT PRIMARY KEY,
+      store_uuid TEXT NOT NULL,
+      transaction_number INTEGER NOT NULL,
+      advanced_at REAL NOT NULL,
+      seen_at REAL NOT NULL,
+      lease_seconds REAL NOT NULL
+    )
+    """
+
+  private static func tableExists(_ connection: SQLiteConnection) throws -> Bool {
+    try connection.scalarInt(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_history_consumer'") == 1
+  }
+
+  /// Every consumer, by name; none when the table does not exist (a store no consumer used).
+  static func all(storeIdentifier: UUID, connection: SQLiteConnection) throws -> [HistoryConsumer] {
+    guard try tableExists(connection) else { return [] }
+    let statement = try connection.statement(
+      "SELECT name, store_uuid, transaction_number, advanced_at, seen_at, lease_seconds FROM _history_consumer ORDER BY name"
+    )
+    defer { statement.reset() }
+    var consumers: [HistoryConsumer] = []
+    while try statement.step() {
+      let stored = UUID(uuidString: statement.string(1)) ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+      consumers.append(
+        HistoryConsumer(
+          name: statement.string(0),
+          checkpoint: HistoryToken(storeIdentifier: stored, transactionNumber: statement.int64(2)),
+          advancedAt: Date(timeIntervalSinceReferenceDate: statement.double(3)),
+          seenAt: Date(timeIntervalSinceReferenceDate: statement.double(4)),
+          lease: .milliseconds(Int64(statement.double(5) * 1000))))
+    }
+    return consumers
+  }
+
+  /// Writes a consumer's row; inside a write transaction. `advanced` says whether the
+  /// checkpoint moved (otherwise only `seen_at` changes for an existing row).
+  static func write(
+    name: String, storeIdentifier: UUID, number: Int64, lease: Duration, advanced: Bool, connection: SQLiteConnection
+  ) throws {
+    try connection.execute(createSQL)
+    let now = Date().timeIntervalSinceReferenceDate
+    let statement = try connection.statement(
+      """
+      INSERT INTO _history_consumer (name, store_uuid, transaction_number, advanced_at, seen_at, lease_seconds)
+      VALUES (?1, ?2, ?3, ?4, ?4, ?5)
+      ON CONFLICT (name) DO UPDATE SET store_uuid = ?2, transaction_number = ?3, seen_at = ?4, lease_seconds = ?5,
+        advanced_at = CASE WHEN ?6 THEN ?4 ELSE advanced_at END
+      """)
+    defer { statement.reset() }
+    statement.bind(name, at: 1)
+    statement.bind(storeIdentifier.uuidString, at: 2)
+    statement.bind(number, at: 3)
+    statement.bind(now, at: 4)
+    statement.bind(Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18, at: 5)
+    statement.bind(Int64(advanced ? 1 : 0), at: 6)
+    try statement.run()
+  }
+
+  /// Deletes a consumer's row; returns whether there was one.
+  static func remove(name: String, connection: SQLiteConnection) throws -> Bool {
+    guard try tableExists(connection) else { return false }
+    let statement = try connection.statement("DELETE FROM _history_consumer WHERE name = ?")
+    defer { statement.reset() }
+    statement.bind(name, at: 1)
+    try statement.run()
+    return connection.changes > 0
+  }
+}

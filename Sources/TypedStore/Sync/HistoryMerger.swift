@@ -1,0 +1,318 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A durable, named consumer of a store's history: it processes every transaction — of this
+/// process and of every other — once, in order, and keeps its checkpoint in the store, so a
+/// crash or a restart never loses a change.
+///
+/// ```swift
+/// let merger = try HistoryMerger(container: container, consumer: "indexer", contexts: [context])
+/// merger.addHook { event in
+///   for id in event.inserted(Note.self) { try index.add(id) }   // event.transaction.number: the idempotency key
+/// }
+/// try await merger.start()   // catches up from its checkpoint, then follows
+/// // ...
+/// await merger.stop()        // writes its checkpoint
+/// ```
+///
+/// For each transaction, in order: the hooks run (in the order added), then the transaction is
+/// merged into the merger's contexts (unless a hook set `mergesIntoContexts` to false), then
+/// the checkpoint moves past it. A hook that throws stops the consumer at that transaction,
+/// its checkpoint before it, with the error in `error` (and `Options.onError`). The checkpoint
+/// is written to the store without history, at most once per `checkpointInterval` (and when
+/// the merger stops): after a crash the transactions since the last write are processed
+/// again — at least once, never lost — so side effects should be idempotent, keyed by the
+/// transaction's number. While it runs, the merger also rewrites its row at least every
+/// quarter of its lease, so that an idle consumer is not taken for a stale one.
+///
+/// The merger follows the container's change notifications (commits of this process, and of
+/// others through the remote-change monitor) as wake-ups, and reads history after its
+/// position as the truth.
+public final class HistoryMerger: Sendable {
+  /// How a merger starts and runs.
+  public struct Options: Sendable {
+    /// Where a consumer new to the store starts.
+    public enum Start: Sendable {
+      /// After the last transaction committed now.
+      case now
+      /// At the oldest transaction the store keeps.
+      case beginning
+    }
+
+    /// Where a consumer new to the store starts (an existing one goes on from its checkpoint).
+    public var startsAt: Start = .now
+    /// Transactions by these authors are passed over (the checkpoint moves past them): the
+    /// consumer's own writes, say.
+    public var excludedAuthors: Set<String> = []
+    /// How long the consumer may go unseen before the pruner counts it as stale.
+    public var lease: Duration = .seconds(3600)
+    /// The most often the checkpoint is written while transactions are processed.
+    public var checkpointInterval: Duration = .milliseconds(100)
+    /// With a checkpoint older than the history horizon (history it had not read was pruned):
+    /// false throws `HistoryError.tokenExpired` from `start()`; true refreshes every object of
+    /// the merger's contexts and goes on from the horizon.
+    public var refreshesWhenCheckpointExpired = false
+    /// Called, on the merger's thread, with the error that stopped it.
+    public var onError: (@Sendable (any Error) -> Void)?
+
+    public init() {}
+  }
+
+  /// A transaction as a hook sees it.
+  public struct Event: Sendable {
+    /// The transaction; its `number` is the key that makes a hook's side effects idempotent.
+    public let transaction: HistoryTransaction
+    /// Its changes, with typed views by entity.
+    public let changes: StoreChanges
+    /// Whether the merger merges the transaction into its contexts after the hooks; a hook
+    /// that does its own merging sets it to false.
+    public var mergesIntoContexts = true
+
+    /// The inserted objects of `Entity` (and its subentities).
+    public func inserted<Entity: ManagedObject>(_ type: Entity.Type) -> Set<ManagedID<Entity>> {
+      changes.inserted(type)
+    }
+    /// The updated objects of `Entity` (and its subentities).
+    public func updated<Entity: ManagedObject>(_ type: Entity.Type) -> Set<ManagedID<Entity>> {
+      changes.updated(type)
+    }
+    /// The deleted objects of `Entity` (and its subentities).
+    public func deleted<Entity: ManagedObject>(_ type: Entity.Type) -> Set<ManagedID<Entity>> {
+      changes.deleted(type)
+    }
+  }
+
+  /// A hook: called with each transaction before the default merge.
+  public typealias Hook = @Sendable (inout Event) throws -> Void
+
+  private struct State {
+    var hooks: [Hook] = []
+    var position: Int64 = 0
+    var written: Int64 = 0
+    var lastWrite = ContinuousClock.now
+    var isRunning = false
+    var error: (any Error)?
+    var observation: StoreChangesObservation?
+    var finished: CheckedContinuation<Void, Never>?
+    var thread: Bool = false
+  }
+
+  /// The consumer's name: its checkpoint row's key.
+  public let consumer: String
+  public let options: Options
+  private let container: PersistentContainer
+  private let contexts: [ManagedObjectContext]
+  private let state = Mutex(State())
+  private let wakeUps = DispatchSemaphore(value: 0)
+
+  /// A consumer named `consumer` of the container's store, merging into `contexts`.
+  ///
+  /// - Throws: `HistoryError.invalidConsumerName`, `.invalidLease`, `.historyNotRecorded`.
+  public init(
+    container: PersistentContainer, consumer: String, contexts: [ManagedObjectContext] = [],
+    options: Options = Options()
+  ) throws {
+    guard !consumer.isEmpty, consumer.count <= 200 else { throw HistoryError.invalidConsumerName(consumer) }
+    guard options.lease > .zero else { throw HistoryError.invalidLease(options.lease) }
+    guard container.persistentStore.options.recordsHistory else { throw HistoryError.historyNotRecorded }
+    self.consumer = consumer
+    self.options = options
+    self.container = container
+    self.contexts = contexts
+  }
+
+  /// Adds a hook, called for each transaction after those added before it. Add hooks before
+  /// `start()`.
+  public func addHook(_ hook: @escaping Hook) {
+    state.withLock { $0.hooks.append(hook) }
+  }
+
+  /// The last transaction processed (in memory; the store's row may be a little behind).
+  public var checkpoint: HistoryToken {
+    HistoryToken(
+      storeIdentifier: container.persistentStore.identifier, transactionNumber: state.withLock { $0.position })
+  }
+
+  /// The error that stopped the merger, if one did.
+  public var error: (any Error)? { state.withLock { $0.error } }
+
+  /// Whether the merger follows the store now.
+  public var isRunning: Bool { state.withLock { $0.isRunning } }
+
+  // MARK: - Starting and stopping
+
+  /// Registers the consumer (or reads its checkpoint), catches up with every transaction
+  /// after it, then follows new commits on a thread of its own until `stop()`.
+  ///
+  /// - Throws: `HistoryError.foreignStore` for a checkpoint row written for another store
+  ///   (the file was replaced), `HistoryError.tokenExpired` for a checkpoint older than the
+  ///   horizon (unless `refreshesWhenCheckpointExpired`), or what a hook threw during the
+  ///   catch-up; the merger is stopped then.
+  public func start() async throws {
+    guard !isRunning else { return }
+    let store = container.persistentStore
+    let existing = try store.historyConsumers().first { $0.name == consumer }
+    var position: Int64
+    if let existing {
+      guard existing.checkpoint.storeIdentifier == store.identifier else {
+        throw HistoryError.foreignStore(expected: store.identifier, found: existing.checkpoint.storeIdentifier)
+      }
+      position = existing.checkpoint.transactionNumber
+    } else {
+      switch options.startsAt {
+      case .now: position = try store.currentHistoryToken().transactionNumber
+      case .beginning: position = try store.historyHorizon().transactionNumber
+      }
+    }
+    let horizon = try store.historyHorizon().transactionNumber
+    if position < horizon {
+      guard options.refreshesWhenCheckpointExpired else {
+        throw HistoryError.tokenExpired(
+          horizon: HistoryToken(storeIdentifier: store.identifier, transactionNumber: horizon))
+      }
+      for context in contexts { await context.perform { $0.refreshAllObjects() } }
+      position = horizon
+    }
+    try store.writeCheckpoint(consumer: consumer, number: position, lease: options.lease, advanced: existing == nil)
+    let wakeUps = wakeUps
+    let observation = container.addStoreChangesObserver { _ in wakeUps.signal() }
+    state.withLock { state in
+      state.position = position
+      state.written = position
+      state.lastWrite = .now
+      state.isRunning = true
+      state.error = nil
+      state.observation = observation
+    }
+    // The catch-up, on the caller's task: its errors are start()'s.
+    do {
+      try processAvailable()
+    } catch {
+      state.withLock { state in
+        state.isRunning = false
+        state.observation = nil
+        state.error = error
+      }
+      throw error
+    }
+    try writeCheckpoint(force: true)
+    let thread = Thread { [self] in follow() }
+    thread.name = "TypedStore.HistoryMerger.\(consumer)"
+    state.withLock { $0.thread = true }
+    thread.start()
+  }
+
+  /// Stops following and writes the checkpoint.
+  public func stop() async {
+    let wasFollowing = state.withLock { state -> Bool in
+      state.isRunning = false
+      state.observation = nil
+      return state.thread
+    }
+    guard wasFollowing else { return }
+    await withCheckedContinuation { continuation in
+      let resumeNow = state.withLock { state -> Bool in
+        guard state.thread else { return true }
+        state.finished = continuation
+        return false
+      }
+      wakeUps.signal()
+      if resumeNow { continuation.resume() }
+    }
+  }
+
+  // MARK: - Following
+
+  private func follow() {
+    let heartbeat = options.lease / 4
+    while state.withLock({ $0.isRunning }) {
+      let (pending, sinceWrite) = state.withLock { ($0.position != $0.written, ContinuousClock.now - $0.lastWrite) }
+      let wait = pending ? max(.zero, options.checkpointInterval - sinceWrite) : max(.zero, heartbeat - sinceWrite)
+      _ = wakeUps.wait(
+        timeout: .now()
+          + .milliseconds(Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000) + 1)
+      )
+      guard state.withLock({ $0.isRunning }) else { break }
+      do {
+        try processAvailable()
+        try writeCheckpoint(force: false)
+      } catch {
+        fail(error)
+        break
+      }
+    }
+    try? writeCheckpoint(force: true)
+    let finished = state.withLock { state -> CheckedContinuation<Void, Never>? in
+      state.thread = false
+      state.isRunning = false
+      defer { state.finished = nil }
+      return state.finished
+    }
+    finished?.resume()
+  }
+
+  private func fail(_ error: any Error) {
+    state.withLock { state in
+      state.error = error
+      state.isRunning = false
+      state.observation = nil
+    }
+    options.onError?(error)
+  }
+
+  /// Processes every transaction after the position, a page at a time.
+  private func processAvailable() throws {
+    let store = container.persistentStore
+    let hooks = state.withLock { $0.hooks }
+    while state.withLock({ $0.isRunning }) {
+      var request = HistoryRequest(
+        after: HistoryToken(storeIdentifier: store.identifier, transactionNumber: state.withLock { $0.position }))
+      request.transactionLimit = 500
+      let page = try store.fetchHistory(request)
+      guard let last = page.last else { return }
+      guard !hooks.isEmpty else {
+        // No hook to run between merges: the whole page goes into each context in one visit.
+        let merged = page.filter { $0.author.map { !options.excludedAuthors.contains($0) } ?? true }
+        if !merged.isEmpty {
+          for context in contexts { context.performAndWait { $0.mergeChanges(merged) } }
+        }
+        state.withLock { $0.position = last.number }
+        try writeCheckpoint(force: false)
+        continue
+      }
+      for transaction in page {
+        guard state.withLock({ $0.isRunning }) else { return }
+        if let author = transaction.author, options.excludedAuthors.contains(author) {
+          state.withLock { $0.position = transaction.number }
+          continue
+        }
+        var event = Event(transaction: transaction, changes: StoreChanges(transaction))
+        for hook in hooks { try hook(&event) }  // a throw leaves the position before it
+        if event.mergesIntoContexts {
+          for context in contexts { context.performAndWait { _ = $0.mergeChanges(transaction) } }
+        }
+        state.withLock { $0.position = transaction.number }
+        try writeCheckpoint(force: false)
+      }
+    }
+  }
+
+  /// Writes the checkpoint when it moved and the interval passed (or `force`), and the
+  /// heartbeat when a quarter of the lease passed without a write.
+  private func writeCheckpoint(force: Bool) throws {
+    let (position, written, sinceWrite) = state.withLock {
+      ($0.position, $0.written, ContinuousClock.now - $0.lastWrite)
+    }
+    let moved = position != written
+    guard (moved && (force || sinceWrite >= options.checkpointInterval)) || sinceWrite >= options.lease / 4 else {
+      return
+    }
+    try container.persistentStore.writeCheckpoint(
+      consumer: consumer, number: position, lease: options.lease, advanced: moved)
+    state.withLock { state in
+      state.written = position
+      state.lastWrite = .now
+    }
+  }
+}
