@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TypedStore
 
 // A second process for the multi-process tests.
@@ -18,6 +19,18 @@ import TypedStore
 //       changes or deletes one event, in one transaction.
 //   typedstore-test-writer open <store> [read-only]
 //       opens the store, counts its events and tries to save one; prints what happened.
+//   typedstore-test-writer soak-writer <store> <author> <seconds>
+//       for that long: inserts, updates and deletes through a context (object-trump merge
+//       policy) and batch inserts and updates; prints "ops <n>" at the end and
+//       "error: <error>" (exit 3) if anything reaches it, a busy error included.
+//   typedstore-test-writer consumer <store> <name> <log>
+//       a HistoryMerger named <name> from the beginning, with a context holding every event,
+//       whose hook appends "tx <number>" to <log> ("start <pid> <checkpoint>" first). When
+//       <log>.stop exists it catches up with the store, stops, checks that its live objects
+//       equal the store's rows, prints "verified <n>" (or "mismatch …") and exits.
+//   typedstore-test-writer pruner <store> <stop file>
+//       prunes what every consumer has read, every 100 ms, until the stop file exists;
+//       prints "pruned <transactions>".
 //   Any of these after "as-user <uid>" runs as that user (the tests run as root, which may
 //   write any file).
 
@@ -113,6 +126,157 @@ case "set", "delete":
     say("done")
   } catch {
     fail("\(error)", code: 1)
+  }
+
+case "soak-writer":
+  guard arguments.count == 4, let seconds = Double(arguments[3]) else {
+    fail("usage: soak-writer <store> <author> <seconds>", code: 64)
+  }
+  let author = arguments[2]
+  do {
+    let container = try openContainer(arguments[1])
+    let context = container.newBackgroundContext()
+    let deadline = Date().addingTimeInterval(seconds)
+    var operations = 0
+    while Date() < deadline {
+      let choice = Int.random(in: 0..<20)
+      try context.performAndWait { context in
+        context.transactionAuthor = author
+        context.mergePolicy = .objectTrump
+        let count = try context.count(for: FetchRequest<Event>())
+        switch choice {
+        case 0:
+          _ = try context.execute(
+            BatchInsertRequest<Event>(count: 5) { index, event in
+              event.source = author
+              event.sequence = index
+            })
+        case 1 where count > 0:
+          _ = try context.execute(BatchUpdateRequest<Event>(propertiesToUpdate: [.set(\.sequence, choice)]))
+        case 2...5 where count > 0:
+          var request = FetchRequest<Event>()
+          request.fetchOffset = Int.random(in: 0..<count)
+          request.fetchLimit = 1
+          if let event = try context.fetch(request).first { context.delete(event) }
+          try context.save()
+        case 6...11 where count > 0:
+          var request = FetchRequest<Event>()
+          request.fetchOffset = Int.random(in: 0..<count)
+          request.fetchLimit = 1
+          if let event = try context.fetch(request).first { event.sequence += 1 }
+          try context.save()
+        default:
+          for sequence in 0..<Int.random(in: 1...3) {
+            let event = Event(context: context)
+            event.source = author
+            event.sequence = sequence
+          }
+          try context.save()
+        }
+        context.reset()
+      }
+      operations += 1
+    }
+    say("ops \(operations)")
+  } catch {
+    say("error: \(error)")
+    exit(3)
+  }
+
+case "consumer":
+  guard arguments.count == 4 else { fail("usage: consumer <store> <name> <log>", code: 64) }
+  let logPath = arguments[3]
+  if !FileManager.default.fileExists(atPath: logPath) {
+    _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+  }
+  guard let log = FileHandle(forUpdatingAtPath: logPath) else { fail("cannot open \(logPath)", code: 66) }
+  let append: @Sendable (String) -> Void = { line in
+    _ = try? log.seekToEnd()
+    try? log.write(contentsOf: Data((line + "\n").utf8))
+  }
+  do {
+    let container = try openContainer(arguments[1])
+    let live = container.newBackgroundContext()
+    // The live objects: every event, loaded and kept loaded for the merger to update.
+    let loaded = try live.performAndWait { context in
+      try context.fetch(FetchRequest<Event>()).count
+    }
+    _ = loaded
+    var options = HistoryMerger.Options()
+    options.startsAt = .beginning
+    options.checkpointInterval = .milliseconds(20)
+    let merger = try HistoryMerger(container: container, consumer: arguments[2], contexts: [live], options: options)
+    // The first hook call logs where this run started: the checkpoint before that transaction.
+    let started = Mutex(false)
+    merger.addHook { [merger] event in
+      let first = started.withLock { wasStarted in
+        defer { wasStarted = true }
+        return !wasStarted
+      }
+      if first {
+        append("start \(getpid()) \(merger.checkpoint.transactionNumber)")
+      }
+      append("tx \(event.transaction.number)")
+    }
+    let semaphore = DispatchSemaphore(value: 0)
+    Task.detached {  // not on the main actor, whose thread waits below
+      do {
+        try await merger.start()
+        while true {
+          if let error = merger.error { throw error }
+          let current = try container.currentHistoryToken.transactionNumber
+          if FileManager.default.fileExists(atPath: logPath + ".stop") && merger.checkpoint.transactionNumber >= current
+          {
+            break
+          }
+          try await Task.sleep(for: .milliseconds(20))
+        }
+        await merger.stop()
+        // The live objects equal the store's rows; objects whose rows are gone left.
+        let mismatches = try live.performAndWait { context in
+          let rows = try container.newBackgroundContext().performAndWait { reader in
+            Dictionary(
+              uniqueKeysWithValues: try reader.fetch(FetchRequest<Event>()).map {
+                ($0.managedID.primaryKey ?? -1, "\($0.source) \($0.sequence)")
+              })
+          }
+          var mismatches: [String] = []
+          var checked = 0
+          for case let event as Event in context.registeredObjects where !event.isFault && !event.isDeleted {
+            checked += 1
+            let key = event.managedID.primaryKey ?? -1
+            if rows[key] != "\(event.source) \(event.sequence)" {
+              mismatches.append("p\(key): live \(event.source) \(event.sequence), store \(rows[key] ?? "gone")")
+            }
+          }
+          return (checked, mismatches)
+        }
+        say(mismatches.1.isEmpty ? "verified \(mismatches.0)" : "mismatch \(mismatches.1.prefix(5))")
+      } catch {
+        say("error: \(error)")
+      }
+      semaphore.signal()
+    }
+    semaphore.wait()
+  } catch {
+    say("error: \(error)")
+    exit(3)
+  }
+
+case "pruner":
+  guard arguments.count == 3 else { fail("usage: pruner <store> <stop file>", code: 64) }
+  do {
+    let container = try openContainer(arguments[1])
+    let pruner = HistoryPruner(container: container)
+    var pruned = 0
+    while !FileManager.default.fileExists(atPath: arguments[2]) {
+      pruned += try pruner.prune(.consumed).deletedTransactions
+      Thread.sleep(forTimeInterval: 0.1)
+    }
+    say("pruned \(pruned)")
+  } catch {
+    say("error: \(error)")
+    exit(3)
   }
 
 case "open":

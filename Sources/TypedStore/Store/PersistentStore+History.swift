@@ -74,6 +74,30 @@ extension PersistentStore {
     guard removed else { throw HistoryError.unknownConsumer(name) }
   }
 
+  /// Registers a consumer, or finds its row, in one write transaction — so that a prune
+  /// (also one write transaction) either sees the row or happened before the position was
+  /// taken. A new consumer starts after the newest transaction, or with `fromBeginning` at
+  /// the horizon. Returns the consumer as stored (a row of another store is returned
+  /// unchanged, for the caller to refuse).
+  func registerHistoryConsumer(_ name: String, fromBeginning: Bool, lease: Duration) throws -> HistoryConsumer {
+    let identifier = identifier
+    return try writer.write(TransactionInfo()) { connection, _ in
+      let existing = try HistoryConsumers.all(storeIdentifier: identifier, connection: connection)
+        .first { $0.name == name }
+      if let existing, existing.checkpoint.storeIdentifier != identifier { return existing }
+      let number =
+        try existing?.checkpoint.transactionNumber
+        ?? (fromBeginning ? HistoryReader.horizon(connection) - 1 : HistoryReader.currentNumber(connection))
+      try HistoryConsumers.write(
+        name: name, storeIdentifier: identifier, number: number, lease: lease, advanced: existing == nil,
+        connection: connection)
+      return try HistoryConsumers.all(storeIdentifier: identifier, connection: connection).first { $0.name == name }
+        ?? HistoryConsumer(
+          name: name, checkpoint: HistoryToken(storeIdentifier: identifier, transactionNumber: number),
+          advancedAt: Date(), seenAt: Date(), lease: lease)
+    }
+  }
+
   /// Writes a consumer's checkpoint row, without history of its own.
   func writeCheckpoint(consumer: String, number: Int64, lease: Duration, advanced: Bool) throws {
     let identifier = identifier

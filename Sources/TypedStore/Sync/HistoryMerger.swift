@@ -152,19 +152,12 @@ public final class HistoryMerger: Sendable {
   public func start() async throws {
     guard !isRunning else { return }
     let store = container.persistentStore
-    let existing = try store.historyConsumers().first { $0.name == consumer }
-    var position: Int64
-    if let existing {
-      guard existing.checkpoint.storeIdentifier == store.identifier else {
-        throw HistoryError.foreignStore(expected: store.identifier, found: existing.checkpoint.storeIdentifier)
-      }
-      position = existing.checkpoint.transactionNumber
-    } else {
-      switch options.startsAt {
-      case .now: position = try store.currentHistoryToken().transactionNumber
-      case .beginning: position = try store.historyHorizon().transactionNumber
-      }
+    let registered = try store.registerHistoryConsumer(
+      consumer, fromBeginning: options.startsAt == .beginning, lease: options.lease)
+    guard registered.checkpoint.storeIdentifier == store.identifier else {
+      throw HistoryError.foreignStore(expected: store.identifier, found: registered.checkpoint.storeIdentifier)
     }
+    var position = registered.checkpoint.transactionNumber
     let horizon = try store.historyHorizon().transactionNumber
     if position < horizon {
       guard options.refreshesWhenCheckpointExpired else {
@@ -173,8 +166,8 @@ public final class HistoryMerger: Sendable {
       }
       for context in contexts { await context.perform { $0.refreshAllObjects() } }
       position = horizon
+      try store.writeCheckpoint(consumer: consumer, number: position, lease: options.lease, advanced: true)
     }
-    try store.writeCheckpoint(consumer: consumer, number: position, lease: options.lease, advanced: existing == nil)
     let wakeUps = wakeUps
     let observation = container.addStoreChangesObserver { _ in wakeUps.signal() }
     state.withLock { state in
