@@ -21,6 +21,9 @@ struct Options: Sendable {
   /// Internal: be process A of the latency row: save this many objects into the store at
   /// this path, one per transaction, printing "<primary key> <monotonic ns>" as each returns.
   var latencyWriter: (path: String, commits: Int)?
+  /// Internal: be a consumer process of the throughput row: a HistoryMerger named `name` on
+  /// the store at `path`, until the file `stop` exists.
+  var follower: (path: String, name: String, stop: String)?
 }
 
 let options: Options = {
@@ -34,6 +37,10 @@ let options: Options = {
     case "--only": options.only = arguments.next()
     case "--check": options.check = true
     case "--import-memory": options.importMemory = arguments.next().flatMap { Int($0) }
+    case "--follow":
+      if let path = arguments.next(), let name = arguments.next(), let stop = arguments.next() {
+        options.follower = (path, name, stop)
+      }
     case "--latency-writer":
       if let path = arguments.next(), let commits = arguments.next().flatMap({ Int($0) }) {
         options.latencyWriter = (path, commits)
@@ -311,6 +318,35 @@ if let (path, commits) = options.latencyWriter {
   exit(0)
 }
 
+/// Runs async work from this synchronous program and waits for it.
+func blocking<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+  let result = Mutex<Swift.Result<T, any Error>?>(nil)
+  let done = DispatchSemaphore(value: 0)
+  Task.detached {
+    let value: Swift.Result<T, any Error>
+    do { value = .success(try await work()) } catch { value = .failure(error) }
+    result.withLock { $0 = value }
+    done.signal()
+  }
+  done.wait()
+  guard let value = result.withLock({ $0 }) else { throw BenchError.mismatch("no result") }
+  return try value.get()
+}
+
+// A consumer process of the throughput row: follows the store with live objects until told
+// to stop.
+if let (path, name, stop) = options.follower {
+  let container = try PersistentContainer(name: "follow", model: model, storeURL: URL(fileURLWithPath: path))
+  let context = container.newBackgroundContext()
+  _ = try context.performAndWait { context in try context.count(for: FetchRequest<BenchItem>()) }
+  let merger = try HistoryMerger(container: container, consumer: name, contexts: [context])
+  try blocking { try await merger.start() }
+  print("following")
+  while !FileManager.default.fileExists(atPath: stop) { usleep(20_000) }
+  try blocking { await merger.stop() }
+  exit(0)
+}
+
 // The import memory probe (run by the benchmark in a process of its own): 10 N objects
 // inserted in saves of N / 10 by one context, as an import loop does; prints how far the
 // resident memory grew past its peak during the first batch, in MiB.
@@ -539,6 +575,71 @@ do {
       Result(
         name: importName,
         note: String(format: "%.1f MiB (goal ≤ 64 MiB)", growth)))
+  }
+
+  // Writers with consumers following: the same one-object saves into a store three consumer
+  // processes follow (each a HistoryMerger with a context) and into one nobody follows.
+  let saves = n >= 100_000 ? 5000 : 200
+  let throughputName = "\(saves) one-object saves while 3 consumer processes follow (raw column: nobody follows)"
+  if selected(throughputName) {
+    let watched = try freshContainer("watched")
+    let stop = directory.appendingPathComponent("followers-\(uniqueName("stop"))").path
+    let followers = try (1...3).map { index in
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+      process.arguments = ["--follow", watched.persistentStore.url.path, "consumer-\(index)", stop]
+      process.standardOutput = FileHandle.nullDevice
+      try process.run()
+      return process
+    }
+    while try watched.persistentStore.historyConsumers().count < 3 { usleep(10_000) }
+    func smallSaves(_ container: PersistentContainer) throws -> Double {
+      let context = container.newBackgroundContext()
+      return try time {
+        for index in 0..<saves {
+          try context.performAndWait { context in
+            fill(BenchItem(context: context), BenchRow(index))
+            try context.save()
+          }
+        }
+      }
+    }
+    try run(throughputName, goal: 1.1) {
+      try smallSaves(try freshContainer("unwatched"))
+    } typed: {
+      try smallSaves(watched)
+    }
+    _ = FileManager.default.createFile(atPath: stop, contents: nil)
+    for process in followers { process.waitUntilExit() }
+  }
+
+  // A consumer far behind: a HistoryMerger (one context) that has not run for N one-object
+  // saves catches up, against reading the same history with the C API.
+  let catchUpName = "a consumer \(n) transactions behind catches up (raw column: reading them with the C API)"
+  if selected(catchUpName) {
+    let container = try freshContainer("catch-up")
+    let context = container.newBackgroundContext()
+    try context.performAndWait { context in
+      for index in 0..<n {
+        fill(BenchItem(context: context), BenchRow(index))
+        try context.save()
+      }
+    }
+    try container.persistentStore.checkpoint()
+    let raw = try RawDatabase(existing: container.persistentStore.url.path)
+    let pruner = HistoryPruner(container: container)
+    try run(catchUpName, goal: 2.0) {
+      try time { try verify("catch-up raw", try raw.readHistory(after: 0).changes, n) }
+    } typed: {
+      try? pruner.removeConsumer(named: "behind")
+      var options = HistoryMerger.Options()
+      options.startsAt = .beginning
+      let merger = try HistoryMerger(container: container, consumer: "behind", contexts: [context], options: options)
+      let ms = try time { try blocking { try await merger.start() } }
+      try blocking { await merger.stop() }
+      try verify("catch-up", merger.checkpoint.transactionNumber, Int64(n))
+      return ms
+    }
   }
 
   let commits = n >= 100_000 ? 1000 : 100
