@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TypedStore
 
 // The model of DESIGN.md (attributes only until relationships land), plus entities that
@@ -82,4 +83,24 @@ func builtProduct(_ name: String) -> URL {
   let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
   let candidates = [bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent(name) }
   return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+}
+
+/// Values that arrive from other threads (callbacks, hooks), kept in order, for tests that
+/// wait for a number of them.
+final class Recorder<Element: Sendable>: Sendable {
+  private let elements = Mutex<[Element]>([])
+
+  var all: [Element] { elements.withLock { $0 } }
+
+  func add(_ element: Element) { elements.withLock { $0.append(element) } }
+
+  /// Waits until `count` elements arrived (false after `seconds`).
+  func wait(for count: Int, seconds: Double = 20) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+      if all.count >= count { return true }
+      try? await Task.sleep(for: .milliseconds(5))
+    }
+    return all.count >= count
+  }
 }

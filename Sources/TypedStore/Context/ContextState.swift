@@ -309,6 +309,7 @@ final class ContextState: ObjectTracking {
         ChangeSet.Delete(entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion))
     }
 
+    var resolved: [(ManagedObject, Resolution)] = []
     if !changes.isEmpty {
       let applied: AppliedChanges
       do {
@@ -329,38 +330,36 @@ final class ContextState: ObjectTracking {
       // them, so the temporary keys go at once.
       registered.removeAllTemporary()
       for object in savedUpdates { object.rowVersion += 1 }
-      var kept: [ManagedObject] = []
       for object in deletedObjects {
         if let entity = object.entity, let key = object.objectKey,
           applied.resolved[ResolvedRow(entityIndex: entity.index, primaryKey: key.value)] == .kept
         {
           object.isDeleted = false
-          kept.append(object)
+          resolved.append((object, .kept))
           continue
         }
         if let key = object.objectKey { registered[key] = nil }
         object.lifecycle = .invalidated
       }
-      for object in updated { object.committedValues.removeAll() }
-      inserted.removeAll()
-      updated.removeAll()
-      deleted.removeAll()
-      // Objects whose conflicts were resolved hold the row as it was committed.
-      for object in savedUpdates + kept {
+      for object in savedUpdates {
         guard let entity = object.entity, let key = object.objectKey,
           let resolution = applied.resolved[ResolvedRow(entityIndex: entity.index, primaryKey: key.value)]
         else { continue }
-        if resolution == .deleted {
-          forgetDeleted(object)
-        } else {
-          refresh(object, mergeChanges: true)
-        }
+        resolved.append((object, resolution))
       }
     }
     for object in updated { object.committedValues.removeAll() }
     inserted.removeAll()
     updated.removeAll()
     deleted.removeAll()
+    // Objects whose conflicts were resolved hold the row as it was committed.
+    for (object, resolution) in resolved {
+      if resolution == .deleted {
+        forgetDeleted(object)
+      } else {
+        refresh(object, mergeChanges: true)
+      }
+    }
     // Saved objects nobody else holds go, as Core Data releases them: an import loop that
     // saves every 10,000 objects keeps one batch in memory, not all of them.
     registered.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }

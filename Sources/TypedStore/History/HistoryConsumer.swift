@@ -25,7 +25,7 @@ public struct HistoryConsumer: Sendable, Equatable {
   /// Whether the consumer has not been seen within its lease: it may be gone. The pruner
   /// reports stale consumers and deletes history they have not read only when told to.
   public func isStale(at now: Date = Date()) -> Bool {
-    now.timeIntervalSince(seenAt) > Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18
+    now.timeIntervalSince(seenAt) > lease.inSeconds
   }
 }
 
@@ -88,7 +88,7 @@ enum HistoryConsumers {
     statement.bind(storeIdentifier.uuidString, at: 2)
     statement.bind(number, at: 3)
     statement.bind(now, at: 4)
-    statement.bind(Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18, at: 5)
+    statement.bind(lease.inSeconds, at: 5)
     statement.bind(Int64(advanced ? 1 : 0), at: 6)
     try statement.run()
   }

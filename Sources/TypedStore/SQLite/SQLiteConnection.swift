@@ -147,9 +147,7 @@ final class SQLiteConnection {
 
   func setBusyTimeout(_ timeout: Duration) {
     busyTimeout = timeout
-    let milliseconds = max(
-      0, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-    sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+    sqlite3_busy_timeout(handle, Int32(clamping: max(0, timeout.inMilliseconds)))
   }
 
   // MARK: - Statements

@@ -222,10 +222,7 @@ public final class HistoryMerger: Sendable {
     while state.withLock({ $0.isRunning }) {
       let (pending, sinceWrite) = state.withLock { ($0.position != $0.written, ContinuousClock.now - $0.lastWrite) }
       let wait = pending ? max(.zero, options.checkpointInterval - sinceWrite) : max(.zero, heartbeat - sinceWrite)
-      _ = wakeUps.wait(
-        timeout: .now()
-          + .milliseconds(Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000) + 1)
-      )
+      _ = wakeUps.wait(timeout: .now() + .milliseconds(Int(wait.inMilliseconds) + 1))
       guard state.withLock({ $0.isRunning }) else { break }
       do {
         try processAvailable()

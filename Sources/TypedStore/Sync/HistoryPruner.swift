@@ -99,8 +99,7 @@ extension PersistentStore {
       case .consumed:
         target = horizon  // raised to the consumers' checkpoints below; nothing without consumers
       case .olderThan(let age):
-        let seconds = Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18
-        target = try HistoryReader.firstNumber(after: Date().addingTimeInterval(-seconds), connection: connection)
+        target = try HistoryReader.firstNumber(after: Date().addingTimeInterval(-age.inSeconds), connection: connection)
       case .keepLast(let count):
         guard count >= 0 else { throw HistoryError.invalidRequest("keepLast needs a count of 0 or more") }
         target = current - Int64(count) + 1

@@ -90,8 +90,7 @@ final class RemoteChangeMonitor: Sendable {
     defer { if inotify >= 0 { close(inotify) } }
 
     var version = (try? connection.dataVersion()) ?? 0
-    let timeout = Int32(
-      clamping: pollInterval.components.seconds * 1000 + pollInterval.components.attoseconds / 1_000_000_000_000_000)
+    let timeout = Int32(clamping: pollInterval.inMilliseconds)
     var buffer = [UInt8](repeating: 0, count: 4096)
     readHistory(connection)  // what was committed before the thread started
     while isRunning.load(ordering: .acquiring) {

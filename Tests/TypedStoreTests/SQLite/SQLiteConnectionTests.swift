@@ -33,17 +33,27 @@ import Testing
 
   @Test func writeSucceedsWhenTheLockIsReleasedBeforeTheDeadline() async throws {
     let path = try freshPath("released")
-    let holder = try SQLiteConnection(path: path, mode: .readWriteCreate)
-    try holder.configure(enableWAL: true)
-    try holder.execute("CREATE TABLE t (x)")
-    try holder.execute("BEGIN IMMEDIATE")
-    let release = Task.detached {
-      try await Task.sleep(for: .milliseconds(150))
-      try holder.execute("COMMIT")
+    do {
+      let setup = try SQLiteConnection(path: path, mode: .readWriteCreate)
+      try setup.configure(enableWAL: true)
+      try setup.execute("CREATE TABLE t (x)")
     }
+    // The lock is held and released by a thread of its own: this test blocks its own thread
+    // while it waits, and a task could wait for a free thread of the pool other tests keep busy.
+    let locked = DispatchSemaphore(value: 0)
+    let released = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+      let holder = try? SQLiteConnection(path: path, mode: .readWrite)
+      try? holder?.execute("BEGIN IMMEDIATE")
+      locked.signal()
+      Thread.sleep(forTimeInterval: 0.15)
+      try? holder?.execute("COMMIT")
+      released.signal()
+    }
+    locked.wait()
     let waiter = try SQLiteConnection(path: path, mode: .readWrite)
     try waiter.writeTransaction(deadline: .now + .seconds(5)) { try waiter.execute("INSERT INTO t VALUES (1)") }
-    try await release.value
+    released.wait()
     #expect(try waiter.scalarInt("SELECT count(*) FROM t") == 1)
   }
 

@@ -5,20 +5,7 @@ import Testing
 @testable import TypedStore
 
 /// Transaction numbers a hook saw, in order.
-final class NumberLog: Sendable {
-  private let numbers = Mutex<[Int64]>([])
-  var all: [Int64] { numbers.withLock { $0 } }
-  func add(_ number: Int64) { numbers.withLock { $0.append(number) } }
-
-  func wait(for count: Int, seconds: Double = 20) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-      if all.count >= count { return true }
-      try? await Task.sleep(for: .milliseconds(5))
-    }
-    return all.count >= count
-  }
-}
+typealias NumberLog = Recorder<Int64>
 
 private func save(_ titles: [String], in container: PersistentContainer, author: String? = nil) async throws {
   for title in titles {

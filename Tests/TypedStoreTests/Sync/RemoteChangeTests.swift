@@ -4,24 +4,8 @@ import Testing
 
 @testable import TypedStore
 
-/// Collects what a container publishes, for tests that wait for a number of changes.
-private final class Collector: Sendable {
-  private let changes = Mutex<[StoreChanges]>([])
-
-  var all: [StoreChanges] { changes.withLock { $0 } }
-
-  func add(_ value: StoreChanges) { changes.withLock { $0.append(value) } }
-
-  /// Waits until `count` changes arrived (false after `seconds`).
-  func wait(for count: Int, seconds: Double = 20) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-      if all.count >= count { return true }
-      try? await Task.sleep(for: .milliseconds(5))
-    }
-    return all.count >= count
-  }
-}
+/// What a container published, in order.
+private typealias Collector = Recorder<StoreChanges>
 
 private func runWriter(_ arguments: [String]) throws -> SpawnedProcess {
   try SpawnedProcess(builtProduct("typedstore-test-writer"), arguments)
