@@ -59,17 +59,26 @@ public final class PersistentContainer: Sendable {
   private static func makeContext(store: PersistentStore, name: String?, publisher: ChangePublisher)
     -> ManagedObjectContext
   {
-    ManagedObjectContext(store: store, name: name) { context, origin in
-      let changes = publisher.addObserver { [weak context] changes in
-        guard changes.origin != origin, let context else { return }
-        context.enqueue { $0.mergeChanges(changes) }
+    ManagedObjectContext(store: store, name: name, automaticMerging: automaticMerging(publisher))
+  }
+
+  /// How a context made from this container subscribes to its commits: each commit but the
+  /// context's own saves goes to the context's merge target, in order; an expired history
+  /// asks it to refresh everything. The target is held weakly.
+  static func automaticMerging(_ publisher: ChangePublisher) -> ContextState.AutomaticMerging {
+    { target, origin in
+      let changes = publisher.addObserver { [weak target] changes in
+        guard changes.origin != origin, let target else { return }
+        target.enqueueMerge(changes)
       }
-      let expiry = publisher.addExpiryObserver { [weak context] _ in
-        context?.enqueue { $0.refreshAllObjects() }
+      let expiry = publisher.addExpiryObserver { [weak target] _ in
+        target?.enqueueRefreshAllObjects()
       }
       return Subscriptions([changes, expiry])
     }
   }
+
+  var automaticMerging: ContextState.AutomaticMerging { Self.automaticMerging(publisher) }
 
   /// Keeps observations alive together.
   private final class Subscriptions: Sendable {
@@ -89,6 +98,20 @@ public final class PersistentContainer: Sendable {
   /// A new context with its own executor and reader connection.
   public func newBackgroundContext() -> ManagedObjectContext {
     Self.makeContext(store: persistentStore, name: nil, publisher: publisher)
+  }
+
+  /// A new `ModelContext`, for a `ModelActor` (or another single owner) to use synchronously;
+  /// its `automaticallyMergesChangesFromParent` merges this container's commits.
+  ///
+  /// ```swift
+  /// init(container: PersistentContainer) {
+  ///   let context = container.newModelContext()
+  ///   modelExecutor = context.executor
+  ///   modelContext = context
+  /// }
+  /// ```
+  public func newModelContext(name: String? = nil) -> ModelContext {
+    ModelContext(store: persistentStore, name: name, automaticMerging: automaticMerging)
   }
 
   /// Runs `body` on a new background context and returns its result.

@@ -9,6 +9,7 @@ final class ContextState: ObjectTracking {
   let store: PersistentStore
   var model: ManagedObjectModel { store.model }
   weak var context: ManagedObjectContext?
+  weak var modelContext: ModelContext?
   var name: String?
   var transactionAuthor: String?
 
@@ -23,9 +24,13 @@ final class ContextState: ObjectTracking {
   private static let temporaryNonce = UInt64.random(in: 1...UInt64.max)
   private static let temporaryCounter = Atomic<Int64>(0)
 
+  /// Subscribes a context to every commit of its store: given where to deliver them and the
+  /// identity of the context's own saves (left out), returns what keeps the subscription alive.
+  typealias AutomaticMerging = @Sendable (any MergeTarget, ObjectIdentifier) -> AnyObject
+
   /// How the context subscribes to its store's commits, and the subscription while
   /// `automaticallyMergesChangesFromParent` is on.
-  var automaticMerging: ManagedObjectContext.AutomaticMerging?
+  var automaticMerging: AutomaticMerging?
   var automaticMergeSubscription: AnyObject?
 
   /// What this context's objects hold to reach it.
@@ -479,5 +484,51 @@ final class ContextState: ObjectTracking {
         registered[key] = object
       }
     }
+  }
+}
+
+// MARK: - Automatic merging and objects by ID
+
+/// Where a subscription delivers commits for a context to merge, later, on the context's own
+/// isolation.
+protocol MergeTarget: AnyObject, Sendable {
+  func enqueueMerge(_ changes: StoreChanges)
+  func enqueueRefreshAllObjects()
+}
+
+extension ContextState {
+  func setMergesAutomatically(_ on: Bool, into target: any MergeTarget) {
+    if !on {
+      automaticMergeSubscription = nil
+    } else if automaticMergeSubscription == nil {
+      automaticMergeSubscription = automaticMerging?(target, ObjectIdentifier(self))
+    }
+  }
+
+  func refreshAllObjects() {
+    for object in registered.values where !object.isFault {
+      refresh(object, mergeChanges: true)
+    }
+  }
+
+  func existingObject<Entity: ManagedObject>(with id: ManagedID<Entity>) throws -> Entity {
+    let (key, entity) = try key(for: id.untyped)
+    guard let object = try existingObject(for: key, entity: entity) as? Entity else {
+      throw ContextError.objectNotFound(id.description)
+    }
+    return object
+  }
+
+  func object<Entity: ManagedObject>(with id: ManagedID<Entity>) -> Entity {
+    guard let (key, entity) = try? key(for: id.untyped), let object = fault(for: key, entity: entity) as? Entity
+    else {
+      preconditionFailure("TypedStore: \(id) is not an ID of this context's store")
+    }
+    return object
+  }
+
+  func registeredObject<Entity: ManagedObject>(for id: ManagedID<Entity>) -> Entity? {
+    guard let (key, _) = try? key(for: id.untyped) else { return nil }
+    return registeredObject(for: key) as? Entity
   }
 }

@@ -39,7 +39,7 @@ public actor ManagedObjectContext {
 
   /// A context whose `automaticallyMergesChangesFromParent` subscribes through
   /// `automaticMerging` (the container that makes it wires it to its change notifications).
-  init(store: PersistentStore, name: String?, automaticMerging: AutomaticMerging?) {
+  init(store: PersistentStore, name: String?, automaticMerging: ContextState.AutomaticMerging?) {
     self.persistentStore = store
     self.executor = ContextExecutor(label: "TypedStore.context.\(name ?? "unnamed")")
     let state = ContextState(store: store, name: name)
@@ -47,10 +47,6 @@ public actor ManagedObjectContext {
     self.state = state
     state.context = self
   }
-
-  /// Subscribes a context to every commit of its store: given the context and the identity of
-  /// its saves (left out), returns what keeps the subscription alive.
-  typealias AutomaticMerging = @Sendable (ManagedObjectContext, ObjectIdentifier) -> AnyObject
 
   /// Runs `body` on the context's executor after everything enqueued before it: for work
   /// that must keep its order, such as merging commits one after the other.
@@ -125,23 +121,13 @@ public actor ManagedObjectContext {
   /// ```
   public var automaticallyMergesChangesFromParent: Bool {
     get { state.automaticMergeSubscription != nil }
-    set {
-      if !newValue {
-        state.automaticMergeSubscription = nil
-      } else if state.automaticMergeSubscription == nil {
-        state.automaticMergeSubscription = state.automaticMerging?(self, ObjectIdentifier(state))
-      }
-    }
+    set { state.setMergesAutomatically(newValue, into: self) }
   }
 
   /// Refreshes every registered object with the store's values, keeping unsaved changes on
   /// top; objects whose rows are gone are marked deleted. The recovery when changes could not
   /// be merged one by one (history deleted before it was read).
-  public func refreshAllObjects() {
-    for object in state.registered.values where !object.isFault {
-      state.refresh(object, mergeChanges: true)
-    }
-  }
+  public func refreshAllObjects() { state.refreshAllObjects() }
 
   /// How `save()` resolves conflicts with other writers (see `MergePolicy` for every
   /// outcome). `.error`, the default, throws `StoreError.mergeConflict` and writes nothing.
@@ -226,30 +212,111 @@ public actor ManagedObjectContext {
   ///   `ContextError.foreignStore` for an ID of another store, `AttributeDecodingError` for a
   ///   row whose values another tool changed into something the attributes cannot hold.
   public func existingObject<Entity: ManagedObject>(with id: ManagedID<Entity>) throws -> Entity {
-    let (key, entity) = try state.key(for: id.untyped)
-    guard let object = try state.existingObject(for: key, entity: entity) as? Entity else {
-      throw ContextError.objectNotFound(id.description)
-    }
-    return object
+    try state.existingObject(with: id)
   }
 
   /// The object for `id`, as a fault when it is not registered yet: no I/O. Reading an
   /// attribute of a fault whose row does not exist marks it deleted (see
   /// `shouldDeleteInaccessibleFaults`); use `existingObject(with:)` to be told instead.
-  public func object<Entity: ManagedObject>(with id: ManagedID<Entity>) -> Entity {
-    guard let (key, entity) = try? state.key(for: id.untyped),
-      let object = state.fault(for: key, entity: entity) as? Entity
-    else {
-      preconditionFailure("TypedStore: \(id) is not an ID of this context's store")
-    }
-    return object
-  }
+  public func object<Entity: ManagedObject>(with id: ManagedID<Entity>) -> Entity { state.object(with: id) }
 
   /// The object for `id` if the context already holds it: no I/O.
   public func registeredObject<Entity: ManagedObject>(for id: ManagedID<Entity>) -> Entity? {
-    guard let (key, _) = try? state.key(for: id.untyped) else { return nil }
-    return state.registeredObject(for: key) as? Entity
+    state.registeredObject(for: id)
   }
+
+  // MARK: - Fetching
+
+  /// The objects the request describes, in its order.
+  ///
+  /// ```swift
+  /// let notes: [Note] = try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]))
+  /// ```
+  ///
+  /// - Throws: `FetchError` for a request that cannot be translated (nothing is read), or the
+  ///   store's error.
+  public func fetch<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> [Entity] {
+    try state.fetch(request)
+  }
+
+  /// How many objects the request would fetch, without loading them.
+  public func count<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> Int {
+    try state.count(for: request)
+  }
+
+  /// The IDs of the objects the request would fetch, without registering objects.
+  public func fetchObjectIDs<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> [ManagedID<Entity>] {
+    try state.fetchObjectIDs(for: request)
+  }
+
+  // MARK: - Batch requests
+
+  /// Inserts the request's rows in one transaction, with its history, without registering
+  /// objects.
+  ///
+  /// ```swift
+  /// let result = try context.execute(BatchInsertRequest<Note>(count: 1_000) { i, note in note.title = "\(i)" })
+  /// ```
+  ///
+  /// - Throws: `BatchError` before anything is written for a request that cannot run, or the
+  ///   store's error (nothing written).
+  public func execute<Entity: ManagedObject>(_ request: BatchInsertRequest<Entity>) throws -> BatchResult<Entity> {
+    try state.execute(request)
+  }
+
+  /// Sets the request's attributes on its rows with one UPDATE statement, with its history.
+  /// Registered objects are not changed: merge the result's changes to see them.
+  public func execute<Entity: ManagedObject>(_ request: BatchUpdateRequest<Entity>) throws -> BatchResult<Entity> {
+    try state.execute(request)
+  }
+
+  /// Deletes the request's rows with one DELETE statement, with their history and tombstones.
+  public func execute<Entity: ManagedObject>(_ request: BatchDeleteRequest<Entity>) throws -> BatchResult<Entity> {
+    try state.execute(request)
+  }
+
+  // MARK: - Merging
+
+  /// Brings the context's objects up to date with a committed transaction.
+  ///
+  /// - Updated rows: registered objects that are loaded are reloaded from the store, their
+  ///   unsaved changes kept on top, and their row version moves to the one read (so a later
+  ///   save conflicts only if the row changes again). Faults load the new values when read.
+  /// - Deleted rows: registered objects leave the context (`isDeleted` becomes true); unsaved
+  ///   changes they had are listed in the result's `discardedChanges`.
+  /// - Inserted rows are not loaded: the next fetch sees them.
+  ///
+  /// Merging the same transaction again changes nothing. A row updated by the transaction
+  /// and deleted by a later one (a merger that lags behind) is treated as deleted.
+  ///
+  /// ```swift
+  /// for await changes in container.storeChanges() {
+  ///   await context.perform { context in context.mergeChanges(changes) }
+  /// }
+  /// ```
+  @discardableResult
+  public func mergeChanges(_ changes: StoreChanges) -> MergeResult { state.mergeChanges(changes) }
+
+  /// Merges a transaction read from history, as `mergeChanges(_:)` merges a live
+  /// notification.
+  ///
+  /// ```swift
+  /// for transaction in try container.fetchHistory(HistoryRequest(after: token)) {
+  ///   context.mergeChanges(transaction)
+  /// }
+  /// ```
+  @discardableResult
+  public func mergeChanges(_ transaction: HistoryTransaction) -> MergeResult { state.mergeChanges(transaction) }
+
+  /// Merges transactions in order, in one visit to the context's executor.
+  func mergeChanges(_ transactions: [HistoryTransaction]) {
+    for transaction in transactions { state.mergeChanges(transaction) }
+  }
+}
+
+extension ManagedObjectContext: MergeTarget {
+  nonisolated func enqueueMerge(_ changes: StoreChanges) { enqueue { $0.mergeChanges(changes) } }
+  nonisolated func enqueueRefreshAllObjects() { enqueue { $0.refreshAllObjects() } }
 }
 
 // MARK: - Objects and their context

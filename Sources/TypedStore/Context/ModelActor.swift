@@ -1,40 +1,115 @@
-/// An actor whose executor is a context's, so its methods run where the context's objects live.
+import Dispatch
+import Synchronization
+
+/// An actor that owns a `ModelContext` and runs on its executor, as SwiftData's `@ModelActor`
+/// does: its methods use the context synchronously and may keep managed objects in the
+/// actor's own stored properties.
 ///
 /// ```swift
 /// actor Importer: ModelActor {
-///   nonisolated let modelContext: ManagedObjectContext
-///   init(container: PersistentContainer) { modelContext = container.newBackgroundContext() }
+///   nonisolated let modelExecutor: ModelExecutor
+///   let modelContext: ModelContext
+///   private var recent: [Note] = []
+///
+///   init(container: PersistentContainer) {
+///     let context = container.newModelContext()
+///     modelExecutor = context.executor
+///     modelContext = context
+///   }
 ///
 ///   func importTitles(_ titles: [String]) throws -> [ManagedID<Note>] {
-///     try withContext { context in
-///       let notes = titles.map { title in
-///         let note = Note(context: context)
-///         note.title = title
-///         return note
-///       }
-///       try context.save()
-///       return notes.map(\.managedID)
+///     recent = titles.map { title in
+///       let note = Note(context: modelContext)
+///       note.title = title
+///       return note
 ///     }
+///     try modelContext.save()
+///     return recent.map(\.managedID)
 ///   }
 /// }
 /// ```
 ///
-/// The context's executor enqueues jobs asynchronously, so model actors that call each other
-/// never deadlock.
+/// Declare `modelExecutor` as the context's `executor`: the actor then runs where automatic
+/// merging delivers commits, and they are merged into its objects as they happen, between
+/// the actor's own jobs. Model actors that call each other never deadlock: the executor
+/// enqueues jobs asynchronously.
 public protocol ModelActor: Actor {
-  /// The context whose executor this actor runs on.
-  nonisolated var modelContext: ManagedObjectContext { get }
+  /// The executor the actor runs on: its context's `executor`.
+  nonisolated var modelExecutor: ModelExecutor { get }
+  /// The context the actor's methods use.
+  var modelContext: ModelContext { get }
 }
 
 extension ModelActor {
   public nonisolated var unownedExecutor: UnownedSerialExecutor {
-    modelContext.unownedExecutor
+    modelExecutor.serve(self)
+    return modelExecutor.asUnownedSerialExecutor()
+  }
+}
+
+/// The serial executor of a `ModelContext` and of the `ModelActor` that owns it: a dispatch
+/// queue. It also carries the commits automatic merging delivers to the context, and applies
+/// them on the owning actor.
+public final class ModelExecutor: SerialExecutor {
+  /// A delivery waiting for the owning actor.
+  enum PendingMerge: Sendable {
+    case changes(StoreChanges)
+    case refreshAllObjects
   }
 
-  /// Runs `body` with the context, synchronously: the actor already runs on its executor.
-  public func withContext<Result: Sendable>(
-    _ body: @Sendable (isolated ManagedObjectContext) throws -> Result
-  ) rethrows -> Result {
-    try modelContext.assumeIsolated { try body($0) }
+  private struct Owner {
+    weak var actor: (any ModelActor)?
   }
+
+  private let queue: ContextExecutor
+  private let owner = Mutex(Owner())
+  private let pending = Mutex<[PendingMerge]>([])
+
+  init(label: String) {
+    queue = ContextExecutor(label: label)
+  }
+
+  public func enqueue(_ job: consuming ExecutorJob) {
+    let job = UnownedJob(job)
+    let executor = asUnownedSerialExecutor()
+    queue.queue.async { job.runSynchronously(on: executor) }
+  }
+
+  public func checkIsolated() { queue.checkIsolated() }
+
+  /// Remembers the actor that runs on this executor, to merge into its context.
+  func serve(_ actor: any ModelActor) {
+    owner.withLock { owner in
+      if owner.actor !== actor { owner.actor = actor }
+    }
+  }
+
+  /// Takes every delivery not applied yet, in order.
+  func takePending() -> [PendingMerge] {
+    pending.withLock { pending in
+      defer { pending = [] }
+      return pending
+    }
+  }
+
+  private func post(_ merge: PendingMerge) {
+    pending.withLock { $0.append(merge) }
+    queue.queue.async { [self] in
+      guard let actor = owner.withLock({ $0.actor }) else { return }  // applied at the context's next use
+      apply(on: actor)
+    }
+  }
+
+  private func apply(on actor: some ModelActor) {
+    actor.assumeIsolated { actor in
+      let context = actor.modelContext
+      guard context.executor === self else { return }
+      context.applyPendingMerges()
+    }
+  }
+}
+
+extension ModelExecutor: MergeTarget {
+  func enqueueMerge(_ changes: StoreChanges) { post(.changes(changes)) }
+  func enqueueRefreshAllObjects() { post(.refreshAllObjects) }
 }

@@ -409,19 +409,26 @@ final class Tag: ManagedObject {
 }
 
 actor NoteImporter: ModelActor {
-  nonisolated let modelContext: ManagedObjectContext
-  init(container: PersistentContainer) { modelContext = container.newBackgroundContext() }
+  nonisolated let modelExecutor: ModelExecutor
+  let modelContext: ModelContext
+  /// Managed objects kept in the actor's own state.
+  private var watched: [Note] = []
+
+  init(container: PersistentContainer, mergesAutomatically: Bool = false) {
+    let context = container.newModelContext()
+    modelExecutor = context.executor
+    modelContext = context
+    modelContext.automaticallyMergesChangesFromParent = mergesAutomatically
+  }
 
   func importTitles(_ titles: [String]) throws -> [ManagedID<Note>] {
-    try withContext { context in
-      let notes = titles.map { title in
-        let note = Note(context: context)
-        note.title = title
-        return note
-      }
-      try context.save()
-      return notes.map(\.managedID)
+    let notes = titles.map { title in
+      let note = Note(context: modelContext)
+      note.title = title
+      return note
     }
+    try modelContext.save()
+    return notes.map(\.managedID)
   }
 
   func title(of id: ManagedID<Note>, via other: NoteImporter) async throws -> String {
@@ -430,7 +437,19 @@ actor NoteImporter: ModelActor {
   }
 
   func titleDirectly(_ id: ManagedID<Note>) throws -> String {
-    try withContext { context in try context.existingObject(with: id).title }
+    try modelContext.existingObject(with: id).title
+  }
+
+  func watch() throws {
+    watched = try modelContext.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]))
+  }
+
+  /// Reads only the kept objects: no call into the context.
+  func watchedTitles() -> [String] { watched.map { $0.isDeleted ? "(deleted)" : $0.title } }
+
+  func rename(_ index: Int, to title: String) throws {
+    watched[index].title = title
+    try modelContext.save()
   }
 }
 
@@ -442,6 +461,48 @@ actor NoteImporter: ModelActor {
     let ids = try await first.importTitles(["one", "two"])
     #expect(try await first.title(of: ids[1], via: second) == "two")
     #expect(try await second.title(of: ids[0], via: first) == "one")
+  }
+
+  @Test func objectsKeptInTheActorAreMergedLive() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["a", "b"], in: container)
+    let watcher = NoteImporter(container: container, mergesAutomatically: true)
+    try await watcher.watch()
+    #expect(await watcher.watchedTitles() == ["a", "b"])
+
+    try await container.performBackgroundTask { context in
+      try context.existingObject(with: ids[0]).title = "a2"
+      context.delete(try context.existingObject(with: ids[1]))
+      try context.save()
+    }
+    // The actor reads only its stored objects: the merge ran on its executor by itself.
+    let deadline = ContinuousClock.now + .seconds(5)
+    while await watcher.watchedTitles() != ["a2", "(deleted)"], ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(1))
+    }
+    #expect(await watcher.watchedTitles() == ["a2", "(deleted)"])
+
+    // Its own save goes through, and is not merged back as a change of someone else.
+    try await watcher.rename(0, to: "a3")
+    let stored = try await container.performBackgroundTask { try $0.existingObject(with: ids[0]).title }
+    #expect(stored == "a3")
+  }
+
+  @Test func withoutAnOwnerMergesApplyAtTheNextFetch() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["a"], in: container)
+    let context = container.newModelContext()
+    context.automaticallyMergesChangesFromParent = true
+    let note = try context.existingObject(with: ids[0])
+    try await container.performBackgroundTask { other in
+      try other.existingObject(with: ids[0]).title = "changed"
+      try other.save()
+    }
+    try await Task.sleep(for: .milliseconds(50))
+    #expect(note.title == "a")  // nothing ran on this context yet
+    _ = try context.count(for: FetchRequest<Note>())
+    #expect(note.title == "changed")
+    #expect(note.modelContext === context)
   }
 
   @Test func performAndWaitBlocksUntilTheBodyRan() throws {

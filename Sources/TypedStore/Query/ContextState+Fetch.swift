@@ -13,51 +13,40 @@ private struct ResolvedFetch {
   let orderBy: String
 }
 
-extension ManagedObjectContext {
-  /// The objects the request describes, in its order.
-  ///
-  /// ```swift
-  /// let notes: [Note] = try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]))
-  /// ```
-  ///
-  /// - Throws: `FetchError` for a request that cannot be translated (nothing is read), or the
-  ///   store's error.
-  public func fetch<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> [Entity] {
+extension ContextState {
+  func fetch<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> [Entity] {
     let resolved = try resolve(request)
     if request.includesPendingChanges && pendingChangesAffect(resolved) {
       return try fetchMergingPending(request, resolved).compactMap { $0 as? Entity }
     }
-    return try state.fetchObjects(
+    return try fetchObjects(
       Entity.self, of: resolved.entity,
       clauses: clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset), arguments: resolved.arguments)
   }
 
-  /// How many objects the request would fetch, without loading them.
-  public func count<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> Int {
+  func count<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> Int {
     let resolved = try resolve(request)
     if request.includesPendingChanges && pendingChangesAffect(resolved, orderMatters: false) {
       return try fetchObjectIDs(for: request).count
     }
-    var total = try persistentStore.selectCount(
+    var total = try store.selectCount(
       of: resolved.entity, clauses: resolved.whereClause, arguments: resolved.arguments,
-      connection: state.reader())
+      connection: reader())
     total = max(0, total - request.fetchOffset)
     return request.fetchLimit > 0 ? min(total, request.fetchLimit) : total
   }
 
-  /// The IDs of the objects the request would fetch, without registering objects.
-  /// The request is a value: it is not changed.
-  public func fetchObjectIDs<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> [ManagedID<Entity>] {
+  func fetchObjectIDs<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> [ManagedID<Entity>] {
     let resolved = try resolve(request)
     if request.includesPendingChanges && pendingChangesAffect(resolved) {
       return try fetchMergingPending(request, resolved).compactMap { object in
-        state.anyID(of: object).map { ManagedID<Entity>(unchecked: $0) }
+        anyID(of: object).map { ManagedID<Entity>(unchecked: $0) }
       }
     }
-    let storeID = persistentStore.identifier
+    let storeID = store.identifier
     let statementClauses = clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset)
-    return try persistentStore.withRows(
-      of: resolved.entity, clauses: statementClauses, arguments: resolved.arguments, connection: state.reader()
+    return try store.withRows(
+      of: resolved.entity, clauses: statementClauses, arguments: resolved.arguments, connection: reader()
     ) { rows in
       var ids: [ManagedID<Entity>] = []
       while try rows.next() {
@@ -74,7 +63,7 @@ extension ManagedObjectContext {
   // MARK: - Translation
 
   private func resolve<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> ResolvedFetch {
-    let model = persistentStore.model
+    let model = store.model
     guard let entity = model.entity(for: Entity.self) else {
       throw FetchError.unknownEntity(String(describing: Entity.self))
     }
@@ -94,7 +83,7 @@ extension ManagedObjectContext {
       order.append("\"\(entity.attributes[Int(slot)].columnName)\" \(ascending ? "ASC" : "DESC")")
     }
     order.append("pk ASC")
-    let (restriction, arguments) = persistentStore.entityRestriction(
+    let (restriction, arguments) = store.entityRestriction(
       for: entity, includesSubentities: request.includesSubentities)
     return ResolvedFetch(
       entity: entity, whereClause: restriction.isEmpty ? "" : " WHERE \(restriction)", arguments: arguments,
@@ -120,10 +109,10 @@ extension ManagedObjectContext {
   private func pendingChangesAffect(_ resolved: ResolvedFetch, orderMatters: Bool = true) -> Bool {
     let root = resolved.entity.rootName
     func inHierarchy(_ object: ManagedObject) -> Bool { object.entity?.rootName == root }
-    if state.inserted.contains(where: inHierarchy) || state.deleted.contains(where: inHierarchy) { return true }
+    if inserted.contains(where: inHierarchy) || deleted.contains(where: inHierarchy) { return true }
     guard orderMatters, !resolved.sortSlots.isEmpty else { return false }
     let sorted = Set(resolved.sortSlots.map { Int32($0.slot) })
-    return state.updated.contains { object in
+    return updated.contains { object in
       inHierarchy(object) && object.committedValues.keys.contains(where: sorted.contains)
     }
   }
@@ -132,11 +121,11 @@ extension ManagedObjectContext {
     _ request: FetchRequest<Entity>, _ resolved: ResolvedFetch
   ) throws -> [ManagedObject] {
     let allowed = Set(request.includesSubentities ? resolved.entity.selfAndDescendantNames : [resolved.entity.name])
-    var objects = try state.fetchObjects(
+    var objects = try fetchObjects(
       ManagedObject.self, of: resolved.entity, clauses: resolved.whereClause + resolved.orderBy,
       arguments: resolved.arguments
     ).filter { !$0.isDeleted }
-    objects += state.inserted.filter { allowed.contains($0.entity?.name ?? "") }
+    objects += inserted.filter { allowed.contains($0.entity?.name ?? "") }
     if !resolved.sortSlots.isEmpty {
       let keys = try objects.map { object in
         try resolved.sortSlots.map { try resolved.entity.accessors[$0.slot].encode(object) }

@@ -1,0 +1,224 @@
+import Synchronization
+
+/// A context owned by one isolation domain — usually a `ModelActor` — and used from it
+/// synchronously, as SwiftData's `ModelContext` is.
+///
+/// ```swift
+/// actor Indexer: ModelActor {
+///   nonisolated let modelExecutor: ModelExecutor
+///   let modelContext: ModelContext
+///   var watched: [Note] = []              // managed objects, kept in the actor's own state
+///
+///   init(container: PersistentContainer) {
+///     let context = container.newModelContext()
+///     modelExecutor = context.executor
+///     modelContext = context
+///     modelContext.automaticallyMergesChangesFromParent = true
+///   }
+///
+///   func watch() throws { watched = try modelContext.fetch(FetchRequest<Note>()) }
+///   func titles() -> [String] { watched.map(\.title) }   // live: merged as commits happen
+/// }
+/// ```
+///
+/// A `ModelContext` is not `Sendable`: the compiler keeps it, and every object it returns, in
+/// the isolation domain that holds it, so its methods are plain synchronous calls and its
+/// objects may be stored in that domain's properties. It has the same methods as
+/// `ManagedObjectContext` with the same meaning; `ManagedObjectContext` is the actor form,
+/// reached through `perform`.
+///
+/// Automatic merging delivers each commit on the context's `executor`, live, when the context
+/// is the `modelContext` of a `ModelActor` that runs on that executor. A context held anywhere
+/// else applies the commits it was sent at its next fetch, count, lookup by ID or save.
+public final class ModelContext {
+  let state: ContextState
+
+  /// The executor a `ModelActor` that owns this context runs on; automatic merges run there.
+  public let executor: ModelExecutor
+
+  /// The store the context reads and writes.
+  public let persistentStore: PersistentStore
+
+  /// A context over `store` that cannot merge automatically; containers make contexts that
+  /// can (`container.newModelContext()`).
+  public convenience init(store: PersistentStore, name: String? = nil) {
+    self.init(store: store, name: name, automaticMerging: nil)
+  }
+
+  init(store: PersistentStore, name: String?, automaticMerging: ContextState.AutomaticMerging?) {
+    persistentStore = store
+    executor = ModelExecutor(label: "TypedStore.modelContext.\(name ?? "unnamed")")
+    state = ContextState(store: store, name: name)
+    state.automaticMerging = automaticMerging
+    state.modelContext = self
+  }
+
+  /// Applies the commits automatic merging delivered and that have not been merged yet.
+  func applyPendingMerges() {
+    for merge in executor.takePending() {
+      switch merge {
+      case .changes(let changes): state.mergeChanges(changes)
+      case .refreshAllObjects: state.refreshAllObjects()
+      }
+    }
+  }
+
+  // MARK: - Configuration (as ManagedObjectContext's)
+
+  /// The context's name, recorded with each transaction it saves.
+  public var name: String? {
+    get { state.name }
+    set { state.name = newValue }
+  }
+
+  /// The author recorded with each transaction this context saves.
+  public var transactionAuthor: String? {
+    get { state.transactionAuthor }
+    set { state.transactionAuthor = newValue }
+  }
+
+  /// How `save()` resolves conflicts with other writers; see `MergePolicy`.
+  public var mergePolicy: MergePolicy {
+    get { state.mergePolicy }
+    set { state.mergePolicy = newValue }
+  }
+
+  /// See `ManagedObjectContext.shouldDeleteInaccessibleFaults`.
+  public var shouldDeleteInaccessibleFaults: Bool {
+    get { state.shouldDeleteInaccessibleFaults }
+    set { state.shouldDeleteInaccessibleFaults = newValue }
+  }
+
+  /// Whether every commit to the store — of other contexts and other processes — is merged
+  /// into this context, once each, in commit order, leaving out its own saves. See the type's
+  /// documentation for when the merges run.
+  public var automaticallyMergesChangesFromParent: Bool {
+    get { state.automaticMergeSubscription != nil }
+    set { state.setMergesAutomatically(newValue, into: executor) }
+  }
+
+  // MARK: - Changes
+
+  /// True when the context has inserted, updated or deleted objects not saved yet.
+  public var hasChanges: Bool { state.hasChanges }
+  /// Objects inserted and not saved yet.
+  public var insertedObjects: Set<ManagedObject> { Set(state.inserted) }
+  /// Saved objects with unsaved attribute changes.
+  public var updatedObjects: Set<ManagedObject> { Set(state.updated) }
+  /// Objects marked for deletion at the next save.
+  public var deletedObjects: Set<ManagedObject> { Set(state.deleted) }
+  /// Every object the context holds, faults included.
+  public var registeredObjects: Set<ManagedObject> { Set(state.registered.values) }
+
+  /// Adds a new object (made with `init()`) to the context; `Note(context:)` does this for you.
+  public func insert(_ object: ManagedObject) { state.insert(object) }
+  /// Marks an object for deletion at the next save.
+  public func delete(_ object: ManagedObject) { state.delete(object) }
+
+  /// Writes every pending change to the store in one transaction; see
+  /// `ManagedObjectContext.save()`.
+  public func save() throws {
+    applyPendingMerges()
+    try state.save()
+  }
+
+  /// Discards every pending change.
+  public func rollback() { state.rollback() }
+  /// Forgets every object.
+  public func reset() { state.reset() }
+
+  /// Reloads (`mergeChanges: true`) or faults an object; see `ManagedObjectContext`.
+  public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+    state.refresh(object, mergeChanges: mergeChanges)
+  }
+
+  /// Refreshes every registered object with the store's values, keeping unsaved changes.
+  public func refreshAllObjects() {
+    applyPendingMerges()
+    state.refreshAllObjects()
+  }
+
+  /// Gives inserted objects their permanent IDs now.
+  public func obtainPermanentIDs(for objects: [ManagedObject]) throws {
+    try state.obtainPermanentIDs(for: objects)
+  }
+
+  // MARK: - Objects by ID, fetching, batches, merging
+
+  /// The object for `id`, loaded from the store if needed.
+  public func existingObject<Entity: ManagedObject>(with id: ManagedID<Entity>) throws -> Entity {
+    applyPendingMerges()
+    return try state.existingObject(with: id)
+  }
+
+  /// The object for `id`, as a fault when it is not registered yet.
+  public func object<Entity: ManagedObject>(with id: ManagedID<Entity>) -> Entity {
+    applyPendingMerges()
+    return state.object(with: id)
+  }
+
+  /// The object for `id` if the context already holds it.
+  public func registeredObject<Entity: ManagedObject>(for id: ManagedID<Entity>) -> Entity? {
+    applyPendingMerges()
+    return state.registeredObject(for: id)
+  }
+
+  /// The objects the request describes, in its order.
+  public func fetch<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> [Entity] {
+    applyPendingMerges()
+    return try state.fetch(request)
+  }
+
+  /// How many objects the request would fetch, without loading them.
+  public func count<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> Int {
+    applyPendingMerges()
+    return try state.count(for: request)
+  }
+
+  /// The IDs of the objects the request would fetch.
+  public func fetchObjectIDs<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> [ManagedID<Entity>] {
+    applyPendingMerges()
+    return try state.fetchObjectIDs(for: request)
+  }
+
+  /// Runs a batch insert in one transaction, with its history.
+  public func execute<Entity: ManagedObject>(_ request: BatchInsertRequest<Entity>) throws -> BatchResult<Entity> {
+    try state.execute(request)
+  }
+
+  /// Runs a batch update with one UPDATE statement, with its history.
+  public func execute<Entity: ManagedObject>(_ request: BatchUpdateRequest<Entity>) throws -> BatchResult<Entity> {
+    try state.execute(request)
+  }
+
+  /// Runs a batch delete with one DELETE statement, with its history.
+  public func execute<Entity: ManagedObject>(_ request: BatchDeleteRequest<Entity>) throws -> BatchResult<Entity> {
+    try state.execute(request)
+  }
+
+  /// Merges a committed transaction; see `ManagedObjectContext.mergeChanges(_:)`.
+  @discardableResult
+  public func mergeChanges(_ changes: StoreChanges) -> MergeResult { state.mergeChanges(changes) }
+
+  /// Merges a transaction read from history.
+  @discardableResult
+  public func mergeChanges(_ transaction: HistoryTransaction) -> MergeResult { state.mergeChanges(transaction) }
+}
+
+extension ManagedObject {
+  /// Creates an object and inserts it into `context`.
+  ///
+  /// ```swift
+  /// let note = Note(context: modelContext)
+  /// ```
+  public convenience init(context: ModelContext) {
+    self.init()
+    context.insert(self)
+  }
+
+  /// The `ModelContext` the object belongs to, or nil (an object of a
+  /// `ManagedObjectContext`, or of no context).
+  public var modelContext: ModelContext? {
+    (tracker as? ContextState)?.modelContext
+  }
+}
