@@ -32,6 +32,8 @@ final class ContextState: ObjectTracking {
   /// `automaticallyMergesChangesFromParent` is on.
   var automaticMerging: AutomaticMerging?
   var automaticMergeSubscription: AnyObject?
+  /// The last transaction whose changes the context's objects show (see `mergeChanges`).
+  var mergedThrough: Int64 = 0
 
   /// What this context's objects hold to reach it.
   let link = TrackerLink()

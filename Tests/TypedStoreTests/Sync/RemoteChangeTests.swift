@@ -196,7 +196,7 @@ private func eventually(
       return (result.refreshed, second.refreshed, seen)
     }
     #expect(outcome.0 == [id.untyped])
-    #expect(outcome.1 == [id.untyped])
+    #expect(outcome.1.isEmpty, "merging the same transaction twice changes nothing")
     #expect(outcome.2.0 == "from elsewhere")
     #expect(outcome.2.1 == .published)
     #expect(outcome.2.2)
@@ -206,6 +206,33 @@ private func eventually(
     }
     #expect(stored.0 == "from elsewhere")
     #expect(stored.1 == .published)
+  }
+
+  @Test func aLaggingMergeShowsOneSnapshotAndMergesTheLaterTransactionsItHolds() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["a", "b"], in: container)
+    let start = try container.currentHistoryToken
+    let context = container.newBackgroundContext()
+    try await context.perform { context in
+      for id in ids { _ = try context.existingObject(with: id).title }
+    }
+    for (step, touched) in [[0], [0, 1]].enumerated() {  // tx 1 renames a; tx 2 renames a and b
+      try await container.performBackgroundTask { other in
+        for index in touched { try other.existingObject(with: ids[index]).title = "v\(step + 1)" }
+        try other.save()
+      }
+    }
+    let history = try container.fetchHistory(HistoryRequest(after: start))
+    #expect(history.count == 2)
+    let outcome = await context.perform { context in
+      let first = context.mergeChanges(history[0])
+      let titles = ids.map { context.registeredObject(for: $0)?.title }
+      return (first, titles, context.mergeChanges(history[1]))
+    }
+    // a's row read now already holds tx 2, so tx 2 is merged with it: b too, not only a.
+    #expect(outcome.1 == ["v2", "v2"], "never a's newer row beside b's older one")
+    #expect(outcome.0.refreshed == Set(ids.map(\.untyped)))
+    #expect(outcome.2 == MergeResult(), "tx 2 was merged already")
   }
 
   @Test func refreshWithMergeChangesReloadsAnObjectThatHasNoUnsavedChanges() async throws {
