@@ -31,6 +31,10 @@ import TypedStore
 //   typedstore-test-writer pruner <store> <stop file>
 //       prunes what every consumer has read, every 100 ms, until the stop file exists;
 //       prints "pruned <transactions>".
+//   typedstore-test-writer expiry-watch <store> <primary key>
+//       a context that merges automatically holds that event; prints "ready". When history it
+//       had not read is pruned while it sleeps (the test stops it with SIGSTOP), it prints
+//       "expired <horizon> sequence <the held event's sequence after the refresh>".
 //   Any of these after "as-user <uid>" runs as that user (the tests run as root, which may
 //   write any file).
 
@@ -105,6 +109,31 @@ case "hold":
     for sequence in 0..<count { _ = try save(context, author: "holder", sequence: sequence) }
     say("ready")
     while true { Thread.sleep(forTimeInterval: 60) }
+  } catch {
+    fail("\(error)", code: 1)
+  }
+
+case "expiry-watch":
+  guard arguments.count == 3, let key = Int64(arguments[2]) else { fail("usage: expiry-watch <store> <pk>", code: 64) }
+  do {
+    let container = try openContainer(arguments[1])
+    let storeID = container.persistentStore.identifier
+    let context = container.newBackgroundContext()
+    let id = try ManagedID<Event>(validating: URL(string: "typedstore://\(storeID.uuidString)/Event/p\(key)")!)
+    try context.performAndWait { context in
+      context.automaticallyMergesChangesFromParent = true
+      _ = try context.existingObject(with: id).sequence
+    }
+    let observation = container.addHistoryExpiredObserver { horizon in
+      // The context's refresh was enqueued with the same event; give it time to run first.
+      Thread.sleep(forTimeInterval: 0.3)
+      let sequence = context.performAndWait { context in context.registeredObject(for: id)?.sequence ?? -1 }
+      say("expired \(horizon.transactionNumber) sequence \(sequence)")
+    }
+    say("ready")
+    withExtendedLifetime(observation) {
+      while true { Thread.sleep(forTimeInterval: 60) }
+    }
   } catch {
     fail("\(error)", code: 1)
   }

@@ -61,9 +61,16 @@ public final class PersistentStore: Sendable {
     let tables = layouts.values.sorted { $0.root.index < $1.root.index }
     let (connection, identifier) = try Self.openFile(path: url.path, model: model, tables: tables, options: options)
     self.identifier = identifier
+    let pruner =
+      options.recordsHistory && !options.isReadOnly ? options.automaticHistoryPruning.map(AutomaticPruner.init) : nil
     self.writer = StoreWriter(
-      connection: connection, path: url.path, storeIdentifier: identifier, options: options, publish: publish)
+      connection: connection, path: url.path, storeIdentifier: identifier, options: options,
+      publish: { committed in
+        publish(committed)
+        pruner?.didCommit(committed)
+      })
     ModelRegistry.register(identifier, model: model)
+    pruner?.attach(self)
   }
 
   // MARK: - Connections and layout

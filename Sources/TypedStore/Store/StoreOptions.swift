@@ -35,6 +35,9 @@ public struct StoreOptions: Sendable {
   /// nothing (the backstop: inotify wakes the monitor within a millisecond of a commit).
   public var remoteChangePollInterval: Duration = .seconds(1)
 
+  /// Prunes history by itself after commits (off by default); see `AutomaticHistoryPruning`.
+  public var automaticHistoryPruning: AutomaticHistoryPruning?
+
   /// The defaults: 5 s busy timeout, history on, checkpoint after 1,000 WAL pages, read-write.
   public init() {}
 }

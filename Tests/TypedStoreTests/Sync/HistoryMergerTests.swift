@@ -273,3 +273,33 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     #expect(try container.fetchHistory(HistoryRequest()).count == 3)
   }
 }
+
+@Suite struct AutomaticPruningTests {
+  @Test func aStorePrunesAfterCommitsByItselfAndNeverPastALiveConsumer() async throws {
+    var options = StoreOptions()
+    options.automaticHistoryPruning = AutomaticHistoryPruning(.keepLast(2), afterCommits: 5)
+    let container = try PersistentContainer.makeTest(model: notesModel, options: options)
+    try await save((0..<4).map { "n\($0)" }, in: container)
+    #expect(try container.persistentStore.historyHorizon().transactionNumber == 0, "not yet: 4 commits")
+    try await save(["n4"], in: container)  // the fifth: a prune keeps the last 2
+    #expect(await eventually { try container.persistentStore.historyHorizon().transactionNumber == 3 })
+
+    // A consumer that has read up to 6 holds everything after it, whatever the policy says.
+    try container.persistentStore.writeCheckpoint(consumer: "indexer", number: 6, lease: .seconds(60), advanced: true)
+    try await save((5..<15).map { "n\($0)" }, in: container)  // commits 6...15: two more prunes
+    #expect(await eventually { try container.persistentStore.historyHorizon().transactionNumber == 6 })
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(try container.persistentStore.historyHorizon().transactionNumber == 6)
+    #expect(try container.fetchHistory(HistoryRequest(after: container.persistentStore.historyHorizon())).count == 9)
+  }
+}
+
+/// Polls `condition` until it holds (false after 10 s).
+private func eventually(_ condition: () throws -> Bool) async -> Bool {
+  let deadline = ContinuousClock.now + .seconds(10)
+  while ContinuousClock.now < deadline {
+    if (try? condition()) == true { return true }
+    try? await Task.sleep(for: .milliseconds(5))
+  }
+  return false
+}

@@ -98,6 +98,31 @@ private func eventually(
       })
   }
 
+  @Test func historyPrunedWhileAProcessSleptIsReportedAsExpiredAndItsContextsRefresh() async throws {
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
+    let path = container.persistentStore.url.path
+    _ = try runWriter([path, "maker", "1"]).finish()
+    let id = try #require(
+      try container.newBackgroundContext().performAndWait { try $0.fetchObjectIDs(for: FetchRequest<Event>()) }.first)
+    let watcher = try runWriter(["expiry-watch", path, String(id.primaryKey ?? 0)])
+    defer { watcher.kill() }
+    #expect(try await offThePool { watcher.waitForLine("ready") })
+    kill(watcher.process.processIdentifier, SIGSTOP)
+    try await container.performBackgroundTask { context in
+      try context.existingObject(with: id).sequence = 77
+      try context.save()
+      for sequence in 1...3 {
+        Event(context: context).sequence = sequence
+        try context.save()
+      }
+    }
+    let report = try HistoryPruner(container: container).prune(.keepLast(0))
+    #expect(report.deletedTransactions == 5)
+    kill(watcher.process.processIdentifier, SIGCONT)
+    let line = "expired \(report.horizon.transactionNumber) sequence 77"
+    #expect(try await offThePool { watcher.waitForLine(line) }, "expected \(line)")
+  }
+
   @Test func aContextThatMergesAutomaticallyKeepsItsLoadedObjectsCurrent() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let id = try await saveNotes(["before"], in: container)[0]
