@@ -39,9 +39,15 @@ let package = Package(
       dependencies: ["TypedStore"],
       path: "Tests/TestWriter"
     ),
+    // docs/merging.md's two-process example, built and run by the tests.
+    .executableTarget(
+      name: "typedstore-merging-example",
+      dependencies: ["TypedStore"],
+      path: "Examples/Merging"
+    ),
     .testTarget(
       name: "TypedStoreTests",
-      dependencies: ["TypedStore", "typedstore-test-writer", "typedstore-bench"]
+      dependencies: ["TypedStore", "typedstore-test-writer", "typedstore-bench", "typedstore-merging-example"]
     ),
   ],
   swiftLanguageModes: [.v6]

@@ -84,6 +84,16 @@ public final class ModelExecutor: SerialExecutor {
     }
   }
 
+  /// Runs `body` on `actor`, which runs on this executor, and waits for it; at once when
+  /// called on the executor already.
+  func performAndWait<Owner: ModelActor>(on actor: Owner, _ body: @Sendable (isolated Owner) -> Void) {
+    if queue.isCurrent {
+      actor.assumeIsolated(body)
+    } else {
+      queue.queue.sync { actor.assumeIsolated(body) }
+    }
+  }
+
   /// Takes every delivery not applied yet, in order.
   func takePending() -> [PendingMerge] {
     pending.withLock { pending in

@@ -35,6 +35,12 @@ public struct StoreOptions: Sendable {
   /// nothing (the backstop: inotify wakes the monitor within a millisecond of a commit).
   public var remoteChangePollInterval: Duration = .seconds(1)
 
+  /// Whether the remote-change monitor watches the store's folder with inotify (on by
+  /// default). Turn it off where inotify does not report other processes' writes (some
+  /// container or network file systems): the poll is then the only wake-up, so lower
+  /// `remoteChangePollInterval` to the delay you can accept.
+  public var remoteChangeUsesInotify = true
+
   /// Prunes history by itself after commits (off by default); see `AutomaticHistoryPruning`.
   public var automaticHistoryPruning: AutomaticHistoryPruning?
 

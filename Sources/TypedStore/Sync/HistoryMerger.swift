@@ -102,16 +102,42 @@ public final class HistoryMerger: Sendable {
   public let consumer: String
   public let options: Options
   private let container: PersistentContainer
-  private let contexts: [ManagedObjectContext]
+  private let destinations: [Destination]
   private let state = Mutex(State())
   private let wakeUps = DispatchSemaphore(value: 0)
 
-  /// A consumer named `consumer` of the container's store, merging into `contexts`.
+  /// Where the merger merges: a context, or a model actor's context, reached on its executor
+  /// and waited for.
+  private struct Destination: Sendable {
+    let merge: @Sendable ([HistoryTransaction]) -> Void
+    let refreshAllObjects: @Sendable () -> Void
+
+    init(_ context: ManagedObjectContext) {
+      merge = { transactions in context.performAndWait { $0.mergeChanges(transactions) } }
+      refreshAllObjects = { context.performAndWait { $0.refreshAllObjects() } }
+    }
+
+    init(_ actor: some ModelActor) {
+      merge = { transactions in
+        actor.modelExecutor.performAndWait(on: actor) { actor in
+          for transaction in transactions { actor.modelContext.mergeChanges(transaction) }
+        }
+      }
+      refreshAllObjects = { actor.modelExecutor.performAndWait(on: actor) { $0.modelContext.refreshAllObjects() } }
+    }
+  }
+
+  /// A consumer named `consumer` of the container's store, merging into `contexts` and into
+  /// the contexts of `modelActors` (on each actor's executor, between its own jobs).
+  ///
+  /// ```swift
+  /// let merger = try HistoryMerger(container: container, consumer: "board", modelActors: [board])
+  /// ```
   ///
   /// - Throws: `HistoryError.invalidConsumerName`, `.invalidLease`, `.historyNotRecorded`.
   public init(
     container: PersistentContainer, consumer: String, contexts: [ManagedObjectContext] = [],
-    options: Options = Options()
+    modelActors: [any ModelActor] = [], options: Options = Options()
   ) throws {
     guard !consumer.isEmpty, consumer.count <= 200 else { throw HistoryError.invalidConsumerName(consumer) }
     guard options.lease > .zero else { throw HistoryError.invalidLease(options.lease) }
@@ -119,7 +145,7 @@ public final class HistoryMerger: Sendable {
     self.consumer = consumer
     self.options = options
     self.container = container
-    self.contexts = contexts
+    self.destinations = contexts.map(Destination.init) + modelActors.map { Destination($0) }
   }
 
   /// Adds a hook, called for each transaction after those added before it. Add hooks before
@@ -164,7 +190,7 @@ public final class HistoryMerger: Sendable {
         throw HistoryError.tokenExpired(
           horizon: HistoryToken(storeIdentifier: store.identifier, transactionNumber: horizon))
       }
-      for context in contexts { await context.perform { $0.refreshAllObjects() } }
+      for destination in destinations { destination.refreshAllObjects() }
       position = horizon
       try store.writeCheckpoint(consumer: consumer, number: position, lease: options.lease, advanced: true)
     }
@@ -265,7 +291,7 @@ public final class HistoryMerger: Sendable {
         // No hook to run between merges: the whole page goes into each context in one visit.
         let merged = page.filter { $0.author.map { !options.excludedAuthors.contains($0) } ?? true }
         if !merged.isEmpty {
-          for context in contexts { context.performAndWait { $0.mergeChanges(merged) } }
+          for destination in destinations { destination.merge(merged) }
         }
         state.withLock { $0.position = last.number }
         try writeCheckpoint(force: false)
@@ -280,7 +306,7 @@ public final class HistoryMerger: Sendable {
         var event = Event(transaction: transaction, changes: StoreChanges(transaction))
         for hook in hooks { try hook(&event) }  // a throw leaves the position before it
         if event.mergesIntoContexts {
-          for context in contexts { context.performAndWait { _ = $0.mergeChanges(transaction) } }
+          for destination in destinations { destination.merge([transaction]) }
         }
         state.withLock { $0.position = transaction.number }
         try writeCheckpoint(force: false)

@@ -85,7 +85,7 @@ final class RemoteChangeMonitor: Sendable {
     let path = store.url.path
     let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
     let names: Set<String> = [store.url.lastPathComponent, store.url.lastPathComponent + "-wal"]
-    let inotify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+    let inotify = store.options.remoteChangeUsesInotify ? inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) : -1
     if inotify >= 0 { _ = inotify_add_watch(inotify, folder, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO)) }
     defer { if inotify >= 0 { close(inotify) } }
 

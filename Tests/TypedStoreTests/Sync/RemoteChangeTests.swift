@@ -123,6 +123,28 @@ private func eventually(
     #expect(try await offThePool { watcher.waitForLine(line) }, "expected \(line)")
   }
 
+  @Test(arguments: [true, false])
+  func withoutInotifyThePollAloneDeliversRemoteCommits(fastPoll: Bool) async throws {
+    var options = StoreOptions()
+    options.remoteChangeUsesInotify = false
+    options.remoteChangePollInterval = fastPoll ? .milliseconds(50) : .seconds(3600)
+    let container = try PersistentContainer.makeTest(
+      model: ManagedObjectModel(Event.self), variant: "\(fastPoll)", options: options)
+    let seen = Recorder<Int>()
+    let observation = container.addStoreChangesObserver { changes in
+      if changes.isRemote { seen.add(changes.inserted(Event.self).count) }
+    }
+    defer { observation.cancel() }
+    try await Task.sleep(for: .milliseconds(100))  // the monitor has started and read once
+    _ = try runWriter([container.persistentStore.url.path, "other", "1"]).finish()
+    if fastPoll {
+      #expect(await seen.wait(for: 1, seconds: 5), "the 50 ms poll found the commit")
+    } else {
+      try await Task.sleep(for: .milliseconds(500))
+      #expect(seen.all.isEmpty, "no inotify, no poll yet: nothing woke the monitor")
+    }
+  }
+
   @Test func aContextThatMergesAutomaticallyKeepsItsLoadedObjectsCurrent() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let id = try await saveNotes(["before"], in: container)[0]
