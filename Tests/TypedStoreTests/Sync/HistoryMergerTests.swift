@@ -303,3 +303,21 @@ private func eventually(_ condition: () throws -> Bool) async -> Bool {
   }
   return false
 }
+
+@Suite struct MergerLeaseTests {
+  @Test func anIdleRunningMergerRenewsItsLeaseSoItIsNeverStale() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    var options = HistoryMerger.Options()
+    options.lease = .milliseconds(400)
+    let merger = try HistoryMerger(container: container, consumer: "idle", options: options)
+    try await merger.start()
+    let first = try #require(try container.persistentStore.historyConsumers().first)
+    try await Task.sleep(for: .milliseconds(1_000))  // no commit at all: more than two leases
+    let later = try #require(try container.persistentStore.historyConsumers().first)
+    #expect(later.seenAt > first.seenAt)
+    #expect(!later.isStale())
+    await merger.stop()
+    try await Task.sleep(for: .milliseconds(600))
+    #expect(try container.persistentStore.historyConsumers().first?.isStale() == true, "stopped: its lease runs out")
+  }
+}
