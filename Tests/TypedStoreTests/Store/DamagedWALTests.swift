@@ -101,6 +101,23 @@ private func eventCount(_ url: URL, options: StoreOptions = StoreOptions()) thro
     #expect(try eventCount(url) == 3, "the transaction whose last frame was torn never committed")
   }
 
+  @Test func theOptionCreatesTheStoreAnewWhenTheDamageReachesItsCreation() throws {
+    let url = try storeWithUncheckpointedCommits(3)
+    try damageWAL(url, at: 17)  // the header: nothing replays, not even the creation
+    var options = StoreOptions()
+    options.opensDamagedWAL = true
+    let container = try PersistentContainer(
+      name: "Events", model: ManagedObjectModel(Event.self), storeURL: url, options: options)
+    let count = try container.viewContext.performAndWait { try $0.count(for: FetchRequest<Event>()) }
+    #expect(count == 0)
+    // A whole store again: it takes saves, with history.
+    try container.viewContext.performAndWait { context in
+      Event(context: context).sequence = 1
+      try context.save()
+    }
+    #expect(try container.fetchHistory(HistoryRequest()).count == 1)
+  }
+
   @Test func theOptionOpensADamagedStoreKeepingACopyOfItsLog() throws {
     let url = try storeWithUncheckpointedCommits(6)
     try damageWAL(url, at: pageByte(ofFrame: 22))  // in a later save: some stay

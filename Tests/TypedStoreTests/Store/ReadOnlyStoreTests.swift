@@ -152,4 +152,33 @@ struct UnwritableStoreTests {
     #expect(readOnly.contains("opened: 3 events, 3 transactions"), "\(readOnly)")
     withExtendedLifetime(writer) {}
   }
+
+  @Test func aReadOnlyOpenOfAFileBeingCreatedWaitsForTheCreatorOrRefusesIt() async throws {
+    let url = try folder("creating").appendingPathComponent("store.sqlite")
+    _ = FileManager.default.createFile(atPath: url.path, contents: Data())  // no tables yet
+    var options = StoreOptions()
+    options.isReadOnly = true
+    options.busyTimeout = .seconds(5)
+    let readOnlyOptions = options
+    let model = try ManagedObjectModel(Event.self)
+    // The reader starts first; the creator opens the same path 300 ms later.
+    let reader = Task.detached {
+      try PersistentContainer(name: "Events", model: model, storeURL: url, options: readOnlyOptions)
+    }
+    try await Task.sleep(for: .milliseconds(300))
+    let creator = try PersistentContainer(name: "Events", model: model, storeURL: url)
+    let opened = try await reader.value
+    #expect(opened.persistentStore.identifier == creator.persistentStore.identifier)
+
+    // With nobody creating it, the wait ends at the busy timeout with a typed error.
+    let empty = try folder("never-created").appendingPathComponent("store.sqlite")
+    _ = FileManager.default.createFile(atPath: empty.path, contents: Data())
+    options.busyTimeout = .milliseconds(300)
+    let start = ContinuousClock.now
+    #expect(throws: StoreError.self) {
+      try PersistentContainer(name: "Events", model: model, storeURL: empty, options: options)
+    }
+    #expect(ContinuousClock.now - start >= .milliseconds(250))
+    #expect(try Data(contentsOf: empty).isEmpty, "nothing written")
+  }
 }
