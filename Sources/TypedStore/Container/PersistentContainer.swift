@@ -54,6 +54,21 @@ public final class PersistentContainer: Sendable {
     self.viewContext = Self.makeContext(store: store, name: "viewContext", publisher: publisher)
   }
 
+  /// Opens an existing store with the model it keeps, without the application's classes:
+  /// for tools that follow, export and prune history, manage consumers and inspect stores
+  /// (see `PersistentStore.init(url:options:)`). The container's name is the file's name
+  /// without its extension.
+  ///
+  /// ```swift
+  /// let container = try PersistentContainer(storeURL: URL(fileURLWithPath: "/var/lib/app/notes.sqlite"))
+  /// for await changes in container.storeChanges() { print(changes.token as Any) }
+  /// ```
+  public convenience init(storeURL: URL, options: StoreOptions = StoreOptions()) throws {
+    try self.init(
+      name: storeURL.deletingPathExtension().lastPathComponent,
+      model: PersistentStore.storedModel(at: storeURL, options: options), storeURL: storeURL, options: options)
+  }
+
   /// A context whose `automaticallyMergesChangesFromParent` merges every commit this
   /// container publishes, in order, except the context's own saves.
   private static func makeContext(store: PersistentStore, name: String?, publisher: ChangePublisher)

@@ -67,6 +67,7 @@ final class ContextState: ObjectTracking {
     guard id.storeIdentifier == store.identifier, let entity = model.entity(named: id.entityName) else {
       throw ContextError.foreignStore(id.description)
     }
+    guard entity.hasClass else { throw ModelError(entity: entity.name, reason: .noClass) }
     switch id.key {
     case .permanent(let pk):
       return (ObjectKey(rootIndex: entity.rootIndex, isTemporary: false, value: pk), entity)

@@ -76,8 +76,15 @@ enum HistoryReader {
         arguments.append(.text(HistorySchema.jsonArray(request.excludedAuthors.sorted())))
       }
       var entityNames: String?
-      if let types = request.entities {
-        let names = types.compactMap { model.entity(for: $0) }.flatMap(\.selfAndDescendantNames)
+      if request.entities != nil || request.entityNames != nil {
+        var selected = (request.entities ?? []).compactMap { model.entity(for: $0) }
+        for name in request.entityNames ?? [] {
+          guard let entity = model.entity(named: name) else {
+            throw HistoryError.invalidRequest("the store has no entity named \(name)")
+          }
+          selected.append(entity)
+        }
+        let names = Array(Set(selected.flatMap(\.selfAndDescendantNames))).sorted()
         entityNames = HistorySchema.jsonArray(names)
         conditions.append(
           "EXISTS (SELECT 1 FROM _history_change c WHERE c.id BETWEEN first_change AND last_change AND c.entity IN (SELECT value FROM json_each(?)))"

@@ -32,6 +32,9 @@ public struct HistoryRequest: Sendable {
   /// Only changes of these entities and their subentities (nil: every entity). Transactions
   /// with no such change are left out.
   public var entities: [ManagedObject.Type]?
+  /// Only changes of the entities with these names and their subentities (nil: every
+  /// entity), for tools without the application's classes. With `entities` too, both count.
+  public var entityNames: Set<String>?
   /// At most this many transactions (nil: all). Fetch the next page after the last one's
   /// token.
   public var transactionLimit: Int?

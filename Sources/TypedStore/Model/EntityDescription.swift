@@ -53,12 +53,15 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   let index: Int32
   let rootIndex: Int32
   let objectType: ManagedObject.Type
+  /// False for an entity read from a store's schema without its class (a tool's model): no
+  /// object of it is ever made.
+  let hasClass: Bool
   private let attributeIndexByName: [String: Int]
 
   init(
     name: String, superentityName: String?, subentityNames: [String], rootName: String,
     attributes: [AttributeDescription], selfAndDescendantNames: [String], index: Int32,
-    rootIndex: Int32, objectType: ManagedObject.Type
+    rootIndex: Int32, objectType: ManagedObject.Type?
   ) {
     self.name = name
     self.superentityName = superentityName
@@ -69,7 +72,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     self.selfAndDescendantNames = selfAndDescendantNames
     self.index = index
     self.rootIndex = rootIndex
-    self.objectType = objectType
+    self.objectType = objectType ?? ManagedObject.self
+    self.hasClass = objectType != nil
     self.attributeIndexByName = Dictionary(
       attributes.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
   }

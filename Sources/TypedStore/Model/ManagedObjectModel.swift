@@ -31,21 +31,24 @@ public final class ManagedObjectModel: Sendable {
   }
 
   /// Builds a model from entity classes, in any order.
-  public init(_ types: [ManagedObject.Type]) throws {
+  public convenience init(_ types: [ManagedObject.Type]) throws {
     guard !types.isEmpty else { throw ModelError(entity: "", reason: .noEntities) }
     let declared = try Self.readDeclarations(types)
     let entities = try Self.describe(declared)
     let schema = ModelSchema(entities: entities.map(Self.schemaEntity))
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
-    let json = try encoder.encode(schema)
+    self.init(entities: entities, schema: schema, json: try encoder.encode(schema))
+  }
+
+  init(entities: [EntityDescription], schema: ModelSchema, json: Data) {
     self.entities = entities
     self.schema = schema
     self.jsonRepresentation = json
     self.versionHash = SHA256.hex(of: json)
     self.entitiesByName = Dictionary(uniqueKeysWithValues: entities.map { ($0.name, $0) })
     self.entitiesByType = Dictionary(
-      uniqueKeysWithValues: entities.map { (ObjectIdentifier($0.objectType), $0) })
+      uniqueKeysWithValues: entities.filter(\.hasClass).map { (ObjectIdentifier($0.objectType), $0) })
   }
 
   // MARK: - Lookup

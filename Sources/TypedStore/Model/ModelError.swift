@@ -23,6 +23,9 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     /// did not run once each when an object was created (an `init` that assigns an attribute
     /// field itself).
     case unreadableLayout
+    /// The entity was read from a store's schema without its class: its objects cannot be
+    /// made (open the store with the application's model to work with objects).
+    case noClass
   }
 
   /// The entity at fault.
@@ -53,6 +56,8 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     case .unsupportedType(let type):
       return
         "\(place): \(type) is not a storable attribute type; use an AttributeValue type, a RawRepresentable of one, or @Attribute(.codable)"
+    case .noClass:
+      return "\(place): this model was read from the store without the entity's class, so it has no objects"
     case .unreadableLayout:
       return
         "\(place): could not read this class's attribute fields (declare options on @Attribute, do not assign attribute fields in init)"

@@ -83,7 +83,7 @@ extension PersistentStore {
 
   // MARK: - The path
 
-  private static func checkPath(_ path: String, options: StoreOptions) throws {
+  static func checkPath(_ path: String, options: StoreOptions) throws {
     let manager = FileManager.default
     var isDirectory: ObjCBool = false
     let exists = manager.fileExists(atPath: path, isDirectory: &isDirectory)
