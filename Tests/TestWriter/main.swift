@@ -125,8 +125,7 @@ case "expiry-watch":
       _ = try context.existingObject(with: id).sequence
     }
     let observation = container.addHistoryExpiredObserver { horizon in
-      // The context's refresh was enqueued with the same event; give it time to run first.
-      Thread.sleep(forTimeInterval: 0.3)
+      // The context's refresh was enqueued before this callback: this block runs after it.
       let sequence = context.performAndWait { context in context.registeredObject(for: id)?.sequence ?? -1 }
       say("expired \(horizon.transactionNumber) sequence \(sequence)")
     }

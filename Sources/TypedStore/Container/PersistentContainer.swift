@@ -82,11 +82,11 @@ public final class PersistentContainer: Sendable {
   /// asks it to refresh everything. The target is held weakly.
   static func automaticMerging(_ publisher: ChangePublisher) -> ContextState.AutomaticMerging {
     { target, origin in
-      let changes = publisher.addObserver { [weak target] changes in
+      let changes = publisher.addObserver(isContext: true) { [weak target] changes in
         guard changes.origin != origin, let target else { return }
         target.enqueueMerge(changes)
       }
-      let expiry = publisher.addExpiryObserver { [weak target] _ in
+      let expiry = publisher.addExpiryObserver(isContext: true) { [weak target] _ in
         target?.enqueueRefreshAllObjects()
       }
       return Subscriptions([changes, expiry])
@@ -165,7 +165,9 @@ public final class PersistentContainer: Sendable {
 
   /// Calls `callback` with the changes of every transaction committed to the store from now
   /// on, by this process or another, once each, in commit order, on a serial queue, until the
-  /// returned observation is cancelled or released.
+  /// returned observation is cancelled or released. Observers are called in the order they
+  /// were added, and after every context that merges automatically has the same changes
+  /// enqueued: a `perform` you start from the callback runs after that context merged them.
   public func addStoreChangesObserver(_ callback: @escaping @Sendable (StoreChanges) -> Void)
     -> StoreChangesObservation
   {
@@ -175,8 +177,9 @@ public final class PersistentContainer: Sendable {
   /// Calls `callback` when history the remote-change monitor had not read yet was deleted
   /// (pruned while it slept): the changes of the deleted transactions cannot be published one
   /// by one. `callback` gets the new horizon; publishing goes on after it. Contexts that merge
-  /// automatically refresh all their objects then (`refreshAllObjects()`); do the same with
-  /// state of your own built from the changes.
+  /// automatically refresh all their objects then (`refreshAllObjects()`), enqueued before
+  /// `callback` runs, so a `perform` started from it sees the refreshed objects; do the same
+  /// with state of your own built from the changes.
   ///
   /// ```swift
   /// let observation = container.addHistoryExpiredObserver { horizon in rebuildIndex() }

@@ -20,8 +20,11 @@ import Synchronization
 final class ChangePublisher: Sendable {
   private struct State {
     var streams: [UUID: AsyncStream<StoreChanges>.Continuation] = [:]
-    var callbacks: [UUID: @Sendable (StoreChanges) -> Void] = [:]
-    var expiryCallbacks: [UUID: @Sendable (HistoryToken) -> Void] = [:]
+    /// Callbacks by key: contexts' automatic merging first, then the app's observers, each in
+    /// the order they were added (see `ObserverKey`).
+    var callbacks: [ObserverKey: @Sendable (StoreChanges) -> Void] = [:]
+    var expiryCallbacks: [ObserverKey: @Sendable (HistoryToken) -> Void] = [:]
+    var nextKey: UInt64 = 0
     /// The number of the last transaction published; nil until someone listens.
     var lastPublished: Int64?
     /// Local commits waiting for remote ones before them.
@@ -29,7 +32,21 @@ final class ChangePublisher: Sendable {
     var store: PersistentStore?
     var monitor: RemoteChangeMonitor?
 
+    mutating func makeKey(isContext: Bool) -> ObserverKey {
+      nextKey += 1
+      return ObserverKey(isApp: !isContext, sequence: nextKey)
+    }
+
     var hasListeners: Bool { !streams.isEmpty || !callbacks.isEmpty || !expiryCallbacks.isEmpty }
+  }
+
+  /// Orders callbacks: contexts' (`isApp` false) before the app's, each by when it was added.
+  private struct ObserverKey: Hashable, Comparable {
+    var isApp: Bool
+    var sequence: UInt64
+    static func < (a: Self, b: Self) -> Bool {
+      a.isApp != b.isApp ? !a.isApp : a.sequence < b.sequence
+    }
   }
 
   private let state = Mutex(State())
@@ -85,7 +102,7 @@ final class ChangePublisher: Sendable {
         }
       case .expired(let horizon):
         state.lastPublished = max(state.lastPublished ?? 0, horizon.transactionNumber)
-        expired = (Array(state.expiryCallbacks.values), horizon)
+        expired = (Self.ordered(state.expiryCallbacks), horizon)
       }
       // Local commits held back for remote ones that are now out.
       while let last = state.lastPublished, let next = state.heldBack.removeValue(forKey: last + 1) {
@@ -106,7 +123,7 @@ final class ChangePublisher: Sendable {
     let changes = changes()
     for continuation in state.streams.values { continuation.yield(changes) }
     guard !state.callbacks.isEmpty else { return }
-    let callbacks = Array(state.callbacks.values)
+    let callbacks = Self.ordered(state.callbacks)
     callbackQueue.async {
       for callback in callbacks { callback(changes) }
     }
@@ -127,26 +144,42 @@ final class ChangePublisher: Sendable {
     return stream
   }
 
-  func addObserver(_ callback: @escaping @Sendable (StoreChanges) -> Void) -> StoreChangesObservation {
-    let key = UUID()
-    state.withLock { state in
+  /// Adds a callback for every published commit. `isContext` puts it before the app's
+  /// observers, so an observer that reads a context which merges automatically finds the merge
+  /// already enqueued there.
+  func addObserver(isContext: Bool = false, _ callback: @escaping @Sendable (StoreChanges) -> Void)
+    -> StoreChangesObservation
+  {
+    let key = state.withLock { state in
       startListening(&state)
+      let key = state.makeKey(isContext: isContext)
       state.callbacks[key] = callback
+      return key
     }
     return StoreChangesObservation { [weak self] in
       self?.state.withLock { _ = $0.callbacks.removeValue(forKey: key) }
     }
   }
 
-  func addExpiryObserver(_ callback: @escaping @Sendable (HistoryToken) -> Void) -> StoreChangesObservation {
-    let key = UUID()
-    state.withLock { state in
+  /// Adds a callback for history that expired before it was published; `isContext` as for
+  /// `addObserver`, so contexts have their refresh enqueued before the app hears of it.
+  func addExpiryObserver(isContext: Bool = false, _ callback: @escaping @Sendable (HistoryToken) -> Void)
+    -> StoreChangesObservation
+  {
+    let key = state.withLock { state in
       startListening(&state)
+      let key = state.makeKey(isContext: isContext)
       state.expiryCallbacks[key] = callback
+      return key
     }
     return StoreChangesObservation { [weak self] in
       self?.state.withLock { _ = $0.expiryCallbacks.removeValue(forKey: key) }
     }
+  }
+
+  /// Callbacks in the order they are called.
+  private static func ordered<Callback>(_ callbacks: [ObserverKey: Callback]) -> [Callback] {
+    callbacks.sorted { $0.key < $1.key }.map(\.value)
   }
 
   /// Takes the position and starts the monitor, for the first listener.

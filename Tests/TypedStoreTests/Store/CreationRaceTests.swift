@@ -124,10 +124,19 @@ struct SpawnedProcess {
     try process.run()
   }
 
-  /// Waits until the process prints a line starting with `prefix` (false if it ends first).
-  func waitForLine(_ prefix: String) -> Bool {
+  /// Waits until the process prints a line starting with `prefix`: false if it ends first or
+  /// nothing matches within `seconds` (a failed expectation, never a hung test run).
+  func waitForLine(_ prefix: String, seconds: Double = 60) -> Bool {
     var text = ""
+    let deadline = Date().addingTimeInterval(seconds)
+    let descriptor = output.fileHandleForReading.fileDescriptor
     while true {
+      let remaining = deadline.timeIntervalSinceNow
+      if remaining <= 0 { return false }
+      var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+      let ready = poll(&poller, 1, Int32(min(remaining * 1000, 1000)))
+      if ready < 0 && errno != EINTR { return false }
+      if ready <= 0 { continue }
       let data = output.fileHandleForReading.availableData
       if data.isEmpty { return false }
       text += String(decoding: data, as: UTF8.self)
@@ -142,7 +151,12 @@ struct SpawnedProcess {
   }
 
   /// Waits for the process to end and returns what it printed.
-  func finish() -> String {
+  /// A process still running after `seconds` is killed, so a hung child fails its test.
+  func finish(seconds: Double = 300) -> String {
+    let pid = process.processIdentifier
+    let watchdog = DispatchWorkItem { Foundation.kill(pid, SIGKILL) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: watchdog)
+    defer { watchdog.cancel() }
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return String(decoding: data, as: UTF8.self)
