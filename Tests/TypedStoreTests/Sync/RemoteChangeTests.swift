@@ -145,6 +145,30 @@ private func eventually(
     }
   }
 
+  @Test func anObserverAddedFirstStillFindsTheMergeEnqueuedInAContextThatMergesAutomatically() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let id = try await saveNotes(["before"], in: container)[0]
+    let watcher = container.newBackgroundContext()
+    let seen = Recorder<String>()
+    // Added before the context subscribes: contexts are still served first.
+    let observation = container.addStoreChangesObserver { _ in
+      seen.add(watcher.performAndWait { context in context.registeredObject(for: id)?.title ?? "none" })
+    }
+    defer { observation.cancel() }
+    try await watcher.perform { context in
+      context.automaticallyMergesChangesFromParent = true
+      _ = try context.existingObject(with: id).title
+    }
+    for title in ["one", "two", "three"] {
+      try await container.performBackgroundTask { context in
+        try context.existingObject(with: id).title = title
+        try context.save()
+      }
+    }
+    #expect(await seen.wait(for: 3, seconds: 5))
+    #expect(seen.all == ["one", "two", "three"])
+  }
+
   @Test func aContextThatMergesAutomaticallyKeepsItsLoadedObjectsCurrent() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let id = try await saveNotes(["before"], in: container)[0]
