@@ -263,6 +263,10 @@ final class ContextState: ObjectTracking {
 
   func delete(_ object: ManagedObject) {
     guard object.trackerLink === link, object.lifecycle != .invalidated, !object.isDeleted else { return }
+    // A fault (never loaded, or refreshed) carries no snapshot to check the delete against:
+    // load it, so that the delete conflicts only with a change made after this point, as an
+    // update of the same object would. A row already gone stays for the save to report.
+    if object.isFault && object.lifecycle == .persisted { try? load(object) }
     object.isDeleted = true
     if object.lifecycle == .inserted {
       inserted.removeAll { $0 === object }

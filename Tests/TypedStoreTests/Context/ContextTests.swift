@@ -107,6 +107,28 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
   }
 }
 
+@Suite struct FaultDeletionTests {
+  @Test func deletingARefreshedObjectConflictsOnlyWithChangesAfterTheRefresh() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["one", "two"], in: container)
+    let context = container.newBackgroundContext()
+    try await context.perform { context in
+      for id in ids { _ = try context.existingObject(with: id).title }
+    }
+    // Another writer changes both rows; the context refreshes the first only.
+    try await container.performBackgroundTask { other in
+      _ = try other.execute(BatchUpdateRequest<Note>(objectIDs: ids, propertiesToUpdate: [.set(\.title, "batch")]))
+    }
+    try await context.perform { context in
+      context.refresh(try context.existingObject(with: ids[0]), mergeChanges: false)
+      context.delete(try context.existingObject(with: ids[0]))
+      try context.save()  // the refreshed fault is deleted without a conflict
+      context.delete(try context.existingObject(with: ids[1]))
+      #expect(throws: StoreError.self) { try context.save() }  // its snapshot predates the batch
+    }
+  }
+}
+
 @Suite struct ChangeTrackingTests {
   @Test func rollbackRestoresSavedValuesAndDropsInsertsAndDeletes() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
