@@ -208,6 +208,8 @@ public final class HistoryMerger: Sendable {
     do {
       try processAvailable()
     } catch {
+      // What was processed before the failure stays processed: a restart resumes after it.
+      try? writeCheckpoint(force: true)
       state.withLock { state in
         state.isRunning = false
         state.observation = nil
