@@ -26,10 +26,34 @@ enum HistoryReader {
   static func fetch(
     _ request: HistoryRequest, storeIdentifier: UUID, model: ManagedObjectModel, connection: SQLiteConnection
   ) throws -> [HistoryTransaction] {
+    var collector = TransactionCollector(storeIdentifier: storeIdentifier)
+    try visit(request, storeIdentifier: storeIdentifier, model: model, connection: connection, visitor: &collector)
+    return collector.transactions
+  }
+
+  /// One transaction's row, as `visit` hands it over.
+  struct Header {
+    var number: Int64
+    var timestamp: Double
+    var author: String?
+    var contextName: String?
+    var processID: Int64
+    var firstChange: Int64
+    var lastChange: Int64
+  }
+
+  /// Reads the transactions the request selects, in order, in one read transaction, and
+  /// hands each to `visitor` with its changes one by one: nothing is collected here, so a
+  /// visitor that writes them out reads any amount of history in constant memory (one page of
+  /// transaction rows at most).
+  static func visit<Visitor: HistoryVisitor>(
+    _ request: HistoryRequest, storeIdentifier: UUID, model: ManagedObjectModel, connection: SQLiteConnection,
+    visitor: inout Visitor
+  ) throws {
     if let limit = request.transactionLimit, limit < 0 {
       throw HistoryError.invalidRequest("transactionLimit must not be negative")
     }
-    return try connection.readTransaction {
+    try connection.readTransaction {
       let horizon = try horizon(connection)
       var conditions: [String] = []
       var arguments: [PrimitiveValue] = []
@@ -67,6 +91,10 @@ enum HistoryReader {
         conditions.append("number <= ?")
         arguments.append(.integer(end.transactionNumber))
       }
+      if let endDate = request.endDate {
+        conditions.append("timestamp <= ?")
+        arguments.append(.real(endDate.timeIntervalSinceReferenceDate))
+      }
       if let authors = request.authors {
         conditions.append("author IN (SELECT value FROM json_each(?))")
         arguments.append(.text(HistorySchema.jsonArray(authors.sorted())))
@@ -94,106 +122,98 @@ enum HistoryReader {
       var sql =
         "SELECT number, timestamp, author, context_name, process_id, first_change, last_change FROM _history_transaction"
       if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
-      sql += " ORDER BY number"
-      if let limit = request.transactionLimit { sql += " LIMIT \(limit)" }
-
-      struct Header {
-        var number: Int64
-        var timestamp: Double
-        var author: String?
-        var contextName: String?
-        var processID: Int64
-        var firstChange: Int64
-        var lastChange: Int64
-      }
-      var headers: [Header] = []
-      let statement = try connection.statement(sql)
+      // Pages of transaction rows: a page's changes are one rowid range.
+      var remaining = request.transactionLimit ?? Int.max
+      var after = Int64.min
+      let pageSize = 1_000
+      let pageSQL = sql + (conditions.isEmpty ? " WHERE" : " AND") + " number > ? ORDER BY number LIMIT ?"
+      let statement = try connection.statement(pageSQL)
       defer { statement.reset() }
-      for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-      while try statement.step() {
-        headers.append(
-          Header(
-            number: statement.int64(0), timestamp: statement.double(1),
-            author: statement.isNull(2) ? nil : statement.string(2),
-            contextName: statement.isNull(3) ? nil : statement.string(3), processID: statement.int64(4),
-            firstChange: statement.int64(5), lastChange: statement.int64(6)))
-      }
-      guard let first = headers.first, let last = headers.last else { return [] }
-
       var changeSQL =
         "SELECT transaction_number, kind, entity, pk, keys, changed, tombstone, last_pk FROM _history_change WHERE id BETWEEN ? AND ?"
       if entityNames != nil { changeSQL += " AND entity IN (SELECT value FROM json_each(?))" }
       changeSQL += " ORDER BY id"
       let changes = try connection.statement(changeSQL)
       defer { changes.reset() }
-      // Change rows are in commit order, like the transactions: one rowid range covers them,
-      // and one pass pairs them with their transactions (rows of transactions the request
-      // left out, by author, are skipped). Each change is appended once: reading costs the
-      // same per change whatever the shape of the history.
-      changes.bind(first.firstChange, at: 1)
-      changes.bind(last.lastChange, at: 2)
-      if let entityNames { changes.bind(entityNames, at: 3) }
-      var transactions: [HistoryTransaction] = []
-      transactions.reserveCapacity(headers.count)
-      var next = 0  // the first header not yet emitted
-      var current: [HistoryChange] = []
-      func emit(_ header: Header, _ changes: [HistoryChange]) {
-        transactions.append(
-          HistoryTransaction(
-            number: header.number,
-            token: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: header.number),
-            timestamp: Date(timeIntervalSinceReferenceDate: header.timestamp), author: header.author,
-            contextName: header.contextName, processID: Int32(truncatingIfNeeded: header.processID),
-            changes: changes))
-      }
       // Updates of one save share their list of attributes: decoded once per distinct text.
       var attributeLists: [String: [String]] = [:]
-      var entity = ""
-      while try changes.step() {
-        let number = changes.int64(0)
-        while next < headers.count && headers[next].number < number {
-          emit(headers[next], current)
-          current = []
-          next += 1
+      while remaining > 0 {
+        statement.reset()
+        for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+        statement.bind(.integer(after), at: Int32(arguments.count + 1))
+        statement.bind(.integer(Int64(min(remaining, pageSize))), at: Int32(arguments.count + 2))
+        var headers: [Header] = []
+        while try statement.step() {
+          headers.append(
+            Header(
+              number: statement.int64(0), timestamp: statement.double(1),
+              author: statement.isNull(2) ? nil : statement.string(2),
+              contextName: statement.isNull(3) ? nil : statement.string(3), processID: statement.int64(4),
+              firstChange: statement.int64(5), lastChange: statement.int64(6)))
         }
-        guard next < headers.count, headers[next].number == number else { continue }
-        if !changes.textEquals(2, entity) { entity = changes.string(2) }
-        let kind = ChangeKind(rawValue: Int(changes.int64(1))) ?? .update
-        var changed: [String] = []
-        if !changes.isNull(5) {
-          let text = changes.string(5)
-          if let list = attributeLists[text] {
-            changed = list
-          } else {
-            changed = try JSONDecoder().decode([String].self, from: Data(text.utf8))
-            attributeLists[text] = changed
+        guard let first = headers.first, let last = headers.last else { return }
+        remaining -= headers.count
+        after = last.number
+
+        // Change rows are in commit order, like the transactions: one rowid range covers
+        // them, and one pass pairs them with their transactions (rows of transactions the
+        // request left out, by author, are skipped). Each change is handed over once: reading
+        // costs the same per change whatever the shape of the history.
+        changes.reset()
+        changes.bind(first.firstChange, at: 1)
+        changes.bind(last.lastChange, at: 2)
+        if let entityNames { changes.bind(entityNames, at: 3) }
+        var next = 0  // the first header not begun yet
+        var isOpen = false  // headers[next - 1] is begun and not ended
+        func finish(before number: Int64) throws {
+          if isOpen && headers[next - 1].number < number {
+            try visitor.endTransaction()
+            isOpen = false
+          }
+          while next < headers.count && headers[next].number < number {
+            try visitor.beginTransaction(headers[next])
+            try visitor.endTransaction()
+            next += 1
           }
         }
-        let tombstone =
-          changes.isNull(6)
-          ? nil
-          : HistoryTombstone(entityName: entity, json: changes.string(6), storeIdentifier: storeIdentifier)
-        func append(_ key: Int64) {
-          current.append(
-            HistoryChange(
-              kind: kind,
-              objectID: AnyManagedID(storeIdentifier: storeIdentifier, entityName: entity, key: .permanent(key)),
-              changedAttributes: changed, tombstone: tombstone))
+        var entity = ""
+        while try changes.step() {
+          let number = changes.int64(0)
+          if !(isOpen && headers[next - 1].number == number) {
+            try finish(before: number)
+            guard next < headers.count, headers[next].number == number else { continue }
+            try visitor.beginTransaction(headers[next])
+            next += 1
+            isOpen = true
+          }
+          if !changes.textEquals(2, entity) { entity = changes.string(2) }
+          let kind = ChangeKind(rawValue: Int(changes.int64(1))) ?? .update
+          var changed: [String] = []
+          if !changes.isNull(5) {
+            let text = changes.string(5)
+            if let list = attributeLists[text] {
+              changed = list
+            } else {
+              changed = try JSONDecoder().decode([String].self, from: Data(text.utf8))
+              attributeLists[text] = changed
+            }
+          }
+          let tombstone = changes.isNull(6) ? nil : changes.string(6)
+          if !changes.isNull(4) {
+            for key in HistorySchema.integers(fromJSONArray: changes.string(4)) {
+              try visitor.change(kind, entity: entity, key: key, changed: changed, tombstone: tombstone)
+            }
+          } else if !changes.isNull(7), changes.int64(7) >= changes.int64(3) {
+            for key in changes.int64(3)...changes.int64(7) {
+              try visitor.change(kind, entity: entity, key: key, changed: changed, tombstone: tombstone)
+            }
+          } else {
+            try visitor.change(kind, entity: entity, key: changes.int64(3), changed: changed, tombstone: tombstone)
+          }
         }
-        if !changes.isNull(4) {
-          for key in HistorySchema.integers(fromJSONArray: changes.string(4)) { append(key) }
-        } else if !changes.isNull(7), changes.int64(7) >= changes.int64(3) {
-          for key in changes.int64(3)...changes.int64(7) { append(key) }
-        } else {
-          append(changes.int64(3))
-        }
+        try finish(before: .max)
+        if headers.count < pageSize { return }
       }
-      while next < headers.count {
-        emit(headers[next], current)
-        current = []
-        next += 1
-      }
-      return transactions
     }
   }
 
@@ -241,5 +261,52 @@ enum HistoryReader {
     statement.bind(date.timeIntervalSinceReferenceDate, at: 1)
     if try statement.step(), !statement.isNull(0) { return statement.int64(0) }
     return try currentNumber(connection) + 1
+  }
+}
+
+/// What `HistoryReader.visit` hands transactions to: each transaction's row, then its changes
+/// one row at a time, then its end.
+protocol HistoryVisitor {
+  mutating func beginTransaction(_ header: HistoryReader.Header) throws
+  /// One changed row. `tombstone` is the stored JSON text of a delete's tombstone.
+  mutating func change(_ kind: ChangeKind, entity: String, key: Int64, changed: [String], tombstone: String?) throws
+  mutating func endTransaction() throws
+}
+
+/// Collects `HistoryTransaction` values: what `fetchHistory` returns.
+struct TransactionCollector: HistoryVisitor {
+  let storeIdentifier: UUID
+  var transactions: [HistoryTransaction] = []
+  private var header: HistoryReader.Header?
+  private var changes: [HistoryChange] = []
+
+  init(storeIdentifier: UUID) {
+    self.storeIdentifier = storeIdentifier
+  }
+
+  mutating func beginTransaction(_ header: HistoryReader.Header) {
+    self.header = header
+  }
+
+  mutating func change(_ kind: ChangeKind, entity: String, key: Int64, changed: [String], tombstone: String?) {
+    changes.append(
+      HistoryChange(
+        kind: kind,
+        objectID: AnyManagedID(storeIdentifier: storeIdentifier, entityName: entity, key: .permanent(key)),
+        changedAttributes: changed,
+        tombstone: tombstone.map { HistoryTombstone(entityName: entity, json: $0, storeIdentifier: storeIdentifier) }))
+  }
+
+  mutating func endTransaction() {
+    guard let header else { return }
+    transactions.append(
+      HistoryTransaction(
+        number: header.number,
+        token: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: header.number),
+        timestamp: Date(timeIntervalSinceReferenceDate: header.timestamp), author: header.author,
+        contextName: header.contextName, processID: Int32(truncatingIfNeeded: header.processID),
+        changes: changes))
+    changes = []
+    self.header = nil
   }
 }

@@ -25,6 +25,8 @@ public struct HistoryRequest: Sendable {
   public var start: Start
   /// The last transaction to include, if any.
   public var end: HistoryToken?
+  /// Only transactions committed at or before this date, if any.
+  public var endDate: Date?
   /// Only transactions by these authors (nil: any author).
   public var authors: Set<String>?
   /// No transactions by these authors (e.g. the consumer's own).

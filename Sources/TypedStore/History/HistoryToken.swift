@@ -35,6 +35,24 @@ public struct HistoryToken: Sendable, Hashable, Codable, Comparable, CustomStrin
   }
 
   public var description: String { "HistoryToken(\(transactionNumber) in \(storeIdentifier))" }
+
+  /// The token as text, `<store UUID>:<transaction number>`: what `typedstore history export`
+  /// prints and `--after` takes, and what a script keeps to resume.
+  ///
+  /// ```swift
+  /// let text = token.stringRepresentation          // "6F9619FF-8B86-D011-B42D-00C04FC964FF:42"
+  /// let same = HistoryToken(stringRepresentation: text)
+  /// ```
+  public var stringRepresentation: String { "\(storeIdentifier.uuidString):\(transactionNumber)" }
+
+  /// Parses `stringRepresentation`'s form; nil for any other text.
+  public init?(stringRepresentation text: String) {
+    let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+    guard parts.count == 2, let store = UUID(uuidString: String(parts[0])),
+      let number = Int64(parts[1]), number >= 0
+    else { return nil }
+    self.init(storeIdentifier: store, transactionNumber: number)
+  }
 }
 
 /// Why history cannot be read as asked. Never a silent partial answer.

@@ -29,6 +29,37 @@ extension PersistentStore {
     }
   }
 
+  /// Writes the transactions the request selects in the library's JSON form (see
+  /// `HistoryTransaction.jsonData()`), in one read transaction, in constant memory: `write`
+  /// receives chunks of at most about 64 KiB as they fill, so any amount of history, a
+  /// transaction of a million changes included, is never held at once.
+  ///
+  /// ```swift
+  /// let handle = try FileHandle(forWritingTo: url)
+  /// let summary = try store.exportHistory(HistoryRequest(after: token)) { chunk in
+  ///   try handle.write(contentsOf: chunk)
+  /// }
+  /// print(summary.transactions, summary.lastToken?.stringRepresentation ?? "nothing new")
+  /// ```
+  ///
+  /// - Throws: as `fetchHistory(_:)`, or what `write` throws (the export stops there).
+  @discardableResult
+  public func exportHistory(
+    _ request: HistoryRequest, format: HistoryExportFormat = .ndjson,
+    to write: (UnsafeRawBufferPointer) throws -> Void
+  ) throws -> HistoryExportSummary {
+    try withoutActuallyEscaping(write) { write in
+      try withHistoryReader { connection in
+        var exporter = HistoryJSONExporter(
+          writer: HistoryJSONWriter(storeIdentifier: identifier, sink: write), format: format)
+        try HistoryReader.visit(
+          request, storeIdentifier: identifier, model: model, connection: connection, visitor: &exporter)
+        try exporter.finish()
+        return exporter.summary
+      }
+    }
+  }
+
   /// Deletes the history before `token`; the token's own transaction is kept, so history
   /// after the token stays readable. Returns the number of transactions deleted.
   @discardableResult
@@ -108,7 +139,7 @@ extension PersistentStore {
     }
   }
 
-  private func withHistoryReader<Result: Sendable>(_ body: @Sendable (SQLiteConnection) throws -> Result) throws
+  func withHistoryReader<Result: Sendable>(_ body: (SQLiteConnection) throws -> Result) throws
     -> Result
   {
     try historyReader.withLock { reader in
