@@ -56,7 +56,7 @@ extension PersistentStore {
     }
   }
 
-  private static func decode(_ metadata: [String: String], path: String) throws -> StoreMetadata {
+  static func decode(_ metadata: [String: String], path: String) throws -> StoreMetadata {
     guard let identifier = metadata["store_uuid"].flatMap(UUID.init(uuidString:)) else {
       throw StoreError.corrupt(path: path, message: "the store has no valid UUID")
     }

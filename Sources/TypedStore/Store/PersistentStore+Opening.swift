@@ -205,7 +205,7 @@ extension PersistentStore {
 
   /// Checks that the store's `_entities` table gives every entity the code the model does:
   /// rows carry codes, so a mismatch would read rows as the wrong entity.
-  private static func checkEntityCodes(connection: SQLiteConnection, path: String, model: ManagedObjectModel)
+  static func checkEntityCodes(connection: SQLiteConnection, path: String, model: ManagedObjectModel)
     throws
   {
     let statement = try connection.statement("SELECT code, name FROM _entities ORDER BY code")

@@ -70,15 +70,20 @@ public struct HistoryPruner: Sendable {
   ///   - dryRun: report what would go, delete nothing.
   ///   - archive: called with each transaction before it is deleted, in order; if it throws,
   ///     nothing is deleted and the error is rethrown.
+  ///   - willDelete: called once with the report after the last transaction went through
+  ///     `archive` and before anything is deleted, still inside the write transaction: the
+  ///     place to flush and close an archive file. If it throws, nothing is deleted.
   /// - Throws: `HistoryError.historyNotRecorded`, `StoreError.readOnly`, or what `archive`
-  ///   throws; nothing is deleted then.
+  ///   or `willDelete` throws; nothing is deleted then.
   @discardableResult
   public func prune(
     _ policy: Policy, includingStale: Bool = false, dryRun: Bool = false,
-    archive: (@Sendable (HistoryTransaction) throws -> Void)? = nil
+    archive: (@Sendable (HistoryTransaction) throws -> Void)? = nil,
+    willDelete: (@Sendable (Report) throws -> Void)? = nil
   ) throws -> Report {
     guard store.options.recordsHistory else { throw HistoryError.historyNotRecorded }
-    return try store.pruneHistory(policy, includingStale: includingStale, dryRun: dryRun, archive: archive)
+    return try store.pruneHistory(
+      policy, includingStale: includingStale, dryRun: dryRun, archive: archive, willDelete: willDelete)
   }
 }
 
@@ -86,7 +91,8 @@ extension PersistentStore {
   /// The prune of `HistoryPruner.prune`, in one write transaction.
   func pruneHistory(
     _ policy: HistoryPruningPolicy, includingStale: Bool, dryRun: Bool,
-    archive: (@Sendable (HistoryTransaction) throws -> Void)?
+    archive: (@Sendable (HistoryTransaction) throws -> Void)?,
+    willDelete: (@Sendable (HistoryPruner.Report) throws -> Void)? = nil
   ) throws -> HistoryPruner.Report {
     let identifier = identifier
     let model = model
@@ -140,12 +146,14 @@ extension PersistentStore {
           deleted += page.count
           position = last.number
         }
-        if !dryRun { try HistoryReader.deleteHistory(before: target, connection: connection) }
       }
-      return HistoryPruner.Report(
+      let report = HistoryPruner.Report(
         deletedTransactions: deleted,
         horizon: HistoryToken(storeIdentifier: identifier, transactionNumber: max(horizon, target) - 1),
         heldBackBy: heldBackBy.sorted(), staleConsumers: stale, prunedPastStale: prunedPastStale, isDryRun: dryRun)
+      try willDelete?(report)
+      if !dryRun && target > horizon { try HistoryReader.deleteHistory(before: target, connection: connection) }
+      return report
     }
   }
 }
