@@ -23,9 +23,14 @@ let package = Package(
       name: "TypedStore",
       dependencies: ["CSQLite"]
     ),
+    // The command-line parser of the tool: small, ours, shaped like swift-argument-parser.
+    .target(
+      name: "ArgumentParsing",
+      path: "Tools/ArgumentParsing"
+    ),
     .executableTarget(
       name: "typedstore",
-      dependencies: ["TypedStore", "CZlib"],
+      dependencies: ["TypedStore", "ArgumentParsing", "CZlib"],
       path: "Tools/typedstore"
     ),
     .executableTarget(
@@ -47,7 +52,10 @@ let package = Package(
     ),
     .testTarget(
       name: "TypedStoreTests",
-      dependencies: ["TypedStore", "typedstore-test-writer", "typedstore-bench", "typedstore-merging-example"]
+      dependencies: [
+        "TypedStore", "ArgumentParsing", "typedstore", "typedstore-test-writer", "typedstore-bench",
+        "typedstore-merging-example",
+      ]
     ),
   ],
   swiftLanguageModes: [.v6]

@@ -1,27 +1,42 @@
+import ArgumentParsing
 import Foundation
 import TypedStore
 
-/// The `typedstore` command-line tool. This version answers `--version` and `--help`; the
-/// history, prune, inspect, check and demo commands arrive with the tools issue.
-let usage = """
-  typedstore \(TypedStoreVersion.current) — tools for TypedStore stores
+// The `typedstore` command-line tool. It uses only TypedStore's public API: a store keeps its
+// model, so every command but the demo opens a store without the application's classes.
+// Exit status: 0 success, 1 failure, 2 usage error, 3 a store that cannot be opened.
 
-  USAGE: typedstore <command> [options]
+// A file size limit makes writes fail with EFBIG, reported like a full disk, instead of
+// killing the process.
+signal(SIGXFSZ, SIG_IGN)
 
-  OPTIONS:
-    --version   Print the version and exit.
-    --help      Print this help and exit.
-
-  Commands (export, prune, inspect, check, demo) are not part of this version yet.
-  """
-
-let arguments = Array(CommandLine.arguments.dropFirst())
-switch arguments.first {
-case "--version", "-V":
-  print("typedstore \(TypedStoreVersion.current) (store format \(PersistentStore.formatVersion))")
-case "--help", "-h", nil:
-  print(usage)
-case let other?:
-  FileHandle.standardError.write(Data("typedstore: unknown command '\(other)'\n\n\(usage)\n".utf8))
-  exit(64)  // EX_USAGE
+let parser = ArgumentParser(root: Commands.root)
+do {
+  switch try usage({ try parser.parse(Array(CommandLine.arguments.dropFirst())) }) {
+  case .version:
+    print("typedstore \(TypedStoreVersion.current) (store format \(PersistentStore.formatVersion))")
+  case .help(let text):
+    print(text)
+  case .run(let command):
+    switch command.path {
+    case ["demo"]: try DemoCommand.run(command)
+    case ["demo-writer"]: try DemoCommand.writer(command)
+    case ["demo-merger"]: try DemoCommand.merger(command)
+    case ["history", "export"]: try HistoryCommands.export(command)
+    case ["history", "watch"]: try HistoryCommands.watch(command)
+    case ["history", "prune"]: try HistoryCommands.prune(command)
+    case ["history", "stats"]: try HistoryCommands.stats(command)
+    case ["consumers", "list"]: try StoreCommands.listConsumers(command)
+    case ["consumers", "remove"]: try StoreCommands.removeConsumer(command)
+    case ["inspect"]: try StoreCommands.inspect(command)
+    case ["check"]: try StoreCommands.check(command)
+    default: throw Failure.usage(command.error("Unknown command '\(command.path.joined(separator: " "))'"))
+    }
+  }
+} catch let failure as Failure {
+  printError("typedstore: \(failure.message)")
+  exit(failure.exitCode)
+} catch {
+  printError("typedstore: \(error)")
+  exit(1)
 }

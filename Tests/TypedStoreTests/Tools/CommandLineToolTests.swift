@@ -1,0 +1,482 @@
+import Foundation
+import Synchronization
+import Testing
+import TypedStore
+
+/// What one run of the built `typedstore` printed.
+struct ToolRun {
+  var status: Int32
+  var stdout: String
+  var stderr: String
+
+  var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+  /// The objects of NDJSON output, one per line.
+  var objects: [[String: Any]] {
+    lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+  }
+  var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any] ?? [:] }
+}
+
+/// Runs the built tool as a user would, with a deadline (a hung tool fails its test).
+func typedstore(_ arguments: [String], shell prefix: String? = nil, seconds: Double = 120) throws -> ToolRun {
+  let process = Process()
+  let tool = builtProduct("typedstore")
+  if let prefix {
+    // For a limit set by the shell (ulimit) before the tool runs.
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    let quoted = ([tool.path] + arguments).map { "'\($0.replacingOccurrences(of: "'", with: "'\\''"))'" }
+    process.arguments = ["-c", "\(prefix); exec \(quoted.joined(separator: " "))"]
+  } else {
+    process.executableURL = tool
+    process.arguments = arguments
+  }
+  let output = Pipe()
+  let errors = Pipe()
+  process.standardOutput = output
+  process.standardError = errors
+  process.standardInput = FileHandle.nullDevice
+  try process.run()
+  let pid = process.processIdentifier
+  let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+  DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: watchdog)
+  defer { watchdog.cancel() }
+  let collected = Mutex(Data())
+  let reader = Thread { collected.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() } }
+  reader.start()
+  let out = output.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  while reader.isExecuting || !reader.isFinished { usleep(1000) }
+  return ToolRun(
+    status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+    stderr: String(decoding: collected.withLock { $0 }, as: UTF8.self))
+}
+
+/// A store with a known history: inserts, updates, a delete with its tombstone, a batch
+/// update, by two authors.
+func makeToolStore(variant: String = "", function: String = #function) async throws -> PersistentContainer {
+  let container = try PersistentContainer.makeTest(model: notesModel, variant: variant, function: function)
+  try await container.performBackgroundTask { context in
+    context.transactionAuthor = "alice"
+    let folder = Folder(context: context)
+    folder.name = "Inbox \"quoted\"\n"
+    let notes = (0..<4).map { index in
+      let note = Note(context: context)
+      note.title = "note \(index) — ünïcode"
+      return note
+    }
+    try context.save()
+    context.transactionAuthor = "bob"
+    notes[0].title = "changed"
+    try context.save()
+    context.delete(notes[1])
+    try context.save()
+    var update = BatchUpdateRequest<Note>(
+      objectIDs: [notes[2].managedID, notes[3].managedID], propertiesToUpdate: [.set(\.status, .published)])
+    update.author = "batch"
+    _ = try context.execute(update)
+  }
+  return container
+}
+
+@Suite(.serialized) struct CommandLineToolTests {
+  // MARK: - history export
+
+  @Test func exportRoundTripsAgainstFetchHistory() async throws {
+    let container = try await makeToolStore()
+    let path = container.persistentStore.url.path
+    let history = try container.fetchHistory(HistoryRequest())
+    let run = try typedstore(["history", "export", "--store", path])
+    #expect(run.status == 0, "\(run.stderr)")
+    let objects = run.objects
+    try #require(objects.count == history.count)
+    for (index, (object, transaction)) in zip(objects, history).enumerated() {
+      #expect(object["version"] as? Int == 1)
+      #expect(object["number"] as? Int == Int(transaction.number))
+      #expect(object["token"] as? String == transaction.token.stringRepresentation)
+      #expect(object["author"] as? String == transaction.author)
+      #expect(object["processID"] as? Int == Int(transaction.processID))
+      let changes = object["changes"] as? [[String: Any]] ?? []
+      try #require(changes.count == transaction.changes.count)
+      for (exported, change) in zip(changes, transaction.changes) {
+        #expect(exported["kind"] as? String == ["insert", "update", "delete"][change.kind.rawValue])
+        #expect(exported["entity"] as? String == change.objectID.entityName)
+        #expect(exported["pk"] as? Int == change.objectID.primaryKey.map(Int.init))
+        #expect(exported["uri"] as? String == change.objectID.uriRepresentation.absoluteString)
+        #expect(exported["changedAttributes"] as? [String] == change.changedAttributes)
+        if let tombstone = change.tombstone {
+          let values = exported["tombstone"] as? [String: Any]
+          #expect(values?["uuid"] as? String == tombstone[\Note.uuid]?.uuidString)
+        } else {
+          #expect(exported["tombstone"] is NSNull)
+        }
+      }
+      // The library's JSON form of the transaction is the line.
+      #expect(String(decoding: transaction.jsonData(), as: UTF8.self) == run.lines[index])
+    }
+    let last = try #require(history.last?.token)
+    #expect(run.stderr.contains("last token: \(last.stringRepresentation)"))
+    // The timestamp is ISO 8601 in UTC, and the folder's odd name survived JSON escaping.
+    #expect((objects[0]["timestamp"] as? String)?.hasSuffix("Z") == true)
+
+    // JSON format: one array of the same objects.
+    let json = try typedstore(["history", "export", "--store", path, "--format", "json"])
+    let array = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
+    #expect(array.map { $0["number"] as? Int } == objects.map { $0["number"] as? Int })
+  }
+
+  @Test func exportResumesAfterTheTokenItPrintedAndFilters() async throws {
+    let container = try await makeToolStore()
+    let path = container.persistentStore.url.path
+    let first = try typedstore(["history", "export", "--store", path, "--limit", "2"])
+    #expect(first.objects.count == 2)
+    let token = try #require(first.stderr.split(separator: "\n").first { $0.hasPrefix("last token: ") }?.dropFirst(12))
+    let rest = try typedstore(["history", "export", "--store", path, "--after", String(token)])
+    #expect(rest.objects.map { $0["number"] as? Int } == [3, 4])
+    // A bare transaction number is a token of this store.
+    #expect(try typedstore(["history", "export", "--store", path, "--after", "3"]).objects.count == 1)
+    #expect(try typedstore(["history", "export", "--store", path, "--until", "2"]).objects.count == 2)
+    let bob = try typedstore(["history", "export", "--store", path, "--author", "bob"])
+    #expect(bob.objects.map { $0["author"] as? String } == ["bob", "bob"])
+    let notBob = try typedstore(["history", "export", "--store", path, "--exclude-author", "bob"])
+    #expect(notBob.objects.map { $0["author"] as? String } == ["alice", "batch"])
+    let folders = try typedstore(["history", "export", "--store", path, "--entity", "Folder"])
+    #expect(folders.objects.count == 1)
+    #expect((folders.objects.first?["changes"] as? [[String: Any]])?.count == 1)
+    let since = try typedstore(["history", "export", "--store", path, "--since", "2000-01-01"])
+    #expect(since.objects.count == 4)
+    let future = try typedstore(["history", "export", "--store", path, "--until", "2000-01-01T00:00:00Z"])
+    #expect(future.status == 0 && future.objects.isEmpty)
+  }
+
+  @Test func gzipOutputDecompressesWithGzip() async throws {
+    let container = try await makeToolStore()
+    let path = container.persistentStore.url.path
+    let file = path + ".ndjson.gz"
+    let plain = try typedstore(["history", "export", "--store", path])
+    let run = try typedstore(["history", "export", "--store", path, "--gzip", "-o", file])
+    #expect(run.status == 0, "\(run.stderr)")
+    #expect(run.stdout.isEmpty)
+    let gunzip = Process()
+    gunzip.executableURL = URL(fileURLWithPath: "/bin/sh")
+    gunzip.arguments = ["-c", "gzip -dc '\(file)'"]
+    let pipe = Pipe()
+    gunzip.standardOutput = pipe
+    try gunzip.run()
+    let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    gunzip.waitUntilExit()
+    #expect(gunzip.terminationStatus == 0)
+    #expect(text == plain.stdout)
+    #expect(!FileManager.default.fileExists(atPath: "\(file).tmp-\(0)"))
+  }
+
+  // MARK: - history watch
+
+  @Test func watchPrintsATransactionAnotherProcessCommits() async throws {
+    let container = try await makeToolStore()
+    let path = container.persistentStore.url.path
+    let watcher = Process()
+    watcher.executableURL = builtProduct("typedstore")
+    watcher.arguments = ["history", "watch", "--store", path, "--exclude-author", "alice"]
+    let output = Pipe()
+    let errors = Pipe()
+    watcher.standardOutput = output
+    watcher.standardError = errors
+    try watcher.run()
+    defer { if watcher.isRunning { kill(watcher.processIdentifier, SIGKILL) } }
+    // The watcher says when it follows; commits after that are printed.
+    let ready = try await offThePool { () -> Bool in
+      var text = ""
+      let deadline = Date().addingTimeInterval(30)
+      while Date() < deadline {
+        let data = errors.fileHandleForReading.availableData
+        if data.isEmpty { return false }
+        text += String(decoding: data, as: UTF8.self)
+        if text.contains("watching") { return true }
+      }
+      return false
+    }
+    try #require(ready)
+    try await container.performBackgroundTask { context in
+      context.transactionAuthor = "alice"  // excluded: not printed
+      Note(context: context).title = "hidden"
+      try context.save()
+      context.transactionAuthor = "carol"
+      Note(context: context).title = "seen"
+      try context.save()
+    }
+    let line = try await offThePool { () -> String in
+      var text = ""
+      let deadline = Date().addingTimeInterval(30)
+      while Date() < deadline, !text.contains("\n") {
+        let data = output.fileHandleForReading.availableData
+        if data.isEmpty { break }
+        text += String(decoding: data, as: UTF8.self)
+      }
+      return text
+    }
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    #expect(object["author"] as? String == "carol")
+    #expect(object["number"] as? Int == 6)
+    kill(watcher.processIdentifier, SIGINT)
+    let status = try await offThePool { () -> Int32 in
+      watcher.waitUntilExit()
+      return watcher.terminationStatus
+    }
+    #expect(status == 0)
+  }
+
+  // MARK: - history prune
+
+  @Test func pruneNeverDeletesWhatALiveConsumerHasNotRead() async throws {
+    let container = try await makeToolStore()
+    let path = container.persistentStore.url.path
+    // A consumer that has read up to transaction 2.
+    var options = HistoryMerger.Options()
+    options.startsAt = .beginning
+    let merger = try HistoryMerger(container: container, consumer: "indexer", contexts: [], options: options)
+    merger.addHook { event in
+      if event.transaction.number > 2 { throw CancellationError() }
+    }
+    try? await merger.start()  // the hook stops it after transaction 2
+    await merger.stop()
+    #expect(merger.checkpoint.transactionNumber == 2)
+
+    let dry = try typedstore(["history", "prune", "--store", path, "--keep-last", "0", "--dry-run"])
+    #expect(dry.status == 0, "\(dry.stderr)")
+    #expect(dry.stdout.contains("would delete 2 transactions; horizon 2"))
+    #expect(dry.stdout.contains("held back by consumers that have not read further: indexer"))
+    #expect(try container.persistentStore.historyHorizon().transactionNumber == 0)
+
+    let run = try typedstore(["history", "prune", "--store", path, "--keep-last", "0", "--json"])
+    #expect(run.status == 0, "\(run.stderr)")
+    #expect(run.json["deletedTransactions"] as? Int == 2)
+    #expect(run.json["heldBackBy"] as? [String] == ["indexer"])
+    #expect(try container.fetchHistory(HistoryRequest(after: merger.checkpoint)).map(\.number) == [3, 4])
+
+    let consumers = try typedstore(["consumers", "list", "--store", path, "--json"])
+    let listed = try #require(try JSONSerialization.jsonObject(with: Data(consumers.stdout.utf8)) as? [[String: Any]])
+    #expect(listed.first?["name"] as? String == "indexer")
+    #expect(listed.first?["lag"] as? Int == 2)
+    #expect(listed.first?["status"] as? String == "live")
+    #expect(try typedstore(["check", "--store", path]).status == 0)
+  }
+
+  @Test func pruningPastAStaleConsumerNeedsIncludeStaleAndNamesIt() async throws {
+    let container = try await makeToolStore()
+    let path = container.persistentStore.url.path
+    var options = HistoryMerger.Options()
+    options.startsAt = .beginning
+    options.lease = .milliseconds(200)
+    let merger = try HistoryMerger(container: container, consumer: "gone", contexts: [], options: options)
+    merger.addHook { event in
+      if event.transaction.number > 1 { throw CancellationError() }
+    }
+    try? await merger.start()  // the hook stops it after transaction 1
+    await merger.stop()
+    #expect(merger.checkpoint.transactionNumber == 1)
+    try await Task.sleep(for: .milliseconds(400))
+
+    let held = try typedstore(["history", "prune", "--store", path, "--keep-last", "0"])
+    #expect(held.status == 0)
+    #expect(held.stdout.contains("deleted 1 transactions; horizon 1"))
+    #expect(held.stdout.contains("stale consumers (pass --include-stale to prune past them): gone"))
+    let past = try typedstore(["history", "prune", "--store", path, "--keep-last", "0", "--include-stale"])
+    #expect(past.stdout.contains("deleted 3 transactions; horizon 4"))
+    #expect(past.stdout.contains("pruned past stale consumers (their unread history is gone): gone"))
+    // The check reports the consumer whose unread history is gone.
+    let check = try typedstore(["check", "--store", path])
+    #expect(check.status == 1)
+    #expect(check.stdout.contains("consumer: gone has not read transactions 2…4, which were pruned"))
+    #expect(try typedstore(["consumers", "remove", "gone", "--store", path]).status == 0)
+    #expect(try typedstore(["check", "--store", path]).status == 0)
+  }
+
+  @Test func archiveThenPruneLosesNothing() async throws {
+    let container = try await makeToolStore()
+    let path = container.persistentStore.url.path
+    let before = try typedstore(["history", "export", "--store", path]).lines
+    let archive = path + ".archive.ndjson.gz"
+    let run = try typedstore(["history", "prune", "--store", path, "--keep-last", "1", "--archive", archive])
+    #expect(run.status == 0, "\(run.stderr)")
+    #expect(run.stdout.contains("archived 3 transactions"))
+    let gunzip = Process()
+    gunzip.executableURL = URL(fileURLWithPath: "/bin/sh")
+    gunzip.arguments = ["-c", "gzip -dc '\(archive)'"]
+    let pipe = Pipe()
+    gunzip.standardOutput = pipe
+    try gunzip.run()
+    let archived = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    gunzip.waitUntilExit()
+    let remaining = try typedstore(["history", "export", "--store", path]).lines
+    #expect(archived.split(separator: "\n").map(String.init) + remaining == before)
+    #expect(try container.persistentStore.historyHorizon().transactionNumber == 3)
+  }
+
+  @Test func anArchiveThatCannotBeWrittenPrunesNothing() async throws {
+    let container = try await makeToolStore()
+    let path = container.persistentStore.url.path
+    for target in ["/dev/full", "/nonexistent-folder/archive.ndjson"] {
+      let run = try typedstore(["history", "prune", "--store", path, "--keep-last", "0", "--archive", target])
+      #expect(run.status == 1)
+      #expect(run.stderr.contains("typedstore: "), "\(run.stderr)")
+      #expect(run.stderr.split(separator: "\n").count == 1, "one line: \(run.stderr)")
+      #expect(try container.persistentStore.historyHorizon().transactionNumber == 0)
+      #expect(try container.fetchHistory(HistoryRequest()).count == 4)
+    }
+  }
+
+  // MARK: - stats, inspect, check
+
+  @Test func statsInspectAndCheckDescribeTheStore() async throws {
+    let container = try await makeToolStore()
+    let path = container.persistentStore.url.path
+    let stats = try typedstore(["history", "stats", "--store", path, "--json"])
+    #expect(stats.status == 0, "\(stats.stderr)")
+    #expect(stats.json["transactions"] as? Int == 4)
+    #expect(stats.json["changes"] as? Int == 9)  // 5 inserts, 1 update, 1 delete, 2 batch updates
+    #expect(stats.json["transactionsByAuthor"] as? [String: Int] == ["alice": 1, "bob": 2, "batch": 1])
+    let note = (stats.json["changesByEntity"] as? [String: [String: Int]])?["Note"]
+    #expect(note == ["inserts": 4, "updates": 3, "deletes": 1])
+    #expect((stats.json["bytesOnDisk"] as? Int ?? 0) > 0)
+    #expect(
+      try typedstore(["history", "stats", "--store", path]).stdout.contains("authors       alice 1, batch 1, bob 2"))
+
+    let inspect = try typedstore(["inspect", "--store", path, "--json"])
+    #expect(inspect.json["store"] as? String == container.persistentStore.identifier.uuidString)
+    #expect(inspect.json["formatVersion"] as? Int == PersistentStore.formatVersion)
+    let entities = inspect.json["entities"] as? [[String: Any]] ?? []
+    #expect(entities.first { $0["name"] as? String == "Note" }?["rows"] as? Int == 3)
+    #expect(entities.first { $0["name"] as? String == "Checklist" }?["superentity"] as? String == "Note")
+    let text = try typedstore(["inspect", "--store", path])
+    #expect(text.stdout.contains("created: date?, column created") == false)
+    #expect(text.stdout.contains("createdAt: date?, column created"))
+
+    let check = try typedstore(["check", "--store", path, "--json"])
+    #expect(check.status == 0)
+    #expect(check.json["passed"] as? Bool == true)
+    #expect(check.json["rowsChecked"] as? Int == 4)
+  }
+
+  @Test func checkFindsRowsWrittenWithoutHistory() async throws {
+    let container = try await makeToolStore()
+    let url = container.persistentStore.url
+    var options = StoreOptions()
+    options.recordsHistory = false
+    let silent = try PersistentContainer(name: "Silent", model: notesModel, storeURL: url, options: options)
+    try await silent.performBackgroundTask { context in
+      Note(context: context).title = "no history"
+      try context.save()
+    }
+    let check = try typedstore(["check", "--store", url.path])
+    #expect(check.status == 1)
+    #expect(check.stdout.contains("problem: history: Note 5 has no change in history"), "\(check.stdout)")
+    #expect(check.stderr.hasPrefix("typedstore: check failed"))
+  }
+
+  // MARK: - The demo
+
+  @Test func demoRunsToTheEndAndEveryCommandWorksOnItsStore() throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-demo-\(getpid())")
+    try? FileManager.default.removeItem(at: directory)
+    let run = try typedstore(["demo", "--dir", directory.path, "--seconds", "1"])
+    #expect(run.status == 0, "\(run.stderr)")
+    #expect(run.stdout.contains("equal to the store's rows: yes"))
+    #expect(run.stdout.contains("writer-1") && run.stdout.contains("writer-2") && run.stdout.contains("merger"))
+    let path = directory.appendingPathComponent("demo.sqlite").path
+    #expect(run.stdout.contains("typedstore history export --store \(path)"))
+    let stats = try typedstore(["history", "stats", "--store", path, "--json"])
+    let transactions = stats.json["transactions"] as? Int ?? 0
+    #expect(transactions > 10)
+    let consumers = try typedstore(["consumers", "list", "--store", path, "--json"])
+    let listed = try JSONSerialization.jsonObject(with: Data(consumers.stdout.utf8)) as? [[String: Any]]
+    #expect(listed?.first?["lag"] as? Int == 0)
+    #expect(try typedstore(["check", "--store", path]).status == 0)
+    #expect(try typedstore(["history", "export", "--store", path]).objects.count == transactions)
+    let prune = try typedstore(["history", "prune", "--store", path, "--consumed"])
+    #expect(prune.stdout.contains("deleted \(transactions) transactions"))
+    #expect(try typedstore(["check", "--store", path]).status == 0)
+    // A second demo in the same folder refuses, and changes nothing.
+    let again = try typedstore(["demo", "--dir", directory.path, "--seconds", "1"])
+    #expect(again.status == 1)
+    #expect(again.stderr.contains("exists already"))
+  }
+
+  // MARK: - Conventions and bad input
+
+  @Test func helpAndVersion() throws {
+    let help = try typedstore(["--help"])
+    #expect(help.status == 0)
+    #expect(help.stdout.contains("SUBCOMMANDS:") && help.stdout.contains("history"))
+    #expect(!help.stdout.contains("demo-writer"))
+    for command in [
+      ["history", "export"], ["history", "watch"], ["history", "prune"], ["history", "stats"],
+      ["consumers", "list"], ["consumers", "remove"], ["inspect"], ["check"], ["demo"],
+    ] {
+      let run = try typedstore(command + ["--help"])
+      #expect(run.status == 0)
+      #expect(run.stdout.hasPrefix("OVERVIEW: "), "\(command)")
+      #expect(run.stdout.contains("USAGE: typedstore \(command.joined(separator: " "))"))
+    }
+    #expect(try typedstore(["help", "history", "prune"]).stdout.contains("--include-stale"))
+    #expect(try typedstore(["--version"]).stdout.hasPrefix("typedstore "))
+  }
+
+  @Test func badInputGetsOneLineAndItsExitCodeAndLeavesTheStoreAsItWas() async throws {
+    let container = try await makeToolStore()
+    let path = container.persistentStore.url.path
+    let text = path + ".txt"
+    try Data("not a store".utf8).write(to: URL(fileURLWithPath: text))
+    let cases: [(arguments: [String], status: Int32, says: String)] = [
+      (["history", "export"], 2, "Missing expected argument '--store <path>'"),
+      (["history", "export", "--store", path, "--bogus"], 2, "Unknown option '--bogus'"),
+      (["history", "explode", "--store", path], 2, "Unknown command 'explode'"),
+      (["history", "export", "--store", path, "--after", "yesterday"], 2, "expected a token"),
+      (["history", "export", "--store", path, "--since", "soon"], 2, "expected an ISO 8601 date"),
+      (["history", "export", "--store", path, "--limit", "-1"], 2, "expected a whole number"),
+      (["history", "export", "--store", path, "--format", "xml"], 2, "expected ndjson or json"),
+      (["history", "prune", "--store", path], 2, "Give one policy"),
+      (["history", "prune", "--store", path, "--consumed", "--keep-last", "1"], 2, "not --consumed and --keep-last"),
+      (["history", "prune", "--store", path, "--older-than", "a while"], 2, "expected a duration"),
+      (["history", "export", "--store", path + ".missing"], 3, "there is no store at"),
+      (["history", "export", "--store", text], 3, "not an SQLite database"),
+      (["inspect", "--store", NSTemporaryDirectory()], 3, "is a directory"),
+      (["history", "export", "--store", path, "--entity", "Nope"], 1, "no entity named 'Nope'"),
+      (["history", "export", "--store", path, "--author", "mallory"], 1, "author 'mallory'"),
+      (["history", "export", "--store", path, "--after", "\(UUID().uuidString):1"], 1, "belongs to store"),
+      (["history", "export", "--store", path, "-o", "/nonexistent-folder/out.ndjson"], 1, "cannot write"),
+      (["history", "export", "--store", path, "-o", "/dev/full"], 1, "No space left on device"),
+      (["consumers", "remove", "nobody", "--store", path], 1, "no consumer named \"nobody\""),
+    ]
+    let token = try container.persistentStore.currentHistoryToken()
+    for (arguments, status, says) in cases {
+      let run = try typedstore(arguments)
+      #expect(run.status == status, "\(arguments): \(run.stderr)")
+      #expect(run.stderr.contains(says), "\(arguments): \(run.stderr)")
+      #expect(run.stderr.hasPrefix("typedstore: "), "\(arguments)")
+      #expect(!run.stderr.contains("Fatal error") && !run.stderr.contains("Backtrac"))
+    }
+    #expect(try container.persistentStore.currentHistoryToken() == token)
+    #expect(try container.persistentStore.historyHorizon().transactionNumber == 0)
+  }
+
+  @Test func aFileSizeLimitStopsAnExportWithOneLineAndNoFile() async throws {
+    let container = try await makeToolStore()
+    let path = container.persistentStore.url.path
+    try await container.performBackgroundTask { context in
+      _ = try context.execute(BatchInsertRequest<Note>(count: 5000) { index, note in note.title = "row \(index)" })
+    }
+    let before = try container.fetchHistory(HistoryRequest()).count
+    #expect(before == 5)
+    // 128 blocks: room for SQLite's shared-memory file, not for the export (about 600 KiB).
+    let output = path + ".limited.ndjson"
+    let limited = try typedstore(["history", "export", "--store", path, "-o", output], shell: "ulimit -f 128")
+    #expect(limited.status == 1, "\(limited.stderr)")
+    #expect(limited.stderr.contains("File too large"), "\(limited.stderr)")
+    #expect(limited.stderr.split(separator: "\n").count == 1)
+    #expect(!FileManager.default.fileExists(atPath: output))
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: NSString(string: path).deletingLastPathComponent)
+        .allSatisfy { !$0.contains("limited.ndjson") })
+    #expect(try container.fetchHistory(HistoryRequest()).count == before)
+  }
+}

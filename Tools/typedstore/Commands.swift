@@ -1,0 +1,105 @@
+import ArgumentParsing
+
+/// The tool's commands, as `--help` lists them.
+enum Commands {
+  static let store = OptionDescription.option("--store", value: "path", help: "The store file.", required: true)
+  static let json = OptionDescription.flag("--json", help: "Print JSON, for scripts.")
+
+  static let filters: [OptionDescription] = [
+    .option("--author", value: "name", help: "Only transactions by this author (repeatable).", repeating: true),
+    .option(
+      "--exclude-author", value: "name", help: "No transactions by this author (repeatable).", repeating: true),
+    .option(
+      "--entity", value: "name", help: "Only changes of this entity and its subentities (repeatable).",
+      repeating: true),
+  ]
+
+  static let export = CommandDescription(
+    name: "export", abstract: "Write the store's history as NDJSON (or JSON), streaming in constant memory.",
+    discussion: """
+      One transaction per line with its changes, in the versioned schema of docs/history.md. Without
+      --after or --since, starts at the oldest transaction kept. The token to resume from goes to
+      stderr as 'last token: <token>'; pass it to --after next time.
+      """,
+    options: [
+      store,
+      .option("--after", value: "token", help: "Only transactions after this token (or transaction number)."),
+      .option("--since", value: "date", help: "Only transactions committed after this ISO 8601 date."),
+      .option("--until", value: "token|date", help: "Only transactions up to this token or date, included."),
+    ] + filters + [
+      .option("--limit", value: "n", help: "At most this many transactions."),
+      .option("--format", value: "ndjson|json", help: "ndjson (default): a line per transaction; json: one array."),
+      .flag("--gzip", help: "Compress the output with gzip."),
+      .option("--output", short: "-o", value: "file", help: "Write to this file ('-', the default: stdout)."),
+    ])
+
+  static let watch = CommandDescription(
+    name: "watch", abstract: "Print each new transaction, from any process, as NDJSON until interrupted.",
+    options: [store, .option("--after", value: "token", help: "Start after this token (default: now).")] + filters)
+
+  static let prune = CommandDescription(
+    name: "prune", abstract: "Delete history every live consumer has read, through HistoryPruner.",
+    discussion: """
+      Give exactly one policy. Whatever it asks, history a live consumer has not read is kept; a
+      stale consumer (not seen within its lease) holds history back too, unless --include-stale.
+      """,
+    options: [
+      store,
+      .flag("--consumed", help: "Everything every consumer has read."),
+      .option("--before", value: "token", help: "Transactions up to this token, included."),
+      .option("--older-than", value: "duration", help: "Transactions older than this (90s, 30m, 12h, 7d)."),
+      .option("--keep-last", value: "n", help: "All but the newest n transactions."),
+      .option(
+        "--archive", value: "file", help: "First write what goes to this file (NDJSON; gzip when it ends in .gz)."),
+      .flag("--include-stale", help: "Prune past stale consumers' checkpoints (they are named)."),
+      .flag("--dry-run", help: "Say what would go; change nothing."),
+      json,
+    ])
+
+  static let stats = CommandDescription(
+    name: "stats", abstract: "Transactions, changes by entity and kind, authors, horizon, newest token, size.",
+    options: [store, json])
+
+  static let history = CommandDescription(
+    name: "history", abstract: "Export, watch, prune and count the store's persistent history.",
+    subcommands: [export, watch, prune, stats])
+
+  static let consumers = CommandDescription(
+    name: "consumers", abstract: "List or remove the store's durable consumers (HistoryMerger checkpoints).",
+    subcommands: [
+      CommandDescription(
+        name: "list", abstract: "Each consumer's checkpoint, age, lag in transactions, and whether it is live.",
+        options: [store, json]),
+      CommandDescription(
+        name: "remove", abstract: "Forget a consumer, so that its checkpoint no longer holds history back.",
+        options: [store], positionals: [PositionalDescription("name", help: "The consumer's name.")]),
+    ])
+
+  static let inspect = CommandDescription(
+    name: "inspect", abstract: "Format version, store UUID, model, row counts, file sizes.", options: [store, json])
+
+  static let check = CommandDescription(
+    name: "check", abstract: "PRAGMA integrity_check and TypedStore's invariants; exit 1 when a check fails.",
+    options: [store, json])
+
+  static let demo = CommandDescription(
+    name: "demo", abstract: "Run two writer processes and a merging process on a new store, then show the results.",
+    options: [
+      .option("--dir", value: "dir", help: "The folder for the new store (default: a new temporary folder)."),
+      .option("--seconds", value: "n", help: "How long the writers write (default: 3)."),
+    ])
+
+  /// The demo's own processes: the tool runs itself with these.
+  static let demoWriter = CommandDescription(
+    name: "demo-writer", abstract: "A demo writer process.",
+    options: [
+      store, .option("--name", value: "name", help: "", required: true), .option("--seconds", value: "n", help: ""),
+    ],
+    hidden: true)
+  static let demoMerger = CommandDescription(
+    name: "demo-merger", abstract: "The demo's merging process.", options: [store], hidden: true)
+
+  static let root = CommandDescription(
+    name: "typedstore", abstract: "Tools for TypedStore stores: history, consumers, inspection, checks, a demo.",
+    subcommands: [demo, history, consumers, inspect, check, demoWriter, demoMerger])
+}

@@ -1,0 +1,79 @@
+import ArgumentParsing
+import Foundation
+import TypedStore
+
+/// Why a command did not succeed, and the exit status that says so: 1 a failure (including a
+/// check that found problems), 2 a usage error, 3 a store that cannot be opened.
+enum Failure: Error {
+  case usage(UsageError)
+  case storeUnavailable(String)
+  case failed(String)
+
+  var exitCode: Int32 {
+    switch self {
+    case .failed: 1
+    case .usage: 2
+    case .storeUnavailable: 3
+    }
+  }
+
+  /// The one line printed on stderr (a usage error adds its usage line).
+  var message: String {
+    switch self {
+    case .usage(let error): error.usage.isEmpty ? error.message : "\(error.message)\n\(error.usage)"
+    case .storeUnavailable(let message), .failed(let message): message
+    }
+  }
+}
+
+/// Writes one line to stderr.
+func printError(_ line: String) {
+  FileHandle.standardError.write(Data((line + "\n").utf8))
+}
+
+/// Opens the store at `path` with the model it keeps: read-only unless `writable`. Every error
+/// opening it is `Failure.storeUnavailable`, with the library's explanation.
+func openStore(_ path: String, writable: Bool = false) throws(Failure) -> PersistentStore {
+  var options = StoreOptions()
+  options.isReadOnly = !writable
+  do {
+    return try PersistentStore(url: URL(fileURLWithPath: path), options: options)
+  } catch {
+    throw .storeUnavailable("cannot open \(path): \(error)")
+  }
+}
+
+/// The container form of `openStore`, for commands that follow changes.
+func openContainer(_ path: String, writable: Bool = false) throws(Failure) -> PersistentContainer {
+  var options = StoreOptions()
+  options.isReadOnly = !writable
+  do {
+    return try PersistentContainer(storeURL: URL(fileURLWithPath: path), options: options)
+  } catch {
+    throw .storeUnavailable("cannot open \(path): \(error)")
+  }
+}
+
+/// Runs library work, turning its errors into one clear line (exit status 1).
+func perform<T>(_ what: String, _ body: () throws -> T) throws(Failure) -> T {
+  do {
+    return try body()
+  } catch let failure as Failure {
+    throw failure
+  } catch {
+    throw .failed("\(what): \(error)")
+  }
+}
+
+/// Runs argument work, turning its usage errors into `Failure.usage` (exit status 2).
+func usage<T>(_ body: () throws -> T) throws(Failure) -> T {
+  do {
+    return try body()
+  } catch let error as UsageError {
+    throw .usage(error)
+  } catch let failure as Failure {
+    throw failure
+  } catch {
+    throw .failed("\(error)")
+  }
+}

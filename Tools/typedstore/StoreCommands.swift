@@ -1,0 +1,157 @@
+import ArgumentParsing
+import Foundation
+import TypedStore
+
+/// `typedstore consumers list|remove`, `inspect` and `check`.
+enum StoreCommands {
+  // MARK: - consumers
+
+  static func listConsumers(_ command: ParsedCommand) throws(Failure) {
+    let path = try usage { try command.required("--store") }
+    let store = try openStore(path)
+    let (consumers, current) = try perform("cannot read the consumers") {
+      (try store.historyConsumers(), try store.currentHistoryToken())
+    }
+    let now = Date()
+    if command.flag("--json") {
+      print(
+        try Values.json(
+          consumers.map { consumer -> [String: Any] in
+            [
+              "name": consumer.name, "checkpoint": consumer.checkpoint.stringRepresentation,
+              "lag": current.transactionNumber - consumer.checkpoint.transactionNumber,
+              "advancedAt": Values.timestamp(consumer.advancedAt), "seenAt": Values.timestamp(consumer.seenAt),
+              "leaseSeconds": Self.seconds(consumer.lease),
+              "status": consumer.isStale(at: now) ? "stale" : "live",
+            ]
+          }))
+      return
+    }
+    guard !consumers.isEmpty else {
+      print("no consumers (newest transaction \(current.transactionNumber))")
+      return
+    }
+    let header = ["NAME", "CHECKPOINT", "LAG", "ADVANCED", "SEEN", "LEASE", "STATUS"]
+    let rows = consumers.map { consumer in
+      [
+        consumer.name, String(consumer.checkpoint.transactionNumber),
+        String(current.transactionNumber - consumer.checkpoint.transactionNumber),
+        Values.age(since: consumer.advancedAt, now: now) + " ago",
+        Values.age(since: consumer.seenAt, now: now) + " ago",
+        Values.age(since: now.addingTimeInterval(-Self.seconds(consumer.lease)), now: now),
+        consumer.isStale(at: now) ? "stale" : "live",
+      ]
+    }
+    print(table([header] + rows))
+  }
+
+  static func removeConsumer(_ command: ParsedCommand) throws(Failure) {
+    let path = try usage { try command.required("--store") }
+    let name = command.positionals[0]
+    let store = try openStore(path, writable: true)
+    try perform("cannot remove the consumer") { try HistoryPruner(store: store).removeConsumer(named: name) }
+    print("removed consumer \(name)")
+  }
+
+  // MARK: - inspect
+
+  static func inspect(_ command: ParsedCommand) throws(Failure) {
+    let path = try usage { try command.required("--store") }
+    let store = try openStore(path)
+    let inspection = try perform("cannot inspect the store") { try store.inspect() }
+    let schema = inspection.metadata.schema
+    if command.flag("--json") {
+      let entities = schema.entities.map { entity -> [String: Any] in
+        [
+          "name": entity.name, "superentity": entity.superentity ?? NSNull(), "table": entity.table,
+          "rows": inspection.rowCounts[entity.name] ?? 0,
+          "attributes": entity.attributes.map { attribute -> [String: Any] in
+            [
+              "name": attribute.name, "column": attribute.column, "type": attribute.type.rawValue,
+              "optional": attribute.optional, "preservedOnDeletion": attribute.preservedOnDeletion,
+              "indexed": attribute.indexed, "unique": attribute.unique,
+            ]
+          },
+        ]
+      }
+      var files: [String: Any] = ["database": inspection.fileSizes.database]
+      files["wal"] = inspection.fileSizes.writeAheadLog ?? NSNull()
+      files["shm"] = inspection.fileSizes.sharedMemory ?? NSNull()
+      print(
+        try Values.json([
+          "store": inspection.metadata.storeIdentifier.uuidString, "formatVersion": inspection.metadata.formatVersion,
+          "modelHash": inspection.metadata.modelHash, "entities": entities, "files": files,
+          "pageSize": inspection.pageSize, "pageCount": inspection.pageCount, "freePages": inspection.freePages,
+          "journalMode": inspection.journalMode, "horizon": inspection.horizon.stringRepresentation,
+          "newestToken": inspection.currentToken.stringRepresentation, "consumers": inspection.consumers.map(\.name),
+        ]))
+      return
+    }
+    var lines = [
+      "store          \(path)",
+      "uuid           \(inspection.metadata.storeIdentifier.uuidString)",
+      "format         version \(inspection.metadata.formatVersion), journal \(inspection.journalMode)",
+      "model hash     \(inspection.metadata.modelHash)",
+      "files          database \(Values.bytes(inspection.fileSizes.database)), "
+        + "wal \(inspection.fileSizes.writeAheadLog.map(Values.bytes) ?? "none"), "
+        + "shm \(inspection.fileSizes.sharedMemory.map(Values.bytes) ?? "none")",
+      "pages          \(inspection.pageCount) of \(Values.bytes(inspection.pageSize)), \(inspection.freePages) free",
+      "history        horizon \(inspection.horizon.transactionNumber), newest \(inspection.currentToken.transactionNumber)",
+      "consumers      \(inspection.consumers.isEmpty ? "none" : inspection.consumers.map(\.name).joined(separator: ", "))",
+      "",
+      "entities:",
+    ]
+    for entity in schema.entities {
+      let parent = entity.superentity.map { " : \($0)" } ?? ""
+      lines.append(
+        "  \(entity.name)\(parent) — table \"\(entity.table)\", \(inspection.rowCounts[entity.name] ?? 0) rows")
+      for attribute in entity.attributes {
+        var traits = [attribute.type.rawValue + (attribute.optional ? "?" : "")]
+        if attribute.column != attribute.name { traits.append("column \(attribute.column)") }
+        if attribute.preservedOnDeletion { traits.append("preserved on deletion") }
+        if attribute.unique { traits.append("unique") } else if attribute.indexed { traits.append("indexed") }
+        lines.append("    \(attribute.name): \(traits.joined(separator: ", "))")
+      }
+    }
+    print(lines.joined(separator: "\n"))
+  }
+
+  // MARK: - check
+
+  static func check(_ command: ParsedCommand) throws(Failure) {
+    let path = try usage { try command.required("--store") }
+    let store = try openStore(path)
+    let report = try perform("cannot check the store") { try store.checkConsistency() }
+    if command.flag("--json") {
+      print(
+        try Values.json([
+          "passed": report.passed, "rowsChecked": report.rowsChecked, "transactionsChecked": report.transactionsChecked,
+          "problems": report.problems.map { ["kind": $0.kind.rawValue, "message": $0.message] },
+        ]))
+    } else if report.passed {
+      print(
+        "ok: integrity_check, metadata, \(report.rowsChecked) rows against \(report.transactionsChecked) "
+          + "transactions of history, consumers' checkpoints")
+    } else {
+      for problem in report.problems { print("problem: \(problem)") }
+      print("\(report.problems.count) problem(s) found")
+    }
+    if !report.passed { throw .failed("check failed: \(report.problems.count) problem(s) in \(path)") }
+  }
+
+  // MARK: - Helpers
+
+  static func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+  }
+
+  /// Columns padded to their widest cell.
+  static func table(_ rows: [[String]]) -> String {
+    let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
+    return rows.map { row in
+      row.enumerated().map { index, cell in
+        index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+      }.joined(separator: "  ")
+    }.joined(separator: "\n")
+  }
+}
