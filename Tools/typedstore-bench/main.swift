@@ -18,6 +18,8 @@ struct Options: Sendable {
   var check = false
   /// Internal: run only the import memory probe with this N, print the growth in MiB.
   var importMemory: Int?
+  /// Internal: run only the export memory probe with this N, print the growth in MiB.
+  var exportMemory: Int?
   /// Internal: be process A of the latency row: save this many objects into the store at
   /// this path, one per transaction, printing "<primary key> <monotonic ns>" as each returns.
   var latencyWriter: (path: String, commits: Int)?
@@ -37,6 +39,7 @@ let options: Options = {
     case "--only": options.only = arguments.next()
     case "--check": options.check = true
     case "--import-memory": options.importMemory = arguments.next().flatMap { Int($0) }
+    case "--export-memory": options.exportMemory = arguments.next().flatMap { Int($0) }
     case "--follow":
       if let path = arguments.next(), let name = arguments.next(), let stop = arguments.next() {
         options.follower = (path, name, stop)
@@ -370,6 +373,38 @@ if let probeN = options.importMemory {
   exit(0)
 }
 
+// The export memory probe (in a process of its own): 10 N rows inserted by batch requests
+// of N / 10 rows (history of 10 N changes in 100 transactions, each a run of keys), then
+// exported as NDJSON to nowhere; prints how far the resident memory grew during the export,
+// in MiB. Streaming means it stays flat whatever N is.
+if let probeN = options.exportMemory {
+  let rows = probeN * 10
+  let batch = max(1, rows / 100)
+  let container = try freshContainer("export")
+  try container.newBackgroundContext().performAndWait { context in
+    for start in stride(from: 0, to: rows, by: batch) {
+      _ = try context.execute(
+        BatchInsertRequest<BenchItem>(count: min(batch, rows - start)) { index, item in
+          fill(item, BenchRow(start + index))
+        })
+    }
+  }
+  try container.persistentStore.checkpoint()
+  let baseline = residentBytes()
+  var peak = baseline
+  var bytes = 0
+  var chunks = 0
+  let summary = try container.persistentStore.exportHistory(HistoryRequest()) { chunk in
+    bytes += chunk.count
+    chunks += 1
+    if chunks % 64 == 0 { peak = max(peak, residentBytes()) }
+  }
+  peak = max(peak, residentBytes())
+  guard summary.changes == rows else { throw BenchError.sqlite("exported \(summary.changes) of \(rows) changes") }
+  print(String(format: "%.1f %d", Double(max(0, peak - baseline)) / 1_048_576, bytes))
+  exit(0)
+}
+
 // MARK: - Operations
 
 do {
@@ -575,6 +610,26 @@ do {
       Result(
         name: importName,
         note: String(format: "%.1f MiB (goal ≤ 64 MiB)", growth)))
+  }
+
+  // Exporting history streams: 10 N changes exported with the resident memory sampled.
+  let exportName = "export \(n * 10) changes as NDJSON: peak RSS growth during the export (absolute)"
+  if selected(exportName) {
+    let probe = Process()
+    probe.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    probe.arguments = ["--export-memory", String(n)]
+    let pipe = Pipe()
+    probe.standardOutput = pipe
+    try probe.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    probe.waitUntilExit()
+    let fields = output.split(separator: " ").map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) }
+    guard probe.terminationStatus == 0, fields.count == 2, let growth = Double(fields[0]), let bytes = Double(fields[1])
+    else { throw BenchError.sqlite("the export memory probe failed: \(output)") }
+    results.append(
+      Result(
+        name: exportName,
+        note: String(format: "%.1f MiB for %.0f MiB of NDJSON (goal: constant)", growth, bytes / 1_048_576)))
   }
 
   // Writers with consumers following: the same one-object saves into a store three consumer
