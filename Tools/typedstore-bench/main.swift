@@ -592,20 +592,24 @@ do {
   }
 
   // Memory is measured in a process of its own: memory this one freed earlier would hide
-  // growth.
-  let importName =
-    "insert \(n * 10) objects in saves of \(max(1, n / 10)): peak RSS growth after the first save (absolute)"
-  if selected(importName) {
+  // growth. The probe is this program with the arguments; it prints its result.
+  func runProbe(_ arguments: [String]) throws -> String {
     let probe = Process()
     probe.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    probe.arguments = ["--import-memory", String(n)]
+    probe.arguments = arguments
     let pipe = Pipe()
     probe.standardOutput = pipe
     try probe.run()
     let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     probe.waitUntilExit()
-    guard probe.terminationStatus == 0, let growth = Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
-    else { throw BenchError.sqlite("the import memory probe failed: \(output)") }
+    guard probe.terminationStatus == 0 else { throw BenchError.sqlite("the probe \(arguments[0]) failed: \(output)") }
+    return output.trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+  let importName =
+    "insert \(n * 10) objects in saves of \(max(1, n / 10)): peak RSS growth after the first save (absolute)"
+  if selected(importName) {
+    let output = try runProbe(["--import-memory", String(n)])
+    guard let growth = Double(output) else { throw BenchError.sqlite("the import memory probe printed \(output)") }
     results.append(
       Result(
         name: importName,
@@ -615,17 +619,10 @@ do {
   // Exporting history streams: 10 N changes exported with the resident memory sampled.
   let exportName = "export \(n * 10) changes as NDJSON: peak RSS growth during the export (absolute)"
   if selected(exportName) {
-    let probe = Process()
-    probe.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    probe.arguments = ["--export-memory", String(n)]
-    let pipe = Pipe()
-    probe.standardOutput = pipe
-    try probe.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    probe.waitUntilExit()
-    let fields = output.split(separator: " ").map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) }
-    guard probe.terminationStatus == 0, fields.count == 2, let growth = Double(fields[0]), let bytes = Double(fields[1])
-    else { throw BenchError.sqlite("the export memory probe failed: \(output)") }
+    let output = try runProbe(["--export-memory", String(n)])
+    let fields = output.split(separator: " ").map(String.init)
+    guard fields.count == 2, let growth = Double(fields[0]), let bytes = Double(fields[1])
+    else { throw BenchError.sqlite("the export memory probe printed \(output)") }
     results.append(
       Result(
         name: exportName,

@@ -51,6 +51,20 @@ func typedstore(_ arguments: [String], shell prefix: String? = nil, seconds: Dou
     stderr: String(decoding: collected.withLock { $0 }, as: UTF8.self))
 }
 
+/// What `gzip -d` makes of a file: the check that our gzip output is gzip's.
+func gunzip(_ path: String) throws -> String {
+  let gzip = Process()
+  gzip.executableURL = URL(fileURLWithPath: "/bin/sh")
+  gzip.arguments = ["-c", "gzip -dc '\(path)'"]
+  let pipe = Pipe()
+  gzip.standardOutput = pipe
+  try gzip.run()
+  let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+  gzip.waitUntilExit()
+  guard gzip.terminationStatus == 0 else { throw CocoaError(.fileReadCorruptFile) }
+  return text
+}
+
 /// A store with a known history: inserts, updates, a delete with its tombstone, a batch
 /// update, by two authors.
 func makeToolStore(variant: String = "", function: String = #function) async throws -> PersistentContainer {
@@ -156,17 +170,7 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     let run = try typedstore(["history", "export", "--store", path, "--gzip", "-o", file])
     #expect(run.status == 0, "\(run.stderr)")
     #expect(run.stdout.isEmpty)
-    let gunzip = Process()
-    gunzip.executableURL = URL(fileURLWithPath: "/bin/sh")
-    gunzip.arguments = ["-c", "gzip -dc '\(file)'"]
-    let pipe = Pipe()
-    gunzip.standardOutput = pipe
-    try gunzip.run()
-    let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    gunzip.waitUntilExit()
-    #expect(gunzip.terminationStatus == 0)
-    #expect(text == plain.stdout)
-    #expect(!FileManager.default.fileExists(atPath: "\(file).tmp-\(0)"))
+    #expect(try gunzip(file) == plain.stdout)
   }
 
   // MARK: - history watch
@@ -299,14 +303,7 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     let run = try typedstore(["history", "prune", "--store", path, "--keep-last", "1", "--archive", archive])
     #expect(run.status == 0, "\(run.stderr)")
     #expect(run.stdout.contains("archived 3 transactions"))
-    let gunzip = Process()
-    gunzip.executableURL = URL(fileURLWithPath: "/bin/sh")
-    gunzip.arguments = ["-c", "gzip -dc '\(archive)'"]
-    let pipe = Pipe()
-    gunzip.standardOutput = pipe
-    try gunzip.run()
-    let archived = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    gunzip.waitUntilExit()
+    let archived = try gunzip(archive)
     let remaining = try typedstore(["history", "export", "--store", path]).lines
     #expect(archived.split(separator: "\n").map(String.init) + remaining == before)
     #expect(try container.persistentStore.historyHorizon().transactionNumber == 3)
