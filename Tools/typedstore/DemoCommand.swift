@@ -50,7 +50,8 @@ enum DemoCommand {
         throw .failed("cannot make the folder \(given): \(error.localizedDescription)")
       }
     } else {
-      var template = Array((NSTemporaryDirectory() + "/typedstore-demo-XXXXXX").utf8CString)
+      let base = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("typedstore-demo-XXXXXX")
+      var template = Array(base.path.utf8CString)
       guard let made = mkdtemp(&template) else {
         throw .failed("cannot make a temporary folder: \(String(cString: strerror(errno)))")
       }
