@@ -57,6 +57,7 @@ enum HistoryReader {
       let horizon = try horizon(connection)
       var conditions: [String] = []
       var arguments: [PrimitiveValue] = []
+      var after = Int64.min  // the number the next page of transactions starts after
       switch request.start {
       case .beginning:
         guard horizon <= 1 else {
@@ -71,8 +72,9 @@ enum HistoryReader {
           throw HistoryError.tokenExpired(
             horizon: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: horizon - 1))
         }
-        conditions.append("number > ?")
-        arguments.append(.integer(token.transactionNumber))
+        // Not a condition of its own: the pages' `number > ?` starts at it (two rowid bounds
+        // let SQLite seek by one and filter by the other, rescanning from the start per page).
+        after = token.transactionNumber
       case .afterDate(let date):
         if let deleted = try horizonDate(connection), date < deleted {
           throw HistoryError.tokenExpired(
@@ -124,7 +126,6 @@ enum HistoryReader {
       if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
       // Pages of transaction rows: a page's changes are one rowid range.
       var remaining = request.transactionLimit ?? Int.max
-      var after = Int64.min
       let pageSize = 1_000
       let pageSQL = sql + (conditions.isEmpty ? " WHERE" : " AND") + " number > ? ORDER BY number LIMIT ?"
       let statement = try connection.statement(pageSQL)

@@ -86,4 +86,32 @@ import TypedStore
     await #expect(throws: CancellationError.self) { try await merger.start() }
     #expect(try container.persistentStore.historyConsumers().first?.checkpoint.transactionNumber == 2)
   }
+
+  @Test func readsAcrossPagesOfTransactionsInOrderWithLimitsAndStarts() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    try await container.performBackgroundTask { context in
+      for index in 0..<2_500 {
+        if index % 3 == 0 {
+          Folder(context: context).name = "f\(index)"
+        } else {
+          Note(context: context).title = "n\(index)"
+        }
+        try context.save()
+      }
+    }
+    let store = container.persistentStore
+    let token = { (number: Int64) in HistoryToken(storeIdentifier: store.identifier, transactionNumber: number) }
+    #expect(try store.fetchHistory(HistoryRequest()).map(\.number) == Array(1...2_500))
+    #expect(try store.fetchHistory(HistoryRequest(after: token(100))).map(\.number) == Array(101...2_500))
+    var limited = HistoryRequest(after: token(700))
+    limited.transactionLimit = 1_500
+    #expect(try store.fetchHistory(limited).map(\.number) == Array(701...2_200))
+    var folders = HistoryRequest(after: token(900))
+    folders.entityNames = ["Folder"]
+    let expected = (901...2_500).filter { ($0 - 1) % 3 == 0 }.map(Int64.init)
+    #expect(try store.fetchHistory(folders).map(\.number) == expected)
+    #expect(try store.fetchHistory(folders).allSatisfy { $0.changes.count == 1 })
+    var ranged = HistoryRequest(after: token(999), through: token(2_001))
+    #expect(try store.fetchHistory(ranged).map(\.number) == Array(1_000...2_001))
+  }
 }
