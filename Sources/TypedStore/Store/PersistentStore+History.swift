@@ -48,15 +48,16 @@ extension PersistentStore {
     _ request: HistoryRequest, format: HistoryExportFormat = .ndjson,
     to write: (UnsafeRawBufferPointer) throws -> Void
   ) throws -> HistoryExportSummary {
-    try withoutActuallyEscaping(write) { write in
-      try withHistoryReader { connection in
-        var exporter = HistoryJSONExporter(
-          writer: HistoryJSONWriter(storeIdentifier: identifier, sink: write), format: format)
-        try HistoryReader.visit(
-          request, storeIdentifier: identifier, model: model, connection: connection, visitor: &exporter)
-        try exporter.finish()
-        return exporter.summary
-      }
+    // A connection of its own: an export may take long, and `write` may read history of
+    // this store itself; the shared history reader is held by neither.
+    let connection = try makeReadConnection()
+    return try withoutActuallyEscaping(write) { write in
+      var exporter = HistoryJSONExporter(
+        writer: HistoryJSONWriter(storeIdentifier: identifier, sink: write), format: format)
+      try HistoryReader.visit(
+        request, storeIdentifier: identifier, model: model, connection: connection, visitor: &exporter)
+      try exporter.finish()
+      return exporter.summary
     }
   }
 

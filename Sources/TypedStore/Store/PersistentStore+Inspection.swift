@@ -232,128 +232,129 @@ extension PersistentStore {
   /// ```
   public func checkConsistency() throws -> StoreCheckReport {
     let path = url.path
-    return try withHistoryReader { connection in
-      try connection.readTransaction {
-        var problems: [StoreProblem] = []
-        func problem(_ kind: StoreProblem.Kind, _ message: String) {
-          problems.append(StoreProblem(kind: kind, message: message))
-        }
+    // A connection of its own: a check reads every row and all history, and holds no lock
+    // other history readers of this store wait for.
+    let connection = try makeReadConnection()
+    return try connection.readTransaction {
+      var problems: [StoreProblem] = []
+      func problem(_ kind: StoreProblem.Kind, _ message: String) {
+        problems.append(StoreProblem(kind: kind, message: message))
+      }
 
-        let integrity = try connection.statement("PRAGMA integrity_check")
-        defer { integrity.reset() }
-        while try integrity.step() {
-          let line = integrity.string(0)
-          if line != "ok" { problem(.integrity, line) }
-        }
+      let integrity = try connection.statement("PRAGMA integrity_check")
+      defer { integrity.reset() }
+      while try integrity.step() {
+        let line = integrity.string(0)
+        if line != "ok" { problem(.integrity, line) }
+      }
 
-        // Metadata.
-        let horizon = try HistoryReader.horizon(connection)
-        let current = try HistoryReader.currentNumber(connection)
-        if let stored = try Self.readMetadata(connection) {
-          do {
-            let metadata = try Self.decode(stored, path: path)
-            if metadata.storeIdentifier != identifier {
-              problem(.metadata, "the store's UUID changed while it was open")
-            }
-            if SHA256.hex(of: metadata.modelJSON) != metadata.modelHash {
-              problem(.metadata, "the kept model does not hash to the kept model hash")
-            }
-          } catch {
-            problem(.metadata, "\(error)")
-          }
-        } else {
-          problem(.metadata, "the metadata table is missing")
-        }
+      // Metadata.
+      let horizon = try HistoryReader.horizon(connection)
+      let current = try HistoryReader.currentNumber(connection)
+      if let stored = try Self.readMetadata(connection) {
         do {
-          try Self.checkEntityCodes(connection: connection, path: path, model: model)
+          let metadata = try Self.decode(stored, path: path)
+          if metadata.storeIdentifier != identifier {
+            problem(.metadata, "the store's UUID changed while it was open")
+          }
+          if SHA256.hex(of: metadata.modelJSON) != metadata.modelHash {
+            problem(.metadata, "the kept model does not hash to the kept model hash")
+          }
         } catch {
           problem(.metadata, "\(error)")
         }
-        if horizon < 1 || horizon > current + 1 {
-          problem(.metadata, "the history horizon \(horizon - 1) lies outside the transactions recorded (0…\(current))")
-        }
-        if let lowest = try connection.scalarInt("SELECT min(number) FROM _history_transaction"), lowest < horizon {
-          problem(.metadata, "transaction \(lowest) is kept below the history horizon \(horizon - 1)")
-        }
-
-        // History against itself.
-        let misplaced =
-          try connection.scalarInt(
-            """
-            SELECT count(*) FROM _history_change c LEFT JOIN _history_transaction t ON t.number = c.transaction_number
-            WHERE t.number IS NULL OR c.id NOT BETWEEN t.first_change AND t.last_change
-            """) ?? 0
-        if misplaced > 0 {
-          problem(.history, "\(misplaced) change row(s) lie outside their transaction's range, or have no transaction")
-        }
-
-        // Data rows against history: the last change of each key, by table.
-        var visitor = LastChangeVisitor(model: model)
-        try HistoryReader.visit(
-          HistoryRequest(
-            after: HistoryToken(storeIdentifier: identifier, transactionNumber: max(0, min(horizon, current + 1) - 1))),
-          storeIdentifier: identifier, model: model, connection: connection, visitor: &visitor)
-        var rowsChecked = 0
-        let pruned = horizon > 1
-        for root in model.entities where root.isRoot {
-          let table = layout(of: root)
-          var lastChanges = visitor.lastChanges[root.name] ?? [:]
-          let maximum = try connection.statement("SELECT max_pk FROM _primary_key WHERE entity = ?")
-          maximum.bind(root.name, at: 1)
-          let counter = try maximum.step() ? maximum.int64(0) : 0
-          maximum.reset()
-          let rows = try connection.statement("SELECT pk, _entity FROM \"\(root.name)\" ORDER BY pk")
-          defer { rows.reset() }
-          var reported = 0
-          func report(_ message: String) {
-            reported += 1
-            if reported <= 20 { problem(.history, message) }
-          }
-          while try rows.step() {
-            rowsChecked += 1
-            let key = rows.int64(0)
-            let entity = table.entity(code: rows.int64(1))?.name ?? "?"
-            if key > counter { report("\(entity) \(key) is above its table's key counter \(counter)") }
-            guard let last = lastChanges.removeValue(forKey: key) else {
-              if !pruned {
-                report(
-                  "\(entity) \(key) has no change in history, which was never pruned (written with recordsHistory off, or its history was lost)"
-                )
-              }
-              continue
-            }
-            if last.kind == .delete {
-              report(
-                "\(entity) \(key) exists, but history's last change of it is a delete (transaction \(last.number))")
-            } else if last.entity != entity {
-              report("\(entity) \(key) is recorded in history as a \(last.entity) (transaction \(last.number))")
-            }
-          }
-          for (key, last) in lastChanges.sorted(by: { $0.key < $1.key }) where last.kind != .delete {
-            report(
-              "\(last.entity) \(key) is missing, but history's last change of it is an \(last.kind) (transaction \(last.number))"
-            )
-          }
-          if reported > 20 { problem(.history, "\(reported - 20) more problem(s) of \(root.name) rows not listed") }
-        }
-
-        // Consumers.
-        for consumer in try HistoryConsumers.all(storeIdentifier: identifier, connection: connection) {
-          let number = consumer.checkpoint.transactionNumber
-          if consumer.checkpoint.storeIdentifier != identifier {
-            problem(.consumer, "\(consumer.name)'s checkpoint belongs to store \(consumer.checkpoint.storeIdentifier)")
-          } else if number < 0 || number > current {
-            problem(
-              .consumer, "\(consumer.name)'s checkpoint \(number) lies outside the transactions recorded (0…\(current))"
-            )
-          } else if number < horizon - 1 {
-            problem(
-              .consumer,
-              "\(consumer.name) has not read transactions \(number + 1)…\(horizon - 1), which were pruned")
-          }
-        }
-        return StoreCheckReport(problems: problems, rowsChecked: rowsChecked, transactionsChecked: visitor.transactions)
+      } else {
+        problem(.metadata, "the metadata table is missing")
       }
+      do {
+        try Self.checkEntityCodes(connection: connection, path: path, model: model)
+      } catch {
+        problem(.metadata, "\(error)")
+      }
+      if horizon < 1 || horizon > current + 1 {
+        problem(.metadata, "the history horizon \(horizon - 1) lies outside the transactions recorded (0…\(current))")
+      }
+      if let lowest = try connection.scalarInt("SELECT min(number) FROM _history_transaction"), lowest < horizon {
+        problem(.metadata, "transaction \(lowest) is kept below the history horizon \(horizon - 1)")
+      }
+
+      // History against itself.
+      let misplaced =
+        try connection.scalarInt(
+          """
+          SELECT count(*) FROM _history_change c LEFT JOIN _history_transaction t ON t.number = c.transaction_number
+          WHERE t.number IS NULL OR c.id NOT BETWEEN t.first_change AND t.last_change
+          """) ?? 0
+      if misplaced > 0 {
+        problem(.history, "\(misplaced) change row(s) lie outside their transaction's range, or have no transaction")
+      }
+
+      // Data rows against history: the last change of each key, by table.
+      var visitor = LastChangeVisitor(model: model)
+      try HistoryReader.visit(
+        HistoryRequest(
+          after: HistoryToken(storeIdentifier: identifier, transactionNumber: max(0, min(horizon, current + 1) - 1))),
+        storeIdentifier: identifier, model: model, connection: connection, visitor: &visitor)
+      var rowsChecked = 0
+      let pruned = horizon > 1
+      for root in model.entities where root.isRoot {
+        let table = layout(of: root)
+        var lastChanges = visitor.lastChanges[root.name] ?? [:]
+        let maximum = try connection.statement("SELECT max_pk FROM _primary_key WHERE entity = ?")
+        maximum.bind(root.name, at: 1)
+        let counter = try maximum.step() ? maximum.int64(0) : 0
+        maximum.reset()
+        let rows = try connection.statement("SELECT pk, _entity FROM \"\(root.name)\" ORDER BY pk")
+        defer { rows.reset() }
+        var reported = 0
+        func report(_ message: String) {
+          reported += 1
+          if reported <= 20 { problem(.history, message) }
+        }
+        while try rows.step() {
+          rowsChecked += 1
+          let key = rows.int64(0)
+          let entity = table.entity(code: rows.int64(1))?.name ?? "?"
+          if key > counter { report("\(entity) \(key) is above its table's key counter \(counter)") }
+          guard let last = lastChanges.removeValue(forKey: key) else {
+            if !pruned {
+              report(
+                "\(entity) \(key) has no change in history, which was never pruned (written with recordsHistory off, or its history was lost)"
+              )
+            }
+            continue
+          }
+          if last.kind == .delete {
+            report(
+              "\(entity) \(key) exists, but history's last change of it is a delete (transaction \(last.number))")
+          } else if last.entity != entity {
+            report("\(entity) \(key) is recorded in history as a \(last.entity) (transaction \(last.number))")
+          }
+        }
+        for (key, last) in lastChanges.sorted(by: { $0.key < $1.key }) where last.kind != .delete {
+          report(
+            "\(last.entity) \(key) is missing, but history's last change of it is an \(last.kind) (transaction \(last.number))"
+          )
+        }
+        if reported > 20 { problem(.history, "\(reported - 20) more problem(s) of \(root.name) rows not listed") }
+      }
+
+      // Consumers.
+      for consumer in try HistoryConsumers.all(storeIdentifier: identifier, connection: connection) {
+        let number = consumer.checkpoint.transactionNumber
+        if consumer.checkpoint.storeIdentifier != identifier {
+          problem(.consumer, "\(consumer.name)'s checkpoint belongs to store \(consumer.checkpoint.storeIdentifier)")
+        } else if number < 0 || number > current {
+          problem(
+            .consumer, "\(consumer.name)'s checkpoint \(number) lies outside the transactions recorded (0…\(current))"
+          )
+        } else if number < horizon - 1 {
+          problem(
+            .consumer,
+            "\(consumer.name) has not read transactions \(number + 1)…\(horizon - 1), which were pruned")
+        }
+      }
+      return StoreCheckReport(problems: problems, rowsChecked: rowsChecked, transactionsChecked: visitor.transactions)
     }
   }
 }
