@@ -315,8 +315,17 @@ enum DemoCommand {
 
     /// Waits for the child; its remaining output and its errors.
     func finish() -> (status: Int32, output: String, errors: String) {
+      // Both pipes at once: a child filling one while we wait on the other would block.
+      let collected = Mutex(Data())
+      let done = DispatchSemaphore(value: 0)
+      let reader = errors.fileHandleForReading
+      Thread.detachNewThread {
+        collected.withLock { $0 = reader.readDataToEndOfFile() }
+        done.signal()
+      }
       let out = output.fileHandleForReading.readDataToEndOfFile()
-      let err = errors.fileHandleForReading.readDataToEndOfFile()
+      done.wait()
+      let err = collected.withLock { $0 }
       process.waitUntilExit()
       return (
         process.terminationStatus, String(decoding: out, as: UTF8.self),

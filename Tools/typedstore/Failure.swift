@@ -77,3 +77,20 @@ func usage<T>(_ body: () throws -> T) throws(Failure) -> T {
     throw .failed("\(error)")
   }
 }
+
+/// Refuses an output path that is the store's file or one of its companions: writing there
+/// (and renaming the finished file over it) would destroy the store.
+func refuseStoreFile(_ path: String, store: PersistentStore) throws(Failure) {
+  guard path != "-" else { return }
+  func resolved(_ path: String) -> String {
+    let url = URL(fileURLWithPath: path)
+    // The folder resolves even when the file does not exist yet.
+    return url.deletingLastPathComponent().resolvingSymlinksInPath().appendingPathComponent(url.lastPathComponent)
+      .resolvingSymlinksInPath().path
+  }
+  let storePath = resolved(store.url.path)
+  let target = resolved(path)
+  if [storePath, storePath + "-wal", storePath + "-shm", storePath + "-journal"].contains(target) {
+    throw .failed("will not write to \(path): it is a file of the store itself")
+  }
+}

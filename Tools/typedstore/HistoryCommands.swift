@@ -10,9 +10,11 @@ enum HistoryCommands {
 
   /// The request the filters of `export` and `watch` describe, checked against the store:
   /// an unknown entity or author is an error, not an empty export.
-  static func request(_ command: ParsedCommand, store: PersistentStore, defaultStart: HistoryToken) throws(Failure)
-    -> HistoryRequest
-  {
+  /// `checksAuthors`: whether an author no kept transaction has is refused (an export of
+  /// history that exists), or allowed (a watch for commits still to come).
+  static func request(
+    _ command: ParsedCommand, store: PersistentStore, defaultStart: HistoryToken, checksAuthors: Bool = true
+  ) throws(Failure) -> HistoryRequest {
     if command.has("--after") && command.has("--since") {
       throw .usage(command.error("Give --after or --since, not both"))
     }
@@ -41,7 +43,7 @@ enum HistoryCommands {
     }
     if !entities.isEmpty { request.entityNames = Set(entities) }
     let authors = command.values("--author") + command.values("--exclude-author")
-    if !authors.isEmpty {
+    if checksAuthors && !authors.isEmpty {
       let known = try perform("cannot read the history") { try store.historyStatistics().transactionsByAuthor }
       for author in authors where known[author] == nil {
         throw .failed(
@@ -68,7 +70,9 @@ enum HistoryCommands {
     }
     let horizon = try perform("cannot read the history") { try store.historyHorizon() }
     let request = try request(command, store: store, defaultStart: horizon)
-    let output = try OutputFile(path: command.value("--output") ?? "-", gzip: command.flag("--gzip"))
+    let outputPath = command.value("--output") ?? "-"
+    try refuseStoreFile(outputPath, store: store)
+    let output = try OutputFile(path: outputPath, gzip: command.flag("--gzip"))
     var failure: Failure?
     let summary: HistoryExportSummary
     do {
@@ -105,7 +109,7 @@ enum HistoryCommands {
     let container = try openContainer(path)
     let store = container.persistentStore
     let now = try perform("cannot read the history") { try store.currentHistoryToken() }
-    var request = try request(command, store: store, defaultStart: now)
+    var request = try request(command, store: store, defaultStart: now, checksAuthors: false)
     guard case HistoryRequest.Start.after(var position) = request.start else {
       throw .usage(command.error("watch starts after a token: give --after, not --since"))
     }
@@ -175,7 +179,8 @@ enum HistoryCommands {
       policy = .keepLast(try usage({ try command.integer("--keep-last", in: 0...Int.max) }) ?? 0)
     }
     let archive = try command.value("--archive").map { (name) throws(Failure) in
-      try OutputFile(path: name, gzip: name.hasSuffix(".gz"))
+      try refuseStoreFile(name, store: store)
+      return try OutputFile(path: name, gzip: name.hasSuffix(".gz"))
     }
     let pruner = HistoryPruner(store: store)
     let archived = Atomic<Int>(0)

@@ -65,6 +65,60 @@ func gunzip(_ path: String) throws -> String {
   return text
 }
 
+/// The built tool running in the background (`history watch`), read as it prints.
+struct RunningTool {
+  let process = Process()
+  private let output = Pipe()
+  private let errors = Pipe()
+
+  init(_ arguments: [String]) throws {
+    process.executableURL = builtProduct("typedstore")
+    process.arguments = arguments
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+  }
+
+  /// Reads `pipe` until its text contains `marker` (false when it ends or after 30 s).
+  private static func read(_ pipe: Pipe, until marker: String) -> String? {
+    var text = ""
+    let deadline = Date().addingTimeInterval(30)
+    while Date() < deadline {
+      let data = pipe.fileHandleForReading.availableData
+      if data.isEmpty { return nil }
+      text += String(decoding: data, as: UTF8.self)
+      if text.contains(marker) { return text }
+    }
+    return nil
+  }
+
+  /// Whether stderr says `marker` within 30 s.
+  func waitForError(_ marker: String) async throws -> Bool {
+    let errors = errors
+    return try await offThePool { Self.read(errors, until: marker) != nil }
+  }
+
+  /// The first line on stdout (empty when none came within 30 s).
+  func firstLine() async throws -> String {
+    let output = output
+    return try await offThePool { Self.read(output, until: "\n") ?? "" }
+  }
+
+  /// Sends `signal` and returns the exit status.
+  func stop(with signal: Int32) async throws -> Int32 {
+    kill(process.processIdentifier, signal)
+    let process = process
+    return try await offThePool {
+      process.waitUntilExit()
+      return process.terminationStatus
+    }
+  }
+
+  func killIfRunning() {
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+  }
+}
+
 /// A store with a known history: inserts, updates, a delete with its tombstone, a batch
 /// update, by two authors.
 func makeToolStore(variant: String = "", function: String = #function) async throws -> PersistentContainer {
@@ -178,28 +232,10 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
   @Test func watchPrintsATransactionAnotherProcessCommits() async throws {
     let container = try await makeToolStore()
     let path = container.persistentStore.url.path
-    let watcher = Process()
-    watcher.executableURL = builtProduct("typedstore")
-    watcher.arguments = ["history", "watch", "--store", path, "--exclude-author", "alice"]
-    let output = Pipe()
-    let errors = Pipe()
-    watcher.standardOutput = output
-    watcher.standardError = errors
-    try watcher.run()
-    defer { if watcher.isRunning { kill(watcher.processIdentifier, SIGKILL) } }
+    let watcher = try RunningTool(["history", "watch", "--store", path, "--exclude-author", "alice"])
+    defer { watcher.killIfRunning() }
     // The watcher says when it follows; commits after that are printed.
-    let ready = try await offThePool { () -> Bool in
-      var text = ""
-      let deadline = Date().addingTimeInterval(30)
-      while Date() < deadline {
-        let data = errors.fileHandleForReading.availableData
-        if data.isEmpty { return false }
-        text += String(decoding: data, as: UTF8.self)
-        if text.contains("watching") { return true }
-      }
-      return false
-    }
-    try #require(ready)
+    try #require(try await watcher.waitForError("watching"))
     try await container.performBackgroundTask { context in
       context.transactionAuthor = "alice"  // excluded: not printed
       Note(context: context).title = "hidden"
@@ -208,25 +244,26 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
       Note(context: context).title = "seen"
       try context.save()
     }
-    let line = try await offThePool { () -> String in
-      var text = ""
-      let deadline = Date().addingTimeInterval(30)
-      while Date() < deadline, !text.contains("\n") {
-        let data = output.fileHandleForReading.availableData
-        if data.isEmpty { break }
-        text += String(decoding: data, as: UTF8.self)
-      }
-      return text
-    }
+    let line = try await watcher.firstLine()
     let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
     #expect(object["author"] as? String == "carol")
     #expect(object["number"] as? Int == 6)
-    kill(watcher.processIdentifier, SIGINT)
-    let status = try await offThePool { () -> Int32 in
-      watcher.waitUntilExit()
-      return watcher.terminationStatus
+    #expect(try await watcher.stop(with: SIGINT) == 0)
+  }
+
+  @Test func watchFollowsAnAuthorNotSeenYetAndEndsOnSIGTERM() async throws {
+    let container = try await makeToolStore()
+    let path = container.persistentStore.url.path
+    let watcher = try RunningTool(["history", "watch", "--store", path, "--author", "newcomer"])
+    defer { watcher.killIfRunning() }
+    try #require(try await watcher.waitForError("watching"))
+    try await container.performBackgroundTask { context in
+      context.transactionAuthor = "newcomer"
+      Note(context: context).title = "first"
+      try context.save()
     }
-    #expect(status == 0)
+    #expect(try await watcher.firstLine().contains("\"author\":\"newcomer\""))
+    #expect(try await watcher.stop(with: SIGTERM) == 0)
   }
 
   // MARK: - history prune
@@ -443,6 +480,8 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
       (["history", "export", "--store", path, "-o", "/nonexistent-folder/out.ndjson"], 1, "cannot write"),
       (["history", "export", "--store", path, "-o", "/dev/full"], 1, "No space left on device"),
       (["consumers", "remove", "nobody", "--store", path], 1, "no consumer named \"nobody\""),
+      (["history", "export", "--store", path, "-o", path], 1, "it is a file of the store itself"),
+      (["history", "prune", "--store", path, "--consumed", "--archive", path + "-wal"], 1, "a file of the store"),
     ]
     let token = try container.persistentStore.currentHistoryToken()
     for (arguments, status, says) in cases {
