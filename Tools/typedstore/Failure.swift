@@ -34,21 +34,21 @@ func printError(_ line: String) {
 /// Opens the store at `path` with the model it keeps: read-only unless `writable`. Every error
 /// opening it is `Failure.storeUnavailable`, with the library's explanation.
 func openStore(_ path: String, writable: Bool = false) throws(Failure) -> PersistentStore {
-  var options = StoreOptions()
-  options.isReadOnly = !writable
-  do {
-    return try PersistentStore(url: URL(fileURLWithPath: path), options: options)
-  } catch {
-    throw .storeUnavailable("cannot open \(path): \(error)")
-  }
+  try opening(path, writable: writable) { try PersistentStore(url: $0, options: $1) }
 }
 
 /// The container form of `openStore`, for commands that follow changes.
 func openContainer(_ path: String, writable: Bool = false) throws(Failure) -> PersistentContainer {
+  try opening(path, writable: writable) { try PersistentContainer(storeURL: $0, options: $1) }
+}
+
+private func opening<T>(_ path: String, writable: Bool, _ open: (URL, StoreOptions) throws -> T) throws(Failure)
+  -> T
+{
   var options = StoreOptions()
   options.isReadOnly = !writable
   do {
-    return try PersistentContainer(storeURL: URL(fileURLWithPath: path), options: options)
+    return try open(URL(fileURLWithPath: path), options)
   } catch {
     throw .storeUnavailable("cannot open \(path): \(error)")
   }
