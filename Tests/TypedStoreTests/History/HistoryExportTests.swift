@@ -111,7 +111,7 @@ import TypedStore
     let expected = (901...2_500).filter { ($0 - 1) % 3 == 0 }.map(Int64.init)
     #expect(try store.fetchHistory(folders).map(\.number) == expected)
     #expect(try store.fetchHistory(folders).allSatisfy { $0.changes.count == 1 })
-    var ranged = HistoryRequest(after: token(999), through: token(2_001))
+    let ranged = HistoryRequest(after: token(999), through: token(2_001))
     #expect(try store.fetchHistory(ranged).map(\.number) == Array(1_000...2_001))
   }
 }
