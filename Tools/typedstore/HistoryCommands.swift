@@ -73,30 +73,25 @@ enum HistoryCommands {
     let outputPath = command.value("--output") ?? "-"
     try refuseStoreFile(outputPath, store: store)
     let output = try OutputFile(path: outputPath, gzip: command.flag("--gzip"))
-    var failure: Failure?
+    // Read before the export: when an export after a date writes nothing, every transaction
+    // up to this one was committed at or before the date, so a script resumes after it.
+    let newest = try perform("cannot read the history") { try store.currentHistoryToken() }
     let summary: HistoryExportSummary
     do {
-      summary = try store.exportHistory(request, format: format) { chunk in
-        do { try output.write(chunk) } catch {
-          failure = error as? Failure ?? .failed("\(error)")
-          throw error
-        }
-      }
+      summary = try store.exportHistory(request, format: format) { chunk in try output.write(chunk) }
       try output.close()
     } catch {
       output.discard()
-      if let failure { throw failure }
       if let error = error as? Failure { throw error }
       throw .failed("cannot export the history: \(error)")
     }
     // Where to resume: the last transaction written, or where this export started.
     let resume: HistoryToken
-    if let last = summary.lastToken {
-      resume = last
-    } else if case .after(let start) = request.start {
-      resume = start
-    } else {
-      resume = horizon
+    switch (summary.lastToken, request.start) {
+    case (let last?, _): resume = last
+    case (nil, .after(let start)): resume = start
+    case (nil, .afterDate): resume = newest
+    case (nil, .beginning): resume = horizon
     }
     printError("exported \(summary.transactions) transactions, \(summary.changes) changes")
     printError("last token: \(resume.stringRepresentation)")

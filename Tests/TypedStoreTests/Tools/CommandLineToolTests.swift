@@ -212,6 +212,10 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     #expect((folders.objects.first?["changes"] as? [[String: Any]])?.count == 1)
     let since = try typedstore(["history", "export", "--store", path, "--since", "2000-01-01"])
     #expect(since.objects.count == 4)
+    // Nothing after a date: resume after the newest transaction, not from the start.
+    let later = try typedstore(["history", "export", "--store", path, "--since", "2999-01-01"])
+    #expect(later.objects.isEmpty)
+    #expect(later.stderr.contains("last token: \(container.persistentStore.identifier.uuidString):4"))
     let future = try typedstore(["history", "export", "--store", path, "--until", "2000-01-01T00:00:00Z"])
     #expect(future.status == 0 && future.objects.isEmpty)
   }
