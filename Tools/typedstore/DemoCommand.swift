@@ -58,9 +58,16 @@ enum DemoCommand {
       directory = String(cString: made)
     }
     let path = URL(fileURLWithPath: directory).appendingPathComponent("demo.sqlite").path
-    guard !FileManager.default.fileExists(atPath: path) else {
-      throw .failed("\(path) exists already: give the demo a new folder with --dir")
+    // Claimed with O_EXCL, so that of two demos started on one folder at once one refuses; the
+    // store is then created in the empty file (closed before SQLite opens it, so no lock of
+    // SQLite's is dropped).
+    let claim = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+    guard claim >= 0 else {
+      throw errno == EEXIST
+        ? .failed("\(path) exists already: give the demo a new folder with --dir")
+        : .failed("cannot create \(path): \(String(cString: strerror(errno)))")
     }
+    close(claim)
     printError("typedstore demo: store \(path); 2 writers for \(seconds) s, 1 merger")
     _ = try container(path)  // created here, so the processes all open an existing store
 

@@ -439,6 +439,17 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     #expect(again.stderr.contains("exists already"))
   }
 
+  @Test func ofTwoDemosStartedOnOneFolderAtOnceOneRunsAndOneRefuses() async throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-demos-\(getpid())")
+    try? FileManager.default.removeItem(at: directory)
+    async let first = offThePool { try typedstore(["demo", "--dir", directory.path, "--seconds", "1"]) }
+    async let second = offThePool { try typedstore(["demo", "--dir", directory.path, "--seconds", "1"]) }
+    let runs = try await [first, second]
+    #expect(runs.map(\.status).sorted() == [0, 1])
+    #expect(runs.contains { $0.stderr.contains("exists already") })
+    #expect(runs.contains { $0.stdout.contains("equal to the store's rows: yes") })
+  }
+
   // MARK: - Conventions and bad input
 
   @Test func helpAndVersion() throws {
