@@ -9,7 +9,7 @@ enum Status: String, Codable, Sendable {
   case draft, published, archived
 }
 
-enum Priority: Int, Sendable {
+enum Priority: Int, Codable, Sendable {
   case low = 0
   case high = 2
 }

@@ -13,4 +13,9 @@ enum ModelRegistry {
   static func model(for identifier: UUID) -> ManagedObjectModel? {
     models.withLock { $0[identifier] }
   }
+
+  /// A model of an open store that has `type` as an entity, if any.
+  static func model(containing type: ManagedObject.Type) -> ManagedObjectModel? {
+    models.withLock { models in models.values.first { $0.entity(for: type) != nil } }
+  }
 }

@@ -11,6 +11,8 @@ private struct ResolvedFetch {
   let arguments: [PrimitiveValue]
   let sortSlots: [(slot: Int, ascending: Bool)]
   let orderBy: String
+  /// The attributes the predicate reads (empty without one).
+  let predicateSlots: Set<Int32>
 }
 
 extension ContextState {
@@ -83,11 +85,18 @@ extension ContextState {
       order.append("\"\(entity.attributes[Int(slot)].columnName)\" \(ascending ? "ASC" : "DESC")")
     }
     order.append("pk ASC")
-    let (restriction, arguments) = store.entityRestriction(
+    var (restriction, arguments) = store.entityRestriction(
       for: entity, includesSubentities: request.includesSubentities)
+    var predicateSlots: Set<Int32> = []
+    if let predicate = request.predicate {
+      let translated = try PredicateTranslator<Entity>.translate(predicate, model: model)
+      restriction = restriction.isEmpty ? translated.sql : "\(restriction) AND \(translated.sql)"
+      arguments += translated.arguments
+      predicateSlots = translated.slots
+    }
     return ResolvedFetch(
       entity: entity, whereClause: restriction.isEmpty ? "" : " WHERE \(restriction)", arguments: arguments,
-      sortSlots: sortSlots, orderBy: " ORDER BY " + order.joined(separator: ", "))
+      sortSlots: sortSlots, orderBy: " ORDER BY " + order.joined(separator: ", "), predicateSlots: predicateSlots)
   }
 
   private func clauses(_ resolved: ResolvedFetch, limit: Int, offset: Int) -> String {
@@ -110,10 +119,12 @@ extension ContextState {
     let root = resolved.entity.rootName
     func inHierarchy(_ object: ManagedObject) -> Bool { object.entity?.rootName == root }
     if inserted.contains(where: inHierarchy) || deleted.contains(where: inHierarchy) { return true }
-    guard orderMatters, !resolved.sortSlots.isEmpty else { return false }
-    let sorted = Set(resolved.sortSlots.map { Int32($0.slot) })
+    // An unsaved edit of an attribute the predicate reads can move an object in or out.
+    var watched = resolved.predicateSlots
+    if orderMatters { watched.formUnion(resolved.sortSlots.map { Int32($0.slot) }) }
+    guard !watched.isEmpty else { return false }
     return updated.contains { object in
-      inHierarchy(object) && object.committedValues.keys.contains(where: sorted.contains)
+      inHierarchy(object) && object.committedValues.keys.contains(where: watched.contains)
     }
   }
 
@@ -125,8 +136,34 @@ extension ContextState {
       ManagedObject.self, of: resolved.entity, clauses: resolved.whereClause + resolved.orderBy,
       arguments: resolved.arguments
     ).filter { !$0.isDeleted }
-    objects += inserted.filter { allowed.contains($0.entity?.name ?? "") }
-    if !resolved.sortSlots.isEmpty {
+    var candidates = inserted.filter { allowed.contains($0.entity?.name ?? "") }
+    if let predicate = request.predicate {
+      // The store answered for the saved values; objects whose unsaved edits touch what the
+      // predicate reads are asked again, in Swift, with their values now.
+      let edited = updated.filter { object in
+        !object.isDeleted && allowed.contains(object.entity?.name ?? "")
+          && object.committedValues.keys.contains(where: resolved.predicateSlots.contains)
+      }
+      let editedIDs = Set(edited.map(ObjectIdentifier.init))
+      objects.removeAll { editedIDs.contains(ObjectIdentifier($0)) }
+      candidates += edited
+      candidates = try candidates.filter { object in
+        guard let typed = object as? Entity else { return false }
+        return try predicate.evaluate(typed)
+      }
+    }
+    objects += candidates
+    if resolved.sortSlots.isEmpty && request.predicate != nil {
+      // Primary key order, as the SQL gives it; inserted objects (no key yet) last.
+      func rank(_ object: ManagedObject) -> (Int, Int64) {
+        guard let key = object.objectKey, !key.isTemporary else { return (1, object.objectKey?.value ?? 0) }
+        return (0, key.value)
+      }
+      objects = objects.enumerated().sorted { left, right in
+        let (a, b) = (rank(left.element), rank(right.element))
+        return a != b ? a < b : left.offset < right.offset
+      }.map(\.element)
+    } else if !resolved.sortSlots.isEmpty {
       let keys = try objects.map { object in
         try resolved.sortSlots.map { try resolved.entity.accessors[$0.slot].encode(object) }
       }

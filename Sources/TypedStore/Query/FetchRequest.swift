@@ -1,17 +1,25 @@
 import Foundation
 
-/// A description of objects to fetch: their entity, order and range.
+/// A description of objects to fetch: their entity, which of them, their order and range.
 ///
 /// ```swift
-/// var request = FetchRequest<Note>(sortBy: [SortDescriptor(\.createdAt, order: .reverse)])
+/// var request = FetchRequest<Note>(
+///   predicate: #Predicate { $0.title.contains("draft") && $0.createdAt != nil },
+///   sortBy: [SortDescriptor(\.createdAt, order: .reverse)])
 /// request.fetchLimit = 20
 /// let latest: [Note] = try context.fetch(request)
 /// ```
+///
+/// The predicate runs in SQLite and selects exactly the objects `predicate.evaluate` would
+/// select, nil included (see `docs/queries.md`); what cannot be translated throws
+/// `PredicateTranslationError` before the store is read.
 ///
 /// Sorting happens in SQLite: numbers by value, strings by their UTF-8 bytes (SQLite's BINARY
 /// collation), nil before any value in ascending order. Rows that sort equal come in primary
 /// key order.
 public struct FetchRequest<Entity: ManagedObject>: Sendable {
+  /// Which objects: nil for all of them.
+  public var predicate: Predicate<Entity>?
   /// The order of the results; each key path must name an attribute.
   public var sortDescriptors: [SortDescriptor<Entity>]
   /// The most objects to return; 0 means no limit.
@@ -23,11 +31,36 @@ public struct FetchRequest<Entity: ManagedObject>: Sendable {
   /// Whether the context's unsaved inserts and deletes count (true by default).
   public var includesPendingChanges = true
 
-  /// Creates a request for every object of `Entity`, in the given order.
-  public init(sortBy sortDescriptors: [SortDescriptor<Entity>] = [], fetchLimit: Int = 0, fetchOffset: Int = 0) {
+  /// Creates a request for the objects of `Entity` the predicate selects (all without one),
+  /// in the given order.
+  public init(
+    predicate: Predicate<Entity>? = nil, sortBy sortDescriptors: [SortDescriptor<Entity>] = [], fetchLimit: Int = 0,
+    fetchOffset: Int = 0
+  ) {
+    self.predicate = predicate
     self.sortDescriptors = sortDescriptors
     self.fetchLimit = fetchLimit
     self.fetchOffset = fetchOffset
+  }
+
+  /// Sets the predicate after checking that it translates to SQL; when it does not, the
+  /// request keeps its previous predicate and the error says why.
+  ///
+  /// ```swift
+  /// try request.setPredicate(#Predicate<Note> { $0.status == .published })
+  /// ```
+  ///
+  /// The check needs a model that has `Entity`: one of an open store, or `Entity` on its own.
+  /// Without either (a subentity whose store is not open), the fetch checks it instead.
+  ///
+  /// - Throws: `PredicateTranslationError`.
+  public mutating func setPredicate(_ predicate: Predicate<Entity>?) throws {
+    if let predicate,
+      let model = ModelRegistry.model(containing: Entity.self) ?? (try? ManagedObjectModel(Entity.self))
+    {
+      _ = try PredicateTranslator<Entity>.translate(predicate, model: model)
+    }
+    self.predicate = predicate
   }
 }
 

@@ -64,6 +64,7 @@ final class SQLiteConnection {
     self.path = path
     self.busyTimeout = busyTimeout
     sqlite3_extended_result_codes(handle, 1)
+    SwiftStringFunctions.register(on: handle)
     setBusyTimeout(busyTimeout)
   }
 

@@ -1,0 +1,428 @@
+import Foundation
+
+/// Why a `#Predicate` cannot run in SQLite. Thrown before the store is touched: TypedStore
+/// never traps on a predicate and never falls back to loading a table to evaluate it in
+/// memory.
+///
+/// ```swift
+/// do {
+///   try request.setPredicate(#Predicate<Note> { $0.summary.count > 3 })   // computed property
+/// } catch let error as PredicateTranslationError {
+///   print(error)   // "\Note.summary is not a stored attribute of Note"
+/// }
+/// ```
+public enum PredicateTranslationError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// An expression SQLite cannot answer as Swift would (its type, as Foundation names it).
+  case unsupportedExpression(String)
+  /// A key path that does not name one stored attribute of the entity (a computed property, a
+  /// property of another type).
+  case unknownKeyPath(String)
+  /// A value or attribute whose type cannot be compared in SQL as in Swift (`Decimal`, `URL`,
+  /// `Codable` attributes), with the operation asked.
+  case unsupportedValue(type: String, operation: String)
+
+  public var description: String {
+    switch self {
+    case .unsupportedExpression(let expression):
+      "the predicate uses \(expression), which TypedStore cannot translate to SQL"
+    case .unknownKeyPath(let keyPath): "\(keyPath) is not a stored attribute of the predicate's entity"
+    case .unsupportedValue(let type, let operation):
+      "\(operation) on \(type) values cannot be translated to SQL with Swift's semantics"
+    }
+  }
+}
+
+/// A predicate translated to SQL: a boolean expression over one table's columns, its bound
+/// values, and the attributes it reads (unsaved edits of those decide whether a fetch must
+/// evaluate the predicate on changed objects too).
+struct TranslatedPredicate {
+  let sql: String
+  let arguments: [PrimitiveValue]
+  let slots: Set<Int32>
+}
+
+/// How SQLite must compare a value to answer as Swift does.
+enum SQLValueKind: Equatable {
+  /// Integers, reals, booleans and dates: SQLite compares them numerically, as Swift does.
+  case number
+  /// Strings: compared with the `SWIFT` collation and functions (`SwiftStringFunctions`).
+  case text
+  /// Data and UUIDs: compared by bytes, for equality only.
+  case blob
+  /// A boolean expression (never NULL).
+  case boolean
+  /// Not known yet (a nil literal).
+  case unknown
+}
+
+/// One translated subexpression. A literal stays a Swift value until it meets the column it
+/// is compared with, so that it is encoded by that attribute's codec (a raw enum, a `Float`,
+/// an optional).
+struct SQLFragment {
+  var sql: String
+  var arguments: [PrimitiveValue] = []
+  var kind: SQLValueKind
+  var codec: (any ValueCodec)?
+  var literal: Any?
+  var isNullable: Bool
+}
+
+/// Translates a `Predicate<Entity>`'s expression tree, node by node: each Foundation
+/// expression type TypedStore understands conforms to `SQLTranslatable` below; anything else
+/// is `PredicateTranslationError.unsupportedExpression`.
+struct PredicateTranslator<Entity: ManagedObject> {
+  let model: ManagedObjectModel
+  let entity: EntityDescription
+  let root: PredicateExpressions.VariableID
+  var variables: [PredicateExpressions.VariableID: SQLFragment] = [:]
+  var slots: Set<Int32> = []
+
+  static func translate(_ predicate: Predicate<Entity>, model: ManagedObjectModel) throws -> TranslatedPredicate {
+    guard let entity = model.entity(for: Entity.self) else {
+      throw FetchError.unknownEntity(String(describing: Entity.self))
+    }
+    var translator = PredicateTranslator(model: model, entity: entity, root: predicate.variable.key)
+    let fragment = try translator.condition(predicate.expression)
+    return TranslatedPredicate(sql: fragment.sql, arguments: fragment.arguments, slots: translator.slots)
+  }
+
+  // MARK: - Nodes
+
+  mutating func fragment(_ node: Any) throws -> SQLFragment {
+    guard let node = node as? any SQLTranslatable else {
+      throw PredicateTranslationError.unsupportedExpression(Self.name(of: node))
+    }
+    return try node.translate(&self)
+  }
+
+  /// A node in a boolean position: a boolean expression, or a `Bool` attribute or value.
+  mutating func condition(_ node: Any) throws -> SQLFragment {
+    var result = try bound(try fragment(node))
+    if result.kind != .boolean {
+      guard !result.isNullable else {
+        throw PredicateTranslationError.unsupportedExpression("an optional Bool used as a condition")
+      }
+      result.sql = "(\(result.sql) <> 0)"
+      result.kind = .boolean
+    }
+    return result
+  }
+
+  /// A fragment whose literal, if any, is bound on its own.
+  func bound(_ fragment: SQLFragment) throws -> SQLFragment {
+    guard let literal = fragment.literal else { return fragment }
+    let (value, kind) = try Self.encode(literal)
+    return SQLFragment(
+      sql: "?", arguments: [value], kind: kind, codec: nil, literal: nil, isNullable: value == .null)
+  }
+
+  /// Two operands, each literal bound with the other side's codec when it has one.
+  func pair(_ left: SQLFragment, _ right: SQLFragment) throws -> (SQLFragment, SQLFragment) {
+    func bind(_ fragment: SQLFragment, like other: SQLFragment) throws -> SQLFragment {
+      guard let literal = fragment.literal else { return fragment }
+      if let codec = other.codec, let value = try codec.encodeAny(literal) {
+        return SQLFragment(
+          sql: "?", arguments: [value], kind: other.kind, codec: nil, literal: nil, isNullable: value == .null)
+      }
+      return try bound(fragment)
+    }
+    return (try bind(left, like: right), try bind(right, like: left))
+  }
+
+  mutating func column(_ keyPath: AnyKeyPath, root: Any) throws -> SQLFragment {
+    guard let variable = root as? PredicateExpressions.Variable<Entity>, variable.key == self.root,
+      let typed = keyPath as? PartialKeyPath<Entity>
+    else {
+      throw PredicateTranslationError.unsupportedExpression("a key path that does not start at the predicate's object")
+    }
+    guard let found = model.attributeSlots(for: typed), found.count == 1, let slot = found.first,
+      Int(slot) < entity.attributes.count
+    else {
+      throw PredicateTranslationError.unknownKeyPath(String(describing: keyPath))
+    }
+    let attribute = entity.attributes[Int(slot)]
+    slots.insert(slot)
+    let kind: SQLValueKind
+    switch attribute.attributeType {
+    case .string: kind = .text
+    case .binaryData, .uuid: kind = .blob
+    case .decimal, .uri, .codable:
+      throw PredicateTranslationError.unsupportedValue(
+        type: "\(attribute.attributeType.rawValue) (\(entity.name).\(attribute.name))", operation: "a comparison")
+    default: kind = .number
+    }
+    return SQLFragment(
+      sql: "\"\(attribute.columnName)\"", kind: kind, codec: attribute.accessor.codec, literal: nil,
+      isNullable: attribute.isOptional)
+  }
+
+  // MARK: - Values
+
+  /// A Swift value as SQLite stores it, and how it compares.
+  static func encode(_ value: Any) throws -> (PrimitiveValue, SQLValueKind) {
+    if let optional = value as? any AnyOptional, optional.isNone { return (.null, .unknown) }
+    if let unwrapped = unwrapOptional(value) { return try encode(unwrapped) }
+    if let attributeValue = value as? any AttributeValue {
+      let kind: SQLValueKind
+      switch type(of: attributeValue).attributeType {
+      case .string: kind = .text
+      case .binaryData, .uuid: kind = .blob
+      case .decimal, .uri, .codable:
+        throw PredicateTranslationError.unsupportedValue(type: name(of: value), operation: "a comparison")
+      default: kind = .number
+      }
+      return (attributeValue.primitiveValue, kind)
+    }
+    if let raw = value as? any RawRepresentable { return try encode(raw.rawValue) }
+    throw PredicateTranslationError.unsupportedValue(type: name(of: value), operation: "a comparison")
+  }
+
+  private static func unwrapOptional(_ value: Any) -> Any? {
+    let mirror = Mirror(reflecting: value)
+    guard mirror.displayStyle == .optional else { return nil }
+    return mirror.children.first?.value
+  }
+
+  static func name(of value: Any) -> String {
+    let full = String(describing: type(of: value))
+    return full.count > 120 ? String(full.prefix(120)) + "…" : full
+  }
+
+  static func elements(of value: Any) -> [Any]? {
+    func collect<S: Sequence>(_ sequence: S) -> [Any] { sequence.map { $0 as Any } }
+    guard let sequence = value as? any Sequence else { return nil }
+    return collect(sequence)
+  }
+
+  /// ` COLLATE SWIFT` when either side is text.
+  static func collation(_ left: SQLFragment, _ right: SQLFragment) -> String {
+    left.kind == .text || right.kind == .text ? " COLLATE SWIFT" : ""
+  }
+}
+
+/// A Foundation predicate expression TypedStore can translate.
+protocol SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment
+}
+
+extension ValueCodec {
+  /// The value encoded by this codec, or nil when it is not of the codec's type.
+  func encodeAny(_ value: Any) throws -> PrimitiveValue? {
+    guard let typed = value as? Value else { return nil }
+    return try encode(typed)
+  }
+}
+
+// MARK: - Leaves
+
+extension PredicateExpressions.KeyPath: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    try translator.column(keyPath, root: root)
+  }
+}
+
+extension PredicateExpressions.Value: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    SQLFragment(sql: "?", kind: .unknown, codec: nil, literal: value, isNullable: true)
+  }
+}
+
+extension PredicateExpressions.NilLiteral: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    SQLFragment(sql: "NULL", kind: .unknown, codec: nil, literal: nil, isNullable: true)
+  }
+}
+
+extension PredicateExpressions.Variable: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    guard let bound = translator.variables[key] else {
+      throw PredicateTranslationError.unsupportedExpression("the predicate's object used as a value")
+    }
+    return bound
+  }
+}
+
+// MARK: - Comparisons
+
+extension PredicateExpressions.Equal: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    let (left, right) = try translator.pair(try translator.fragment(lhs), try translator.fragment(rhs))
+    // IS: NULL equals NULL, as nil == nil in Swift.
+    return SQLFragment(
+      sql: "(\(left.sql) IS \(right.sql)\(PredicateTranslator<Entity>.collation(left, right)))",
+      arguments: left.arguments + right.arguments, kind: .boolean, isNullable: false)
+  }
+}
+
+extension PredicateExpressions.NotEqual: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    let (left, right) = try translator.pair(try translator.fragment(lhs), try translator.fragment(rhs))
+    // IS NOT: a nil attribute is unequal to any value, as in Swift.
+    return SQLFragment(
+      sql: "(\(left.sql) IS NOT \(right.sql)\(PredicateTranslator<Entity>.collation(left, right)))",
+      arguments: left.arguments + right.arguments, kind: .boolean, isNullable: false)
+  }
+}
+
+extension PredicateExpressions.Comparison: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    let (left, right) = try translator.pair(try translator.fragment(lhs), try translator.fragment(rhs))
+    guard left.kind != .blob && right.kind != .blob else {
+      throw PredicateTranslationError.unsupportedValue(type: "Data or UUID", operation: "ordering")
+    }
+    let symbol: String
+    switch op {
+    case .lessThan: symbol = "<"
+    case .lessThanOrEqual: symbol = "<="
+    case .greaterThan: symbol = ">"
+    case .greaterThanOrEqual: symbol = ">="
+    @unknown default: throw PredicateTranslationError.unsupportedExpression("comparison \(op)")
+    }
+    return SQLFragment(
+      sql: "(\(left.sql) \(symbol) \(right.sql)\(PredicateTranslator<Entity>.collation(left, right)))",
+      arguments: left.arguments + right.arguments, kind: .boolean, isNullable: left.isNullable || right.isNullable)
+  }
+}
+
+// MARK: - Logic
+
+extension PredicateExpressions.Conjunction: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    let left = try translator.condition(lhs)
+    let right = try translator.condition(rhs)
+    return SQLFragment(
+      sql: "(\(left.sql) AND \(right.sql))", arguments: left.arguments + right.arguments, kind: .boolean,
+      isNullable: false)
+  }
+}
+
+extension PredicateExpressions.Disjunction: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    let left = try translator.condition(lhs)
+    let right = try translator.condition(rhs)
+    return SQLFragment(
+      sql: "(\(left.sql) OR \(right.sql))", arguments: left.arguments + right.arguments, kind: .boolean,
+      isNullable: false)
+  }
+}
+
+extension PredicateExpressions.Negation: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    let inner = try translator.condition(wrapped)
+    return SQLFragment(sql: "(NOT \(inner.sql))", arguments: inner.arguments, kind: .boolean, isNullable: false)
+  }
+}
+
+extension PredicateExpressions.Conditional: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    let condition = try translator.condition(test)
+    let (yes, no) = try translator.pair(try translator.fragment(trueBranch), try translator.fragment(falseBranch))
+    let kind = yes.kind == .unknown ? no.kind : yes.kind
+    return SQLFragment(
+      sql: "(CASE WHEN \(condition.sql) THEN \(yes.sql) ELSE \(no.sql) END)",
+      arguments: condition.arguments + yes.arguments + no.arguments, kind: kind, codec: yes.codec ?? no.codec,
+      literal: nil, isNullable: yes.isNullable || no.isNullable)
+  }
+}
+
+// MARK: - Optionals
+
+extension PredicateExpressions.NilCoalesce: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    let (left, right) = try translator.pair(try translator.fragment(lhs), try translator.fragment(rhs))
+    let kind = left.kind == .unknown ? right.kind : left.kind
+    return SQLFragment(
+      sql: "coalesce(\(left.sql), \(right.sql))", arguments: left.arguments + right.arguments, kind: kind,
+      codec: nil, literal: nil, isNullable: right.isNullable)
+  }
+}
+
+extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    let unwrapped = try translator.bound(try translator.fragment(wrapped))
+    // The closure's variable stands for the unwrapped value: the same SQL, known not NULL.
+    var inside = unwrapped
+    inside.isNullable = false
+    translator.variables[variable.key] = inside
+    defer { translator.variables[variable.key] = nil }
+    let body = try translator.bound(try translator.fragment(transform))
+    return SQLFragment(
+      sql: "(CASE WHEN \(unwrapped.sql) IS NULL THEN NULL ELSE \(body.sql) END)",
+      arguments: unwrapped.arguments + body.arguments, kind: body.kind == .boolean ? .number : body.kind,
+      codec: nil, literal: nil, isNullable: true)
+  }
+}
+
+// MARK: - Arithmetic
+
+extension PredicateExpressions.Arithmetic: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    let (left, right) = try translator.pair(try translator.fragment(lhs), try translator.fragment(rhs))
+    guard left.kind == .number || left.kind == .unknown, right.kind == .number || right.kind == .unknown else {
+      throw PredicateTranslationError.unsupportedValue(type: "non-numeric", operation: "arithmetic")
+    }
+    let symbol: String
+    switch op {
+    case .add: symbol = "+"
+    case .subtract: symbol = "-"
+    case .multiply: symbol = "*"
+    @unknown default: throw PredicateTranslationError.unsupportedExpression("arithmetic \(op)")
+    }
+    return SQLFragment(
+      sql: "(\(left.sql) \(symbol) \(right.sql))", arguments: left.arguments + right.arguments, kind: .number,
+      codec: nil, literal: nil, isNullable: left.isNullable || right.isNullable)
+  }
+}
+
+// MARK: - Strings and collections
+
+extension PredicateExpressions.CollectionContainsCollection: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    let (whole, part) = try translator.pair(try translator.fragment(base), try translator.fragment(other))
+    guard whole.kind == .text || part.kind == .text else {
+      throw PredicateTranslationError.unsupportedValue(type: "a collection that is not a String", operation: "contains")
+    }
+    return SQLFragment(
+      sql: "swift_contains(\(whole.sql), \(part.sql))", arguments: whole.arguments + part.arguments, kind: .boolean,
+      isNullable: false)
+  }
+}
+
+extension PredicateExpressions.SequenceStartsWith: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    let (whole, start) = try translator.pair(try translator.fragment(base), try translator.fragment(prefix))
+    guard whole.kind == .text || start.kind == .text else {
+      throw PredicateTranslationError.unsupportedValue(
+        type: "a sequence that is not a String", operation: "starts(with:)")
+    }
+    return SQLFragment(
+      sql: "swift_starts_with(\(whole.sql), \(start.sql))", arguments: whole.arguments + start.arguments,
+      kind: .boolean, isNullable: false)
+  }
+}
+
+extension PredicateExpressions.SequenceContains: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    // `list.contains($0.attribute)`: the list is a value; the element an attribute or value.
+    let list = try translator.fragment(sequence)
+    guard let literal = list.literal, let items = PredicateTranslator<Entity>.elements(of: literal) else {
+      throw PredicateTranslationError.unsupportedExpression("contains on a sequence that is not a value")
+    }
+    let element = try translator.fragment(element)
+    var member = element
+    if member.literal != nil { member = try translator.bound(member) }
+    var tests: [String] = []
+    var arguments: [PrimitiveValue] = []
+    for item in items {
+      let (value, kind) =
+        try member.codec.flatMap { codec in try codec.encodeAny(item).map { ($0, member.kind) } }
+        ?? PredicateTranslator<Entity>.encode(item)
+      let collation = member.kind == .text || kind == .text ? " COLLATE SWIFT" : ""
+      tests.append("\(member.sql) IS ?\(collation)")
+      arguments += member.arguments + [value]
+    }
+    guard !tests.isEmpty else { return SQLFragment(sql: "0", kind: .boolean, isNullable: false) }
+    return SQLFragment(
+      sql: "(" + tests.joined(separator: " OR ") + ")", arguments: arguments, kind: .boolean, isNullable: false)
+  }
+}
