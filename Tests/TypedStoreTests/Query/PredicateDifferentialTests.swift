@@ -1,0 +1,345 @@
+import Foundation
+import Testing
+import TypedStore
+
+/// Every attribute type a predicate compares, optional and not.
+final class Sample: ManagedObject {
+  @Attribute var label: String = ""
+  @Attribute var int: Int = 0
+  @Attribute var optionalInt: Int? = nil
+  @Attribute var small: Int = 0
+  @Attribute var double: Double = 0
+  @Attribute var optionalDouble: Double? = nil
+  @Attribute var string: String = ""
+  @Attribute var optionalString: String? = nil
+  @Attribute var bool: Bool = false
+  @Attribute var optionalBool: Bool? = nil
+  @Attribute var date: Date = Date(timeIntervalSinceReferenceDate: 0)
+  @Attribute var optionalDate: Date? = nil
+  @Attribute var uuid: UUID = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
+  @Attribute var optionalUUID: UUID? = nil
+  @Attribute var status: Status = .draft
+  @Attribute var priority: Priority? = nil
+}
+
+/// A seeded generator (SplitMix64): the same seed makes the same cases.
+struct SeededGenerator: RandomNumberGenerator {
+  var state: UInt64
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
+/// The values the data and the predicates draw from: nils, empties, Unicode that bytes and
+/// characters disagree on, and extremes.
+enum Pools {
+  static let ints = [0, 1, -1, 7, 42, -42, Int.max, Int.min, Int.max - 1, 1000]
+  static let smalls = Array(-5...5)
+  static let doubles: [Double] = [0, -0.0, 1.5, -1.5, 1e300, -1e300, .leastNonzeroMagnitude, 3, 1e-9, .infinity]
+  static let strings = [
+    "", "a", "A", "b", "ab", "abc", "café", "cafe\u{301}", "e", "é", "\u{301}", "a\r\nb", "\r", "\n", "zoë", "👩‍👩‍👧",
+    "👩", "ß", "SS", "Straße", "\u{0}", "x y", "aa", "🇫🇷", "ǅ",
+  ]
+  static let dates = [0, 1, -1, 86_400, 1e9, -1e9, 63_113_904_000].map { Date(timeIntervalSinceReferenceDate: $0) }
+  static let uuids = (0..<4).map { UUID(uuidString: String(format: "00000000-0000-0000-0000-%012d", $0))! }
+  static let statuses: [Status] = [.draft, .published, .archived]
+  static let priorities: [Priority?] = [nil, .low, .high]
+}
+
+typealias Condition = any StandardPredicateExpression<Bool>
+typealias Row = PredicateExpressions.Variable<Sample>
+
+/// One generated predicate: a recipe the RNG chose, built into a `Predicate` and described
+/// for the failure message.
+indirect enum Recipe: CustomStringConvertible, Sendable {
+  case leaf(Leaf)
+  case and(Recipe, Recipe)
+  case or(Recipe, Recipe)
+  case not(Recipe)
+  case conditional(Recipe, Recipe, Recipe)
+
+  enum Leaf: Sendable {
+    case compareInt(Int, PredicateExpressions.ComparisonOperator)
+    case equalOptionalInt(Int?, negated: Bool)
+    case coalescedInt(Int, PredicateExpressions.ComparisonOperator, Int)
+    case intIn([Int])
+    case arithmetic(Int, Int, PredicateExpressions.ComparisonOperator)
+    case compareDouble(Double, PredicateExpressions.ComparisonOperator)
+    case coalescedDouble(Double, PredicateExpressions.ComparisonOperator, Double)
+    case equalString(String, negated: Bool)
+    case compareString(String, PredicateExpressions.ComparisonOperator)
+    case containsString(String)
+    case startsWith(String)
+    case equalOptionalString(String?, negated: Bool)
+    case coalescedContains(String, String)
+    case stringIn([String?])
+    case bool
+    case equalOptionalBool(Bool?, negated: Bool)
+    case compareDate(Date, PredicateExpressions.ComparisonOperator)
+    case optionalDateAfter(Date, orElse: Bool)
+    case equalUUID(UUID)
+    case equalOptionalUUID(UUID?, negated: Bool)
+    case equalStatus(Status, negated: Bool)
+    case equalPriority(Priority?, negated: Bool)
+  }
+
+  var description: String {
+    switch self {
+    case .leaf(let leaf): "\(leaf)"
+    case .and(let a, let b): "(\(a) && \(b))"
+    case .or(let a, let b): "(\(a) || \(b))"
+    case .not(let a): "!(\(a))"
+    case .conditional(let a, let b, let c): "(\(a) ? \(b) : \(c))"
+    }
+  }
+
+  static func random(depth: Int, using rng: inout SeededGenerator) -> Recipe {
+    if depth == 0 || Int.random(in: 0..<10, using: &rng) < 4 { return .leaf(.random(using: &rng)) }
+    switch Int.random(in: 0..<7, using: &rng) {
+    case 0, 1: return .and(random(depth: depth - 1, using: &rng), random(depth: depth - 1, using: &rng))
+    case 2, 3: return .or(random(depth: depth - 1, using: &rng), random(depth: depth - 1, using: &rng))
+    case 4, 5: return .not(random(depth: depth - 1, using: &rng))
+    default:
+      return .conditional(
+        random(depth: depth - 1, using: &rng), random(depth: depth - 1, using: &rng),
+        random(depth: depth - 1, using: &rng))
+    }
+  }
+
+  var predicate: Predicate<Sample> {
+    Predicate<Sample> { row in build(row) }
+  }
+
+  func build(_ row: Row) -> Condition {
+    switch self {
+    case .leaf(let leaf): leaf.build(row)
+    case .and(let a, let b): Build.and(a.build(row), b.build(row))
+    case .or(let a, let b): Build.or(a.build(row), b.build(row))
+    case .not(let a): Build.not(a.build(row))
+    case .conditional(let a, let b, let c): Build.conditional(a.build(row), b.build(row), c.build(row))
+    }
+  }
+}
+
+extension Recipe.Leaf {
+  static func random(using rng: inout SeededGenerator) -> Recipe.Leaf {
+    func pick<T>(_ values: [T]) -> T { values[Int.random(in: 0..<values.count, using: &rng)] }
+    let operators: [PredicateExpressions.ComparisonOperator] = [
+      .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual,
+    ]
+    let negated = Bool.random(using: &rng)
+    switch Int.random(in: 0..<22, using: &rng) {
+    case 0: return .compareInt(pick(Pools.ints), pick(operators))
+    case 1: return .equalOptionalInt(Bool.random(using: &rng) ? nil : pick(Pools.ints), negated: negated)
+    case 2: return .coalescedInt(pick(Pools.ints), pick(operators), pick(Pools.ints))
+    case 3: return .intIn((0..<Int.random(in: 0...3, using: &rng)).map { _ in pick(Pools.ints) })
+    case 4: return .arithmetic(pick(Pools.smalls), pick(Pools.smalls), pick(operators))
+    case 5: return .compareDouble(pick(Pools.doubles.filter(\.isFinite)), pick(operators))
+    case 6: return .coalescedDouble(pick(Pools.doubles.filter(\.isFinite)), pick(operators), pick(Pools.doubles))
+    case 7: return .equalString(pick(Pools.strings), negated: negated)
+    case 8: return .compareString(pick(Pools.strings), pick(operators))
+    case 9: return .containsString(pick(Pools.strings))
+    case 10: return .startsWith(pick(Pools.strings))
+    case 11: return .equalOptionalString(Bool.random(using: &rng) ? nil : pick(Pools.strings), negated: negated)
+    case 12: return .coalescedContains(pick(Pools.strings), pick(Pools.strings))
+    case 13:
+      return .stringIn(
+        (0..<Int.random(in: 0...3, using: &rng)).map { _ in Bool.random(using: &rng) ? nil : pick(Pools.strings) })
+    case 14: return .bool
+    case 15: return .equalOptionalBool(pick([nil, true, false]), negated: negated)
+    case 16: return .compareDate(pick(Pools.dates), pick(operators))
+    case 17: return .optionalDateAfter(pick(Pools.dates), orElse: Bool.random(using: &rng))
+    case 18: return .equalUUID(pick(Pools.uuids))
+    case 19: return .equalOptionalUUID(Bool.random(using: &rng) ? nil : pick(Pools.uuids), negated: negated)
+    case 20: return .equalStatus(pick(Pools.statuses), negated: negated)
+    default: return .equalPriority(pick(Pools.priorities), negated: negated)
+    }
+  }
+
+  func build(_ row: Row) -> Condition {
+    switch self {
+    case .compareInt(let value, let op): Build.compare(row, \.int, op, value)
+    case .equalOptionalInt(let value, let negated): Build.equal(row, \.optionalInt, value, negated: negated)
+    case .coalescedInt(let fallback, let op, let value):
+      PredicateExpressions.Comparison(
+        lhs: PredicateExpressions.NilCoalesce(
+          lhs: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.optionalInt),
+          rhs: PredicateExpressions.Value(fallback)),
+        rhs: PredicateExpressions.Value(value), op: op)
+    case .intIn(let values):
+      PredicateExpressions.SequenceContains(
+        sequence: PredicateExpressions.Value(values),
+        element: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.int))
+    case .arithmetic(let add, let value, let op):
+      PredicateExpressions.Comparison(
+        lhs: PredicateExpressions.Arithmetic(
+          lhs: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.small),
+          rhs: PredicateExpressions.Value(add), op: add % 2 == 0 ? .add : .multiply),
+        rhs: PredicateExpressions.Value(value), op: op)
+    case .compareDouble(let value, let op): Build.compare(row, \.double, op, value)
+    case .coalescedDouble(let fallback, let op, let value):
+      PredicateExpressions.Comparison(
+        lhs: PredicateExpressions.NilCoalesce(
+          lhs: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.optionalDouble),
+          rhs: PredicateExpressions.Value(fallback)),
+        rhs: PredicateExpressions.Value(value), op: op)
+    case .equalString(let value, let negated): Build.equal(row, \.string, value, negated: negated)
+    case .compareString(let value, let op): Build.compare(row, \.string, op, value)
+    case .containsString(let value):
+      PredicateExpressions.CollectionContainsCollection(
+        base: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.string), other: PredicateExpressions.Value(value)
+      )
+    case .startsWith(let value):
+      PredicateExpressions.SequenceStartsWith(
+        base: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.string),
+        prefix: PredicateExpressions.Value(value))
+    case .equalOptionalString(let value, let negated): Build.equal(row, \.optionalString, value, negated: negated)
+    case .coalescedContains(let fallback, let value):
+      PredicateExpressions.CollectionContainsCollection(
+        base: PredicateExpressions.NilCoalesce(
+          lhs: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.optionalString),
+          rhs: PredicateExpressions.Value(fallback)),
+        other: PredicateExpressions.Value(value))
+    case .stringIn(let values):
+      PredicateExpressions.SequenceContains(
+        sequence: PredicateExpressions.Value(values),
+        element: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.optionalString))
+    case .bool: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.bool)
+    case .equalOptionalBool(let value, let negated): Build.equal(row, \.optionalBool, value, negated: negated)
+    case .compareDate(let value, let op): Build.compare(row, \.date, op, value)
+    case .optionalDateAfter(let value, let orElse):
+      PredicateExpressions.NilCoalesce(
+        lhs: PredicateExpressions.OptionalFlatMap(
+          PredicateExpressions.KeyPath(root: row, keyPath: \Sample.optionalDate)
+        ) { date in
+          PredicateExpressions.Comparison(lhs: date, rhs: PredicateExpressions.Value(value), op: .greaterThan)
+        },
+        rhs: PredicateExpressions.Value(orElse))
+    case .equalUUID(let value): Build.equal(row, \.uuid, value, negated: false)
+    case .equalOptionalUUID(let value, let negated): Build.equal(row, \.optionalUUID, value, negated: negated)
+    case .equalStatus(let value, let negated): Build.equal(row, \.status, value, negated: negated)
+    case .equalPriority(let value, let negated): Build.equal(row, \.priority, value, negated: negated)
+    }
+  }
+}
+
+/// Builds expressions from existentials by opening them, as the `#Predicate` macro would with
+/// concrete types.
+enum Build {
+  static func compare<Value: Comparable & Codable & Sendable>(
+    _ row: Row, _ keyPath: KeyPath<Sample, Value> & Sendable, _ op: PredicateExpressions.ComparisonOperator,
+    _ value: Value
+  ) -> Condition {
+    PredicateExpressions.Comparison(
+      lhs: PredicateExpressions.KeyPath(root: row, keyPath: keyPath), rhs: PredicateExpressions.Value(value), op: op)
+  }
+
+  static func equal<Value: Equatable & Codable & Sendable>(
+    _ row: Row, _ keyPath: KeyPath<Sample, Value> & Sendable, _ value: Value, negated: Bool
+  ) -> Condition {
+    let lhs = PredicateExpressions.KeyPath(root: row, keyPath: keyPath)
+    let rhs = PredicateExpressions.Value(value)
+    return negated ? PredicateExpressions.NotEqual(lhs: lhs, rhs: rhs) : PredicateExpressions.Equal(lhs: lhs, rhs: rhs)
+  }
+
+  static func and(_ a: Condition, _ b: Condition) -> Condition {
+    func left<L: StandardPredicateExpression<Bool>>(_ l: L) -> Condition {
+      func right<R: StandardPredicateExpression<Bool>>(_ r: R) -> Condition {
+        PredicateExpressions.Conjunction(lhs: l, rhs: r)
+      }
+      return right(b)
+    }
+    return left(a)
+  }
+
+  static func or(_ a: Condition, _ b: Condition) -> Condition {
+    func left<L: StandardPredicateExpression<Bool>>(_ l: L) -> Condition {
+      func right<R: StandardPredicateExpression<Bool>>(_ r: R) -> Condition {
+        PredicateExpressions.Disjunction(lhs: l, rhs: r)
+      }
+      return right(b)
+    }
+    return left(a)
+  }
+
+  static func not(_ a: Condition) -> Condition {
+    func open<W: StandardPredicateExpression<Bool>>(_ w: W) -> Condition { PredicateExpressions.Negation(w) }
+    return open(a)
+  }
+
+  static func conditional(_ test: Condition, _ yes: Condition, _ no: Condition) -> Condition {
+    func first<T: StandardPredicateExpression<Bool>>(_ t: T) -> Condition {
+      func second<A: StandardPredicateExpression<Bool>>(_ a: A) -> Condition {
+        func third<B: StandardPredicateExpression<Bool>>(_ b: B) -> Condition {
+          PredicateExpressions.Conditional(test: t, trueBranch: a, falseBranch: b)
+        }
+        return third(no)
+      }
+      return second(yes)
+    }
+    return first(test)
+  }
+}
+
+@Suite struct PredicateDifferentialTests {
+  /// 1,000 generated predicates over 80 rows of random data in the test command; more with
+  /// `TYPEDSTORE_PREDICATE_CASES`, and a failure reruns with `TYPEDSTORE_PREDICATE_SEED`.
+  @Test func sqlSelectsExactlyWhatSwiftsEvaluationSelects() async throws {
+    let environment = ProcessInfo.processInfo.environment
+    let cases = environment["TYPEDSTORE_PREDICATE_CASES"].flatMap(Int.init) ?? 1_000
+    let seed = environment["TYPEDSTORE_PREDICATE_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
+    print("predicate differential test: seed \(seed), \(cases) cases (TYPEDSTORE_PREDICATE_SEED=\(seed) reruns them)")
+    var rng = SeededGenerator(state: seed)
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Sample.self))
+    let rows = 80
+    var data = SeededGenerator(state: rng.next())
+    try await container.performBackgroundTask { [data] context in
+      var rng = data
+      func pick<T>(_ values: [T]) -> T { values[Int.random(in: 0..<values.count, using: &rng)] }
+      func maybe<T>(_ values: [T]) -> T? { Int.random(in: 0..<3, using: &rng) == 0 ? nil : pick(values) }
+      for index in 0..<rows {
+        let sample = Sample(context: context)
+        sample.label = "row \(index)"
+        sample.int = pick(Pools.ints)
+        sample.optionalInt = maybe(Pools.ints)
+        sample.small = pick(Pools.smalls)
+        sample.double = pick(Pools.doubles.filter(\.isFinite))
+        sample.optionalDouble = maybe(Pools.doubles)
+        sample.string = pick(Pools.strings)
+        sample.optionalString = maybe(Pools.strings)
+        sample.bool = Bool.random(using: &rng)
+        sample.optionalBool = maybe([true, false])
+        sample.date = pick(Pools.dates)
+        sample.optionalDate = maybe(Pools.dates)
+        sample.uuid = pick(Pools.uuids)
+        sample.optionalUUID = maybe(Pools.uuids)
+        sample.status = pick(Pools.statuses)
+        sample.priority = pick(Pools.priorities)
+      }
+      try context.save()
+    }
+    _ = data.next()
+    let recipes = (0..<cases).map { _ in Recipe.random(depth: 3, using: &rng) }
+    let failures = try await container.newBackgroundContext().perform { context -> [String] in
+      let all = try context.fetch(FetchRequest<Sample>())
+      var failures: [String] = []
+      for recipe in recipes {
+        let predicate = recipe.predicate
+        let swift = try all.filter { try predicate.evaluate($0) }.map(\.label).sorted()
+        let sql = try context.fetch(FetchRequest(predicate: predicate)).map(\.label).sorted()
+        if sql != swift {
+          failures.append(
+            "\(recipe): SQL \(sql.count) rows, Swift \(swift.count); only SQL: "
+              + "\(Set(sql).subtracting(swift).sorted().prefix(3)), only Swift: \(Set(swift).subtracting(sql).sorted().prefix(3))"
+          )
+        }
+      }
+      return failures
+    }
+    #expect(failures.isEmpty, "seed \(seed): \(failures.count) of \(cases) differ; first: \(failures.prefix(5))")
+  }
+}
