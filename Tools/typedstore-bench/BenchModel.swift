@@ -10,6 +10,15 @@ final class BenchItem: ManagedObject {
   @Attribute var created: Date = Date(timeIntervalSinceReferenceDate: 0)
 }
 
+/// `BenchItem` with an index on `number`: for the predicate fetch that can use an index.
+final class BenchIndexedItem: ManagedObject {
+  @Attribute(indexed: true) var number: Int = 0
+  @Attribute var name: String = ""
+  @Attribute var category: String = ""
+  @Attribute var score: Double = 0
+  @Attribute var created: Date = Date(timeIntervalSinceReferenceDate: 0)
+}
+
 /// An entity whose deletes keep a tombstone: the history of a batch delete of it has one
 /// change row per deleted row.
 final class BenchRecord: ManagedObject {
