@@ -89,4 +89,31 @@ import TypedStore
     let schema = try JSONDecoder().decode(ModelSchema.self, from: model.jsonRepresentation)
     #expect(schema.entities.count == 3)
   }
+
+  @Test func queriesExamples() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    try await container.performBackgroundTask { context in
+      for (title, status) in [
+        ("a draft", Status.draft), ("draft two", .published), ("2026 plan", .draft), ("", .draft),
+      ] {
+        let note = Note(context: context)
+        note.title = title
+        note.status = status
+      }
+      try context.save()
+      let published = Status.published
+      let drafts = try context.fetch(
+        FetchRequest<Note>(
+          predicate: #Predicate { $0.title.contains("draft") && $0.status != published },
+          sortBy: [SortDescriptor(\.createdAt, order: .reverse)]))
+      #expect(drafts.map(\.title) == ["a draft"])
+      let count = try context.count(for: FetchRequest<Note>(predicate: #Predicate { $0.createdAt == nil }))
+      #expect(count == 4)
+      let ids = try context.fetchObjectIDs(for: FetchRequest<Note>(predicate: #Predicate { $0.title == "" }))
+      #expect(ids.count == 1)
+      var request = FetchRequest<Note>()
+      try request.setPredicate(#Predicate { $0.title.starts(with: "2026") })
+      #expect(try context.fetch(request).map(\.title) == ["2026 plan"])
+    }
+  }
 }

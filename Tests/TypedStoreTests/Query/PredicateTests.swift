@@ -168,6 +168,8 @@ struct PeopleStore {
       (#Predicate { $0.amount > 1 }, .unsupportedValue(type: "", operation: "")),
       (#Predicate { $0.token < random }, .unsupportedValue(type: "", operation: "")),
       (#Predicate { $0.nickname! == "x" }, .unsupportedExpression("")),
+      (#Predicate { $0.age / 2 > 1 }, .unsupportedExpression("")),
+      (#Predicate { $0.age % 2 == 0 }, .unsupportedExpression("")),
     ]
     for (predicate, expected) in cases {
       do {
