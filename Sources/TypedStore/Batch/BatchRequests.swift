@@ -62,8 +62,14 @@ public struct BatchInsertRequest<Entity: ManagedObject>: Sendable {
 /// ```
 ///
 /// Registered objects are not changed by the request; merge the commit's `StoreChanges`
-/// (`context.mergeChanges(_:)`) to refresh them. Predicates arrive with the queries issue;
-/// until then a request selects every row or a list of IDs.
+/// (`context.mergeChanges(_:)`) to refresh them. A `predicate` selects rows in SQL with the
+/// same semantics as a fetch's (`docs/queries.md`):
+///
+/// ```swift
+/// let old = Date(timeIntervalSinceNow: -86_400 * 30)
+/// var archive = BatchUpdateRequest<Note>(predicate: #Predicate { ($0.createdAt ?? old) < old })
+/// archive.propertiesToUpdate = [.set(\.status, .archived)]
+/// ```
 public struct BatchUpdateRequest<Entity: ManagedObject>: Sendable {
   /// The attributes to set.
   public var propertiesToUpdate: [BatchAssignment<Entity>]
@@ -73,10 +79,13 @@ public struct BatchUpdateRequest<Entity: ManagedObject>: Sendable {
   public var returnsObjectIDs = false
   /// Whether rows of subentities are updated too (true by default).
   public var includesSubentities = true
+  /// Only the rows it selects, among the request's rows (nil: all of them).
+  public var predicate: Predicate<Entity>?
   let selection: RowSelection
 
-  /// Updates every row of `Entity`.
-  public init(propertiesToUpdate: [BatchAssignment<Entity>] = []) {
+  /// Updates every row of `Entity`, or those the predicate selects.
+  public init(predicate: Predicate<Entity>? = nil, propertiesToUpdate: [BatchAssignment<Entity>] = []) {
+    self.predicate = predicate
     self.propertiesToUpdate = propertiesToUpdate
     self.selection = .all
   }
@@ -93,6 +102,7 @@ public struct BatchUpdateRequest<Entity: ManagedObject>: Sendable {
 /// ```swift
 /// let result = try context.execute(BatchDeleteRequest(objectIDs: ids))
 /// let all = try context.execute(BatchDeleteRequest<Note>())
+/// let empty = try context.execute(BatchDeleteRequest<Note>(predicate: #Predicate { $0.title == "" }))
 /// ```
 ///
 /// Tombstones of attributes marked `preservedOnDeletion` are recorded in history. Registered
@@ -104,10 +114,13 @@ public struct BatchDeleteRequest<Entity: ManagedObject>: Sendable {
   public var returnsObjectIDs = false
   /// Whether rows of subentities are deleted too (true by default).
   public var includesSubentities = true
+  /// Only the rows it selects, among the request's rows (nil: all of them).
+  public var predicate: Predicate<Entity>?
   let selection: RowSelection
 
-  /// Deletes every row of `Entity`.
-  public init() {
+  /// Deletes every row of `Entity`, or those the predicate selects.
+  public init(predicate: Predicate<Entity>? = nil) {
+    self.predicate = predicate
     self.selection = .all
   }
 

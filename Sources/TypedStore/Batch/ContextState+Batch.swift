@@ -35,20 +35,27 @@ extension ContextState {
       assignments.append((slot, try entity.accessors[Int(slot)].encode(draft)))
     }
     let rows = try store.batchUpdate(
-      entity, selection: request.selection, includesSubentities: request.includesSubentities,
-      assignments: assignments, info: batchInfo(request.author))
+      entity, selection: request.selection, filter: try filter(request.predicate),
+      includesSubentities: request.includesSubentities, assignments: assignments, info: batchInfo(request.author))
     return result(rows, returnsObjectIDs: request.returnsObjectIDs)
   }
 
   func execute<Entity: ManagedObject>(_ request: BatchDeleteRequest<Entity>) throws -> BatchResult<Entity> {
     let entity = try batchEntity(Entity.self)
     let rows = try store.batchDelete(
-      entity, selection: request.selection, includesSubentities: request.includesSubentities,
-      info: batchInfo(request.author))
+      entity, selection: request.selection, filter: try filter(request.predicate),
+      includesSubentities: request.includesSubentities, info: batchInfo(request.author))
     return result(rows, returnsObjectIDs: request.returnsObjectIDs)
   }
 
   // MARK: - Helpers
+
+  /// The predicate as SQL, translated before anything is written.
+  private func filter<Entity: ManagedObject>(_ predicate: Predicate<Entity>?) throws -> RowFilter? {
+    guard let predicate else { return nil }
+    let translated = try PredicateTranslator<Entity>.translate(predicate, model: store.model)
+    return RowFilter(sql: translated.sql, arguments: translated.arguments)
+  }
 
   private func batchEntity<Entity: ManagedObject>(_ type: Entity.Type) throws -> EntityDescription {
     guard let entity = store.model.entity(for: type) else {

@@ -8,6 +8,13 @@ enum RowSelection: Sendable {
   case primaryKeys([Int64])
 }
 
+/// A condition on a batch request's rows: a translated predicate's SQL (over the table's own
+/// columns) and its bound values.
+struct RowFilter: Sendable {
+  var sql: String
+  var arguments: [PrimitiveValue]
+}
+
 /// The rows a batch request changed, by entity.
 struct AffectedRows: Sendable {
   var groups: [(entityName: String, primaryKeys: [Int64])] = []
@@ -20,12 +27,12 @@ struct AffectedRows: Sendable {
 extension PersistentStore {
   /// Sets attributes of the selected rows with one UPDATE statement, in the write path.
   func batchUpdate(
-    _ entity: EntityDescription, selection: RowSelection, includesSubentities: Bool,
+    _ entity: EntityDescription, selection: RowSelection, filter: RowFilter? = nil, includesSubentities: Bool,
     assignments: [(slot: Int32, value: PrimitiveValue)], info: TransactionInfo
   ) throws -> AffectedRows {
     try checkStorable(assignments.map(\.value), entityIndex: entity.index, slots: assignments.map(\.slot))
     return try writer.write(info) { connection, history in
-      let rows = self.historyRows(entity, selection, includesSubentities)
+      let rows = self.historyRows(entity, selection, filter, includesSubentities)
       let affected = try self.selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
       guard !affected.isEmpty, !assignments.isEmpty else { return AffectedRows() }
       try history.willUpdate(
@@ -47,10 +54,11 @@ extension PersistentStore {
   /// Deletes the selected rows with one DELETE statement, in the write path, after recording
   /// their tombstones.
   func batchDelete(
-    _ entity: EntityDescription, selection: RowSelection, includesSubentities: Bool, info: TransactionInfo
+    _ entity: EntityDescription, selection: RowSelection, filter: RowFilter? = nil, includesSubentities: Bool,
+    info: TransactionInfo
   ) throws -> AffectedRows {
     try writer.write(info) { connection, history in
-      let rows = self.historyRows(entity, selection, includesSubentities)
+      let rows = self.historyRows(entity, selection, filter, includesSubentities)
       let affected = try self.selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
       guard !affected.isEmpty else { return AffectedRows() }
       try history.willDelete(rows, groups: affected)
@@ -64,9 +72,9 @@ extension PersistentStore {
 
   // MARK: - Helpers
 
-  private func historyRows(_ entity: EntityDescription, _ selection: RowSelection, _ includesSubentities: Bool)
-    -> HistoryRows
-  {
+  private func historyRows(
+    _ entity: EntityDescription, _ selection: RowSelection, _ filter: RowFilter?, _ includesSubentities: Bool
+  ) -> HistoryRows {
     var conditions: [String] = []
     var arguments: [PrimitiveValue] = []
     let (restriction, entityArguments) = entityRestriction(for: entity, includesSubentities: includesSubentities)
@@ -77,6 +85,10 @@ extension PersistentStore {
     if case .primaryKeys(let keys) = selection {
       conditions.append("pk IN (SELECT value FROM json_each(?))")
       arguments.append(.text(HistorySchema.jsonArray(keys)))
+    }
+    if let filter {
+      conditions.append(filter.sql)
+      arguments += filter.arguments
     }
     return HistoryRows(
       table: entity.tableName, whereClause: conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "),
