@@ -116,6 +116,8 @@ import Testing
 struct SpawnedProcess {
   let process = Process()
   private let output = Pipe()
+  /// What `waitForLine` has read so far, for failure messages.
+  let transcript = Recorder<String>()
 
   init(_ executable: URL, _ arguments: [String]) throws {
     process.executableURL = executable
@@ -139,8 +141,23 @@ struct SpawnedProcess {
       if ready <= 0 { continue }
       let data = output.fileHandleForReading.availableData
       if data.isEmpty { return false }
-      text += String(decoding: data, as: UTF8.self)
+      let chunk = String(decoding: data, as: UTF8.self)
+      transcript.add(chunk)
+      text += chunk
       if text.split(separator: "\n").contains(where: { $0.hasPrefix(prefix) }) { return true }
+    }
+  }
+
+  /// Sends SIGSTOP and waits until the kernel reports the process stopped: until then its
+  /// threads may still run (and read what the test commits next).
+  func stop() {
+    Foundation.kill(process.processIdentifier, SIGSTOP)
+    let deadline = Date().addingTimeInterval(10)
+    while Date() < deadline {
+      let stat = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8)) ?? ""
+      // The state follows the parenthesized command name: "pid (name) T ...".
+      if let close = stat.lastIndex(of: ")"), stat[stat.index(after: close)...].hasPrefix(" T") { return }
+      usleep(1000)
     }
   }
 

@@ -107,7 +107,7 @@ private func eventually(
     let watcher = try runWriter(["expiry-watch", path, String(id.primaryKey ?? 0)])
     defer { watcher.kill() }
     #expect(try await offThePool { watcher.waitForLine("ready") })
-    kill(watcher.process.processIdentifier, SIGSTOP)
+    watcher.stop()
     try await container.performBackgroundTask { context in
       try context.existingObject(with: id).sequence = 77
       try context.save()
@@ -120,7 +120,9 @@ private func eventually(
     #expect(report.deletedTransactions == 5)
     kill(watcher.process.processIdentifier, SIGCONT)
     let line = "expired \(report.horizon.transactionNumber) sequence 77"
-    #expect(try await offThePool { watcher.waitForLine(line) }, "expected \(line)")
+    #expect(
+      try await offThePool { watcher.waitForLine(line) },
+      "expected \(line); the watcher printed: \(watcher.transcript.all.joined())")
   }
 
   @Test(arguments: [true, false])
