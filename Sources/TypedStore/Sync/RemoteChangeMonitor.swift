@@ -92,7 +92,8 @@ final class RemoteChangeMonitor: Sendable {
     var version = (try? connection.dataVersion()) ?? 0
     let timeout = Int32(clamping: pollInterval.inMilliseconds)
     var buffer = [UInt8](repeating: 0, count: 4096)
-    readHistory(connection)  // what was committed before the thread started
+    // What was committed before the thread started; a failed read is retried at the poll.
+    if !readHistory(connection) { version = -1 }
     while isRunning.load(ordering: .acquiring) {
       var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
       if inotify >= 0 { fds.append(pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)) }
@@ -116,8 +117,9 @@ final class RemoteChangeMonitor: Sendable {
         if delay > 0 { usleep(delay) }
         let current = (try? connection.dataVersion()) ?? version
         if current != version || asked {
-          version = current
-          readHistory(connection)
+          // A read that failed (a transient SQLite error) is retried at the next wake-up or
+          // poll: forget the version, so that the poll does not take the store as unchanged.
+          version = readHistory(connection) ? current : -1
           break
         }
         if ready == 0 { break }  // a timeout: no hint to wait for
@@ -125,8 +127,9 @@ final class RemoteChangeMonitor: Sendable {
     }
   }
 
-  /// Reads the history after the publisher's position and delivers it, page by page.
-  private func readHistory(_ connection: SQLiteConnection) {
+  /// Reads the history after the publisher's position and delivers it, page by page; false
+  /// when a read failed before the end.
+  private func readHistory(_ connection: SQLiteConnection) -> Bool {
     while true {
       var request = HistoryRequest(
         after: HistoryToken(storeIdentifier: store.identifier, transactionNumber: position()))
@@ -134,13 +137,13 @@ final class RemoteChangeMonitor: Sendable {
       do {
         let transactions = try HistoryReader.fetch(
           request, storeIdentifier: store.identifier, model: store.model, connection: connection)
-        guard !transactions.isEmpty else { return }
+        guard !transactions.isEmpty else { return true }
         deliver(.transactions(transactions))
-        if transactions.count < 1000 { return }
+        if transactions.count < 1000 { return true }
       } catch HistoryError.tokenExpired(let horizon) {
         deliver(.expired(horizon: horizon))
       } catch {
-        return  // read again at the next wake-up
+        return false
       }
     }
   }
