@@ -169,6 +169,24 @@ public final class ModelContext {
     return try state.fetch(request)
   }
 
+  /// The request's results, loaded `batchSize` objects at a time as they are read:
+  /// TypedStore's `fetchBatchSize`, in SwiftData's shape. Iterating a million rows holds one
+  /// batch of objects at a time, where `fetch(_:)` would hold them all.
+  ///
+  /// ```swift
+  /// for note in try context.fetch(FetchRequest<Note>(), batchSize: 1_000) { export(note) }
+  /// ```
+  ///
+  /// - Throws: as `fetch(_:)`; `FetchError.invalidRange` for a batch size below 1.
+  public func fetch<Entity: ManagedObject>(_ request: FetchRequest<Entity>, batchSize: Int) throws
+    -> FetchResultsCollection<Entity>
+  {
+    guard batchSize > 0 else { throw FetchError.invalidRange("batchSize must be at least 1") }
+    applyPendingMerges()
+    let (keys, held) = try state.fetchKeys(for: request)
+    return FetchResultsCollection(keys: keys, held: held, batchSize: batchSize, state: state)
+  }
+
   /// How many objects the request would fetch, without loading them.
   public func count<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> Int {
     applyPendingMerges()

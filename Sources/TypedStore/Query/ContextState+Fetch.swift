@@ -62,6 +62,45 @@ extension ContextState {
     }
   }
 
+  /// What `FetchResultsCollection` needs: the rows' keys in order, and the unsaved objects
+  /// (inserted ones) that take part, which it holds. Keys of held objects are `-1 - index`.
+  func fetchKeys<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> (keys: [Int64], held: [Entity]) {
+    let resolved = try resolve(request)
+    if request.includesPendingChanges && pendingChangesAffect(resolved) {
+      var held: [Entity] = []
+      let keys = try fetchMergingPending(request, resolved).map { object -> Int64 in
+        if let key = object.objectKey, !key.isTemporary { return key.value }
+        held.append(unsafeDowncast(object, to: Entity.self))
+        return -Int64(held.count)
+      }
+      return (keys, held)
+    }
+    let keys = try store.selectKeys(
+      of: resolved.entity, clauses: clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset),
+      arguments: resolved.arguments, connection: reader())
+    return (keys, [])
+  }
+
+  /// The objects of these keys of `Entity`'s table, in this order: loaded in one query; a row
+  /// gone meanwhile gives a fault (which behaves as `shouldDeleteInaccessibleFaults` says).
+  func objects<Entity: ManagedObject>(_ type: Entity.Type, keys: ArraySlice<Int64>) throws -> [Entity] {
+    guard let entity = store.model.entity(for: Entity.self) else {
+      throw FetchError.unknownEntity(String(describing: Entity.self))
+    }
+    let loaded = try fetchObjects(
+      Entity.self, of: entity, clauses: " WHERE pk IN (SELECT value FROM json_each(?))",
+      arguments: [.text(HistorySchema.jsonArray(Array(keys)))])
+    var byKey: [Int64: Entity] = [:]
+    byKey.reserveCapacity(loaded.count)
+    for object in loaded { if let key = object.objectKey?.value { byKey[key] = object } }
+    return keys.map { key in
+      byKey[key]
+        ?? object(
+          with: ManagedID<Entity>(
+            unchecked: AnyManagedID(storeIdentifier: store.identifier, entityName: entity.name, key: .permanent(key))))
+    }
+  }
+
   // MARK: - Translation
 
   private func resolve<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> ResolvedFetch {

@@ -72,6 +72,18 @@ extension PersistentStore {
     return try body(&cursor)
   }
 
+  /// The primary keys a select returns, in its order, without reading the rows' values.
+  func selectKeys(
+    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue], connection: SQLiteConnection
+  ) throws -> [Int64] {
+    let statement = try connection.statement("SELECT pk FROM \"\(entity.tableName)\"" + clauses)
+    defer { statement.reset() }
+    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    var keys: [Int64] = []
+    while try statement.step() { keys.append(statement.int64(0)) }
+    return keys
+  }
+
   /// Runs a query that returns one integer (a count).
   func selectCount(
     of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue], connection: SQLiteConnection

@@ -114,6 +114,11 @@ import TypedStore
       var request = FetchRequest<Note>()
       try request.setPredicate(#Predicate { $0.title.starts(with: "2026") })
       #expect(try context.fetch(request).map(\.title) == ["2026 plan"])
+      var exported: [String] = []
+      for note in try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]), batchSize: 2) {
+        exported.append(note.title)
+      }
+      #expect(exported == ["", "2026 plan", "a draft", "draft two"])
     }
   }
 }
