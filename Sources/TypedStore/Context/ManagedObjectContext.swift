@@ -256,6 +256,43 @@ public actor ManagedObjectContext {
     return FetchResultsCollection(keys: keys, held: held, batchSize: batchSize, state: state)
   }
 
+  /// An aggregate of the request's saved rows, computed in SQLite: a value of the
+  /// attribute's type, without making objects.
+  ///
+  /// ```swift
+  /// let total = try context.aggregate(.sum(\.score), for: FetchRequest<Player>())      // Double
+  /// let first = try context.aggregate(.min(\.joined), for: FetchRequest<Player>())     // Date?
+  /// ```
+  ///
+  /// - Throws: `FetchError.unsupportedAggregate`, the request's errors, or the store's (an
+  ///   `Int` sum that overflows).
+  public func aggregate<Entity: ManagedObject, Result>(
+    _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity> = FetchRequest()
+  ) throws -> Result {
+    let rows = try state.aggregate(function, for: request, groupedBy: Optional<KeyPath<Entity, Int>>.none)
+    guard let result = rows.first?.value ?? function.emptyResult as? Result else {
+      throw FetchError.unsupportedAggregate("\(function.kind): no result")
+    }
+    return result
+  }
+
+  /// The aggregate for each value of an attribute, as a dictionary by that value.
+  ///
+  /// ```swift
+  /// let perTeam: [String: Int] = try context.aggregate(.count, for: FetchRequest<Player>(), groupedBy: \.team)
+  /// ```
+  public func aggregate<Entity: ManagedObject, Result, Key: Hashable>(
+    _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity> = FetchRequest(),
+    groupedBy keyPath: KeyPath<Entity, Key> & Sendable
+  ) throws -> [Key: Result] {
+    var groups: [Key: Result] = [:]
+    for (key, value) in try state.aggregate(function, for: request, groupedBy: keyPath) {
+      guard let key else { throw FetchError.unsupportedAggregate("a group key of \(keyPath) that cannot be read") }
+      groups[key] = value
+    }
+    return groups
+  }
+
   /// How many objects the request would fetch, without loading them.
   public func count<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> Int {
     try state.count(for: request)

@@ -101,6 +101,72 @@ extension ContextState {
     }
   }
 
+  // MARK: - Aggregates
+
+  /// One aggregate over the request's saved rows, grouped by `groupedBy`'s attribute when
+  /// given; each result decoded by the attribute's codec into the function's `Result`.
+  func aggregate<Entity: ManagedObject, Result, Key>(
+    _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity>,
+    groupedBy group: KeyPath<Entity, Key>?
+  ) throws -> [(key: Key?, value: Result)] {
+    let resolved = try resolve(request)
+    let entity = resolved.entity
+    func attribute(_ keyPath: PartialKeyPath<Entity>) throws -> AttributeDescription {
+      guard let slots = store.model.attributeSlots(for: keyPath), slots.count == 1, let slot = slots.first else {
+        throw FetchError.unsupportedAggregate("\(keyPath): it is not an attribute")
+      }
+      return entity.attributes[Int(slot)]
+    }
+    var valueAttribute: AttributeDescription?
+    var expression = "count(*)"
+    if let keyPath = function.keyPath {
+      let attribute = try attribute(keyPath)
+      valueAttribute = attribute
+      let column = "\"\(attribute.columnName)\""
+      switch (function.kind, attribute.attributeType) {
+      case (_, .decimal), (_, .uri), (_, .codable), (_, .binaryData), (_, .uuid), (.sum, .string), (.average, .string),
+        (.sum, .date), (.average, .date), (.sum, .boolean), (.average, .boolean):
+        throw FetchError.unsupportedAggregate(
+          "\(attribute.attributeType.rawValue) values of \(entity.name).\(attribute.name) with \(function.kind)")
+      case (.min, .string): expression = "min(\(column) COLLATE SWIFT)"
+      case (.max, .string): expression = "max(\(column) COLLATE SWIFT)"
+      case (.min, _): expression = "min(\(column))"
+      case (.max, _): expression = "max(\(column))"
+      case (.sum, _): expression = "sum(\(column))"
+      case (.average, _): expression = "avg(\(column))"
+      case (.count, _): expression = "count(\(column))"
+      }
+    }
+    let groupAttribute = try group.map { try attribute($0) }
+    let groupColumn = groupAttribute.map { "\"\($0.columnName)\"" }
+    var source = "\"\(entity.tableName)\"\(resolved.whereClause)"
+    if request.fetchLimit > 0 || request.fetchOffset > 0 {
+      // The aggregate of the rows the request would return: a subquery with its order and range.
+      let range = clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset)
+      source = "(SELECT * FROM \"\(entity.tableName)\"\(range))"
+    }
+    var sql = "SELECT \(groupColumn ?? "NULL"), \(expression) FROM \(source)"
+    if let groupColumn, let groupAttribute {
+      sql += " GROUP BY \(groupColumn)\(groupAttribute.attributeType == .string ? " COLLATE SWIFT" : "")"
+    }
+    let rows = try store.selectPairs(sql, arguments: resolved.arguments, connection: reader())
+    return try rows.map { key, value in
+      let result: Result?
+      switch value {
+      case .null: result = function.emptyResult as? Result
+      case .integer(let count) where function.kind == .count: result = Int(count) as? Result
+      case .integer(let number) where function.kind == .average: result = Double(number) as? Result
+      case .real(let number) where function.kind == .average: result = Double?.some(number) as? Result
+      default: result = try valueAttribute.flatMap { try $0.accessor.codec.decodeAny(value) as? Result }
+      }
+      guard let result else {
+        throw FetchError.unsupportedAggregate("\(function.kind) of \(valueAttribute?.name ?? "rows"): got \(value)")
+      }
+      let decodedKey = try groupAttribute.flatMap { try $0.accessor.codec.decodeAny(key) as? Key }
+      return (decodedKey, result)
+    }
+  }
+
   // MARK: - Translation
 
   private func resolve<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> ResolvedFetch {

@@ -72,12 +72,16 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
   case unsupportedSortKey(String)
   /// `fetchLimit` or `fetchOffset` is negative.
   case invalidRange(String)
+  /// An aggregate over a key path that is not one attribute, or over values SQLite cannot
+  /// aggregate as Swift would (`Decimal`, `URL`, `Data`, `UUID`, `Codable`; sums of strings).
+  case unsupportedAggregate(String)
 
   public var description: String {
     switch self {
     case .unknownEntity(let name): "\(name) is not an entity of the context's model"
     case .unsupportedSortKey(let key): "cannot sort by \(key): it is not an attribute"
     case .invalidRange(let text): text
+    case .unsupportedAggregate(let text): "cannot aggregate \(text)"
     }
   }
 }

@@ -155,6 +155,16 @@ struct ColumnValue {
     let count = Int(sqlite3_value_bytes(value))
     return count > 0 ? Data(bytes: bytes, count: count) : Data()
   }
+  /// The value as a `PrimitiveValue`.
+  var primitive: PrimitiveValue {
+    switch storageClass {
+    case .null: .null
+    case .integer: .integer(int64)
+    case .real: .real(double)
+    case .text: .text(string)
+    case .blob: .blob(data)
+    }
+  }
 }
 
 /// SQLite's five storage classes, as a column value reports them.

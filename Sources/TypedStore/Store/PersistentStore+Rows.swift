@@ -84,6 +84,19 @@ extension PersistentStore {
     return keys
   }
 
+  /// Runs a query of two columns (a group key and an aggregate) built by the query layer
+  /// from the validated model; its values are bound.
+  func selectPairs(_ sql: String, arguments: [PrimitiveValue], connection: SQLiteConnection) throws
+    -> [(PrimitiveValue, PrimitiveValue)]
+  {
+    let statement = try connection.statement(sql)
+    defer { statement.reset() }
+    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    var pairs: [(PrimitiveValue, PrimitiveValue)] = []
+    while try statement.step() { pairs.append((statement.column(0).primitive, statement.column(1).primitive)) }
+    return pairs
+  }
+
   /// Runs a query that returns one integer (a count).
   func selectCount(
     of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue], connection: SQLiteConnection

@@ -119,6 +119,11 @@ import TypedStore
         exported.append(note.title)
       }
       #expect(exported == ["", "2026 plan", "a draft", "draft two"])
+      let publishedOnly = FetchRequest<Note>(predicate: #Predicate { $0.status == published })
+      #expect(try context.aggregate(.count, for: publishedOnly) == 1)
+      #expect(try context.aggregate(.max(\.createdAt), for: publishedOnly) == nil)
+      let perStatus = try context.aggregate(.count, for: FetchRequest<Note>(), groupedBy: \.status)
+      #expect(perStatus == [.draft: 3, .published: 1])
     }
   }
 }

@@ -1,0 +1,81 @@
+/// A typed aggregate over a fetch request's rows, computed in SQLite without making objects:
+/// its result is a Swift value of the attribute's type.
+///
+/// ```swift
+/// let total: Double = try context.aggregate(.sum(\.score), for: FetchRequest<Player>())
+/// let oldest: Date? = try context.aggregate(.min(\.joined), for: FetchRequest<Player>())
+/// let perTeam: [String: Int] = try context.aggregate(.count, for: FetchRequest<Player>(), groupedBy: \.team)
+/// ```
+///
+/// Aggregates read the saved rows: unsaved changes of the context do not count (as Core
+/// Data's dictionary results). `min` and `max` of strings order them as Swift does.
+public struct AggregateFunction<Entity: ManagedObject, Result>: Sendable {
+  enum Kind: Sendable {
+    case count
+    case sum
+    case min
+    case max
+    case average
+  }
+
+  let kind: Kind
+  let keyPath: (PartialKeyPath<Entity> & Sendable)?
+  /// The result over no rows (or only NULLs): a `Result`.
+  let emptyResult: any Sendable
+}
+
+extension AggregateFunction where Result == Int {
+  /// How many rows.
+  public static var count: Self { Self(kind: .count, keyPath: nil, emptyResult: 0) }
+}
+
+extension AggregateFunction where Result: AdditiveArithmetic & Sendable {
+  /// The sum of an attribute's values (zero when there are no rows). An `Int` sum that
+  /// overflows throws, where Swift would stop the program.
+  public static func sum(_ keyPath: KeyPath<Entity, Result> & Sendable) -> Self {
+    Self(kind: .sum, keyPath: keyPath, emptyResult: Result.zero)
+  }
+
+  /// The sum of an optional attribute's non-nil values (zero when there is none).
+  public static func sum(_ keyPath: KeyPath<Entity, Result?> & Sendable) -> Self {
+    Self(kind: .sum, keyPath: keyPath, emptyResult: Result.zero)
+  }
+}
+
+extension AggregateFunction {
+  /// The smallest value of an attribute (nil when there are no rows, or all are nil).
+  public static func min<Value: Comparable & Sendable>(_ keyPath: KeyPath<Entity, Value> & Sendable) -> Self
+  where Result == Value? {
+    Self(kind: .min, keyPath: keyPath, emptyResult: Value?.none)
+  }
+
+  /// The largest value of an attribute (nil when there are no rows, or all are nil).
+  public static func max<Value: Comparable & Sendable>(_ keyPath: KeyPath<Entity, Value> & Sendable) -> Self
+  where Result == Value? {
+    Self(kind: .max, keyPath: keyPath, emptyResult: Value?.none)
+  }
+
+  /// The mean of a numeric attribute's values, as a `Double` (nil when there are no rows).
+  public static func average<Value: Numeric>(_ keyPath: KeyPath<Entity, Value> & Sendable) -> Self
+  where Result == Double? {
+    Self(kind: .average, keyPath: keyPath, emptyResult: Double?.none)
+  }
+
+  /// The smallest non-nil value of an optional attribute (nil when there is none).
+  public static func min<Value: Comparable & Sendable>(_ keyPath: KeyPath<Entity, Value?> & Sendable) -> Self
+  where Result == Value? {
+    Self(kind: .min, keyPath: keyPath, emptyResult: Value?.none)
+  }
+
+  /// The largest non-nil value of an optional attribute (nil when there is none).
+  public static func max<Value: Comparable & Sendable>(_ keyPath: KeyPath<Entity, Value?> & Sendable) -> Self
+  where Result == Value? {
+    Self(kind: .max, keyPath: keyPath, emptyResult: Value?.none)
+  }
+
+  /// The mean of an optional numeric attribute's non-nil values (nil when there is none).
+  public static func average<Value: Numeric>(_ keyPath: KeyPath<Entity, Value?> & Sendable) -> Self
+  where Result == Double? {
+    Self(kind: .average, keyPath: keyPath, emptyResult: Double?.none)
+  }
+}
