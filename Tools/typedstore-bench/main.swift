@@ -796,6 +796,40 @@ do {
     }
   }
 
+  // A live query: a FetchedResultsController over 10,000 objects, and another context's save
+  // of one of them (its sort key changed), merged from history: the merge and the diff.
+  let frcName = "FetchedResultsController diff after one merged change, 10000-object results (absolute)"
+  if selected(frcName) {
+    let container = try freshContainer("frc")
+    try seed(container, rows: 10_000)
+    let live = container.newModelContext(name: "live")
+    let controller = FetchedResultsController(
+      fetchRequest: FetchRequest<BenchItem>(sortBy: [SortDescriptor(\.score)]), context: live)
+    try controller.performFetch()
+    let writer = container.newModelContext(name: "writer")
+    let items = try writer.fetch(FetchRequest<BenchItem>(sortBy: [SortDescriptor(\.number)]))
+    var token = try container.currentHistoryToken
+    var timings: [Double] = []
+    var generator = SystemRandomNumberGenerator()
+    for round in 0..<300 {
+      let item = items[Int.random(in: 0..<items.count, using: &generator)]
+      item.score = Double.random(in: 0..<5_000, using: &generator)
+      try writer.save()
+      let transactions = try container.fetchHistory(HistoryRequest(after: token))
+      token = try container.currentHistoryToken
+      let ms = try time { for transaction in transactions { live.mergeChanges(transaction) } }
+      if round >= 20 { timings.append(ms) }  // after a warm-up
+    }
+    try verify("frc", controller.fetchedObjects.count, 10_000)
+    timings.sort()
+    results.append(
+      Result(
+        name: frcName,
+        note: String(
+          format: "p50 %.3f ms, p99 %.3f ms (goal ≤ 1 ms)", timings[timings.count / 2],
+          timings[timings.count * 99 / 100])))
+  }
+
   let commits = n >= 100_000 ? 1000 : 100
   let latencyName = "commit returned in process A -> merged into a context in process B, \(commits) commits (absolute)"
   if selected(latencyName) {

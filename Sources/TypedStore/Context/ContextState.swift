@@ -34,6 +34,9 @@ final class ContextState: ObjectTracking {
   var automaticMergeSubscription: AnyObject?
   /// The last transaction whose changes the context's objects show (see `mergeChanges`).
   var mergedThrough: Int64 = 0
+  /// Called after each save and each merge with the rows it touched (live queries, such as a
+  /// `FetchedResultsController`, follow the context through these).
+  var changeObservers: [ObjectIdentifier: (ContextChanges) -> Void] = [:]
 
   /// What this context's objects hold to reach it.
   let link = TrackerLink()
@@ -280,6 +283,12 @@ final class ContextState: ObjectTracking {
   func save() throws {
     let updatedObjects = updated.filter { !$0.isDeleted && $0.lifecycle == .persisted }
     let deletedObjects = deleted.filter { $0.lifecycle == .persisted }
+    var saved = ContextChanges()
+    if !changeObservers.isEmpty {
+      saved.updated = Set(updatedObjects.compactMap(anyID))
+      saved.deleted = Set(deletedObjects.compactMap(anyID))
+    }
+    let insertedObjects = inserted
     var changes = ChangeSet()
     changes.inserts.reserveCapacity(inserted.count)
     for object in inserted {
@@ -375,6 +384,15 @@ final class ContextState: ObjectTracking {
     // Saved objects nobody else holds go, as Core Data releases them: an import loop that
     // saves every 10,000 objects keeps one batch in memory, not all of them.
     registered.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
+    if !changeObservers.isEmpty {
+      saved.inserted = Set(insertedObjects.compactMap(anyID))
+      notifyChanges(saved)
+    }
+  }
+
+  func notifyChanges(_ changes: ContextChanges) {
+    guard !changes.isEmpty else { return }
+    for observer in changeObservers.values { observer(changes) }
   }
 
   /// A conflict the store reported, completed with what the object read and holds.
@@ -538,4 +556,12 @@ extension ContextState {
     guard let (key, _) = try? key(for: id.untyped) else { return nil }
     return registeredObject(for: key) as? Entity
   }
+}
+
+/// The rows a save or a merge touched, by ID.
+struct ContextChanges {
+  var inserted: Set<AnyManagedID> = []
+  var updated: Set<AnyManagedID> = []
+  var deleted: Set<AnyManagedID> = []
+  var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
 }

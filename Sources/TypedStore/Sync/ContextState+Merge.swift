@@ -25,6 +25,10 @@ extension ContextState {
   @discardableResult
   func mergeChanges(_ changes: StoreChanges) -> MergeResult {
     guard changes.storeIdentifier == store.identifier else { return MergeResult() }
+    defer {
+      notifyChanges(
+        ContextChanges(inserted: changes.insertedIDs, updated: changes.updatedIDs, deleted: changes.deletedIDs))
+    }
     return merge(
       through: changes.token?.transactionNumber, deleted: changes.deletedIDs, updated: changes.updatedIDs)
   }
@@ -33,6 +37,19 @@ extension ContextState {
   func mergeChanges(_ transaction: HistoryTransaction) -> MergeResult {
     guard transaction.token.storeIdentifier == store.identifier else { return MergeResult() }
     let changes = transaction.changes
+    defer {
+      if !changeObservers.isEmpty {
+        var touched = ContextChanges()
+        for change in changes {
+          switch change.kind {
+          case .insert: touched.inserted.insert(change.objectID)
+          case .update: touched.updated.insert(change.objectID)
+          case .delete: touched.deleted.insert(change.objectID)
+          }
+        }
+        notifyChanges(touched)
+      }
+    }
     return merge(
       through: transaction.token.transactionNumber,
       deleted: changes.lazy.filter { $0.kind == .delete }.map(\.objectID),

@@ -1,0 +1,367 @@
+import Foundation
+
+/// A live query: a fetch request's results, kept current as the context saves and merges, in
+/// typed sections, with the changes of each save or merge as a diff of index paths.
+///
+/// ```swift
+/// actor Board: ModelActor {
+///   nonisolated let modelExecutor: ModelExecutor
+///   let modelContext: ModelContext
+///   var controller: FetchedResultsController<Note>?
+///
+///   func start() throws {
+///     modelContext.automaticallyMergesChangesFromParent = true   // other contexts and processes
+///     let controller = FetchedResultsController(
+///       fetchRequest: FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]), context: modelContext)
+///     try controller.performFetch()
+///     self.controller = controller
+///   }
+/// }
+/// // ...
+/// for await diff in controller.changes { render(diff.inserted, diff.deleted, diff.moved, diff.updated) }
+/// ```
+///
+/// The controller belongs to its context's isolation domain, as its objects do. After
+/// `performFetch()`, every save of the context and every merge into it (automatic or by
+/// `mergeChanges`) that touches the request's entity updates `fetchedObjects` and `sections`
+/// and delivers one `FetchedResultsDiff`: to the delegate, and to `changes`. Only the changed
+/// objects are looked at: their membership is the predicate evaluated in Swift (the same
+/// answer as the SQL, `docs/queries.md`), their place the request's order as SQLite sorts.
+/// After `reset()` of the context, call `performFetch()` again.
+///
+/// With `sectionKeyPath`, objects are grouped into sections by that attribute's value, in
+/// result order: sort by the section key first, as Core Data asks.
+public final class FetchedResultsController<Entity: ManagedObject> {
+  /// A group of results that share the section key's value.
+  public struct Section {
+    /// The section key's value, as text (empty without a section key).
+    public let name: String
+    /// The section's objects, in order.
+    public let objects: [Entity]
+    public var numberOfObjects: Int { objects.count }
+  }
+
+  public let fetchRequest: FetchRequest<Entity>
+  public let sectionKeyPath: (PartialKeyPath<Entity> & Sendable)?
+  /// Told of every change after `performFetch()`.
+  public weak var delegate: (any FetchedResultsControllerDelegate)?
+
+  private let state: ContextState
+  private let entity: EntityDescription?
+  private var objects: [Entity] = []
+  private var sectionNames: [String] = []
+  private var sortSlots: [(slot: Int, ascending: Bool)] = []
+  private var isFetched = false
+  private let stream: AsyncStream<FetchedResultsDiff>
+  private let continuation: AsyncStream<FetchedResultsDiff>.Continuation
+
+  /// A controller of the request's results in a `ModelContext`.
+  public convenience init(
+    fetchRequest: FetchRequest<Entity>, context: ModelContext,
+    sectionKeyPath: (PartialKeyPath<Entity> & Sendable)? = nil
+  ) {
+    self.init(fetchRequest: fetchRequest, state: context.state, sectionKeyPath: sectionKeyPath)
+  }
+
+  /// A controller of the request's results in a `ManagedObjectContext`, made on its executor.
+  public convenience init(
+    fetchRequest: FetchRequest<Entity>, context: isolated ManagedObjectContext,
+    sectionKeyPath: (PartialKeyPath<Entity> & Sendable)? = nil
+  ) {
+    self.init(fetchRequest: fetchRequest, state: context.state, sectionKeyPath: sectionKeyPath)
+  }
+
+  init(fetchRequest: FetchRequest<Entity>, state: ContextState, sectionKeyPath: (PartialKeyPath<Entity> & Sendable)?) {
+    self.fetchRequest = fetchRequest
+    self.state = state
+    self.sectionKeyPath = sectionKeyPath
+    self.entity = state.store.model.entity(for: Entity.self)
+    (stream, continuation) = AsyncStream.makeStream(of: FetchedResultsDiff.self)
+  }
+
+  deinit {
+    state.changeObservers[ObjectIdentifier(self)] = nil
+    continuation.finish()
+  }
+
+  // MARK: - Results
+
+  /// The results, in order.
+  public var fetchedObjects: [Entity] { objects }
+
+  /// The results in sections (one section of every object without a section key).
+  public var sections: [Section] {
+    guard sectionKeyPath != nil else { return objects.isEmpty ? [] : [Section(name: "", objects: objects)] }
+    var result: [Section] = []
+    var start = 0
+    for index in objects.indices where index + 1 == objects.count || sectionNames[index + 1] != sectionNames[index] {
+      result.append(Section(name: sectionNames[start], objects: Array(objects[start...index])))
+      start = index + 1
+    }
+    return result
+  }
+
+  /// The objects of section `index`.
+  public func objects(inSection index: Int) -> [Entity] { sections[index].objects }
+
+  /// The object at an index path (`[section, item]`).
+  public func object(at indexPath: IndexPath) -> Entity {
+    let starts = sectionKeyPath == nil ? [0] : Self.sectionStarts(sectionNames)
+    return objects[starts[indexPath[0]] + indexPath[1]]
+  }
+
+  /// The index path of an object among the results, if it is one of them.
+  public func indexPath(forObject object: Entity) -> IndexPath? {
+    objects.firstIndex { $0 === object }.map(indexPath(ofFlat:))
+  }
+
+  /// Every diff after `performFetch()`, in order, for `for await`.
+  public var changes: AsyncStream<FetchedResultsDiff> { stream }
+
+  // MARK: - Fetching
+
+  /// Fetches the results and starts following the context's saves and merges.
+  ///
+  /// - Throws: as `fetch(_:)`, with `FetchError.unsupportedSortKey` for a section key path
+  ///   that is not one attribute.
+  public func performFetch() throws {
+    guard entity != nil else { throw FetchError.unknownEntity(String(describing: Entity.self)) }
+    sortSlots = try fetchRequest.sortDescriptors.map { descriptor in
+      guard let keyPath = descriptor.keyPath, let slots = state.store.model.attributeSlots(for: keyPath),
+        slots.count == 1, let slot = slots.first
+      else { throw FetchError.unsupportedSortKey(String(describing: descriptor)) }
+      return (Int(slot), descriptor.order == .forward)
+    }
+    if let sectionKeyPath {
+      guard let slots = state.store.model.attributeSlots(for: sectionKeyPath), slots.count == 1 else {
+        throw FetchError.unsupportedSortKey(String(describing: sectionKeyPath))
+      }
+    }
+    objects = try state.fetch(fetchRequest)
+    sectionNames = sectionKeyPath == nil ? [] : objects.map(sectionName)
+    if !isFetched {
+      isFetched = true
+      state.changeObservers[ObjectIdentifier(self)] = { [unowned self] changes in self.apply(changes) }
+    }
+  }
+
+  // MARK: - Following changes
+
+  private func apply(_ changes: ContextChanges) {
+    guard let entity else { return }
+    let names = Set(fetchRequest.includesSubentities ? entity.selfAndDescendantNames : [entity.name])
+    func ours(_ ids: Set<AnyManagedID>) -> [AnyManagedID] { ids.filter { names.contains($0.entityName) } }
+    let deletedIDs = ours(changes.deleted)
+    let touchedIDs = ours(changes.inserted.union(changes.updated))
+    guard !deletedIDs.isEmpty || !touchedIDs.isEmpty else { return }
+
+    // The changed objects, as the context has them now: only these are looked at. A merged
+    // deletion has already taken its object out of the identity map, so deletions go by key.
+    let deletedKeys = Set(deletedIDs.compactMap { (try? state.key(for: $0))?.0 })
+    var touched: [Entity] = []
+    for id in touchedIDs {
+      guard let (key, entity) = try? state.key(for: id),
+        let object = (try? state.existingObject(for: key, entity: entity)) as? Entity
+      else { continue }
+      touched.append(object)
+    }
+
+    // Out: every changed or deleted object, found by a scan of references and keys (no
+    // hashing per result), with its old place.
+    let sectioned = sectionKeyPath != nil
+    let oldStarts = sectioned ? Self.sectionStarts(sectionNames) : [0]
+    let oldSections = sectioned ? Self.names(sectionNames, starts: oldStarts) : []
+    // Arrays of class references share one layout: the scans below run on
+    // `[ManagedObject]` in non-generic functions, not through `Entity`'s value witnesses.
+    let all = unsafeBitCast(objects, to: [ManagedObject].self)
+    let changed = unsafeBitCast(touched, to: [ManagedObject].self)
+    let leaving = leavingIndices(in: all, touched: changed, deletedKeys: deletedKeys)
+    var oldPlaces: [(object: Entity, path: IndexPath)] = leaving.map {
+      (objects[$0], Self.path(of: $0, starts: oldStarts))
+    }
+    for index in leaving.reversed() {
+      objects.remove(at: index)
+      if sectioned { sectionNames.remove(at: index) }
+    }
+    // In: the changed objects that still match, each at its place in the request's order.
+    for object in touched where !object.isDeleted && matches(object) {
+      let at = insertionIndex(of: object, in: objects)
+      objects.insert(object, at: at)
+      if sectioned { sectionNames.insert(sectionName(object), at: at) }
+    }
+
+    // The diff: deletions at their old index paths, the rest at their new ones.
+    let newStarts = sectioned ? Self.sectionStarts(sectionNames) : [0]
+    var diff = FetchedResultsDiff()
+    let placedAll = unsafeBitCast(objects, to: [ManagedObject].self)
+    for object in touched {
+      guard let index = firstIndex(of: object, in: placedAll) else { continue }
+      let path = Self.path(of: index, starts: newStarts)
+      if let old = oldPlaces.firstIndex(where: { $0.object === object }) {
+        if oldPlaces[old].path == path {
+          diff.updated.append(path)
+        } else {
+          diff.moved.append(FetchedResultsDiff.Move(from: oldPlaces[old].path, to: path))
+        }
+        oldPlaces.remove(at: old)
+      } else {
+        diff.inserted.append(path)
+      }
+    }
+    diff.deleted = oldPlaces.map(\.path).sorted { ($0[0], $0[1]) < ($1[0], $1[1]) }
+    diff.inserted.sort { ($0[0], $0[1]) < ($1[0], $1[1]) }
+    diff.updated.sort { ($0[0], $0[1]) < ($1[0], $1[1]) }
+    if sectioned {
+      let newSections = Self.names(sectionNames, starts: newStarts)
+      if oldSections != newSections {
+        let (before, after) = (Set(oldSections), Set(newSections))
+        diff.insertedSections = newSections.indices.filter { !before.contains(newSections[$0]) }
+        diff.deletedSections = oldSections.indices.filter { !after.contains(oldSections[$0]) }
+      }
+    }
+    guard !diff.isEmpty else { return }
+    delegate?.controller(didChangeContent: diff)
+    continuation.yield(diff)
+  }
+
+  private func matches(_ object: Entity) -> Bool {
+    guard let predicate = fetchRequest.predicate else { return true }
+    return (try? predicate.evaluate(object)) ?? false
+  }
+
+  /// Where `object` goes among `objects` in the request's order (SQLite's: sort keys as
+  /// stored values, then primary key; unsaved objects last among equals).
+  private func insertionIndex(of object: Entity, in objects: [Entity]) -> Int {
+    guard let entity else { return objects.count }
+    let keys = sortKeys(object, entity)
+    var low = 0
+    var high = objects.count
+    while low < high {
+      let middle = (low + high) / 2
+      if precedes(sortKeys(objects[middle], entity), keys) { low = middle + 1 } else { high = middle }
+    }
+    return low
+  }
+
+  private typealias SortKey = (values: [PrimitiveValue], key: Int64)
+
+  private func sortKeys(_ object: Entity, _ entity: EntityDescription) -> SortKey {
+    let values = sortSlots.map { (try? entity.accessors[$0.slot].encode(object)) ?? .null }
+    let key = object.objectKey.map { $0.isTemporary ? Int64.max : $0.value } ?? Int64.max
+    return (values, key)
+  }
+
+  private func precedes(_ left: SortKey, _ right: SortKey) -> Bool {
+    for (index, sort) in sortSlots.enumerated() {
+      let comparison = compareSQLite(left.values[index], right.values[index])
+      if comparison != 0 { return sort.ascending ? comparison < 0 : comparison > 0 }
+    }
+    return left.key < right.key
+  }
+
+  private func sectionName(_ object: Entity) -> String {
+    guard let sectionKeyPath else { return "" }
+    var value: Any = object[keyPath: sectionKeyPath]
+    while let optional = value as? any AnyOptional {
+      if optional.isNone { return "" }
+      guard let wrapped = Mirror(reflecting: value).children.first?.value else { return "" }
+      value = wrapped
+    }
+    return String(describing: value)
+  }
+
+  private func indexPath(ofFlat index: Int) -> IndexPath {
+    Self.path(of: index, starts: sectionKeyPath == nil ? [0] : Self.sectionStarts(sectionNames))
+  }
+
+  /// Where each section begins, as flat indexes.
+  private static func sectionStarts(_ names: [String]) -> [Int] {
+    guard !names.isEmpty else { return [] }
+    var starts = [0]
+    for index in names.indices.dropFirst() where names[index] != names[index - 1] { starts.append(index) }
+    return starts
+  }
+
+  private static func names(_ names: [String], starts: [Int]) -> [String] { starts.map { names[$0] } }
+
+  /// `[section, item]` of a flat index.
+  private static func path(of index: Int, starts: [Int]) -> IndexPath {
+    var low = 0
+    var high = starts.count
+    while low < high {
+      let middle = (low + high) / 2
+      if starts[middle] <= index { low = middle + 1 } else { high = middle }
+    }
+    let section = max(0, low - 1)
+    return IndexPath(indexes: [section, index - (starts.isEmpty ? 0 : starts[section])])
+  }
+}
+
+/// What one save or merge changed in a controller's results, in index paths
+/// (`[section, item]`): deletions in the old results, the rest in the new ones.
+public struct FetchedResultsDiff: Sendable, Equatable {
+  /// An object that changed and took another place.
+  public struct Move: Sendable, Equatable {
+    public let from: IndexPath
+    public let to: IndexPath
+
+    public init(from: IndexPath, to: IndexPath) {
+      self.from = from
+      self.to = to
+    }
+  }
+
+  public var inserted: [IndexPath] = []
+  public var deleted: [IndexPath] = []
+  public var moved: [Move] = []
+  /// Objects that changed in place.
+  public var updated: [IndexPath] = []
+  public var insertedSections: [Int] = []
+  public var deletedSections: [Int] = []
+
+  public init(
+    inserted: [IndexPath] = [], deleted: [IndexPath] = [], moved: [Move] = [], updated: [IndexPath] = [],
+    insertedSections: [Int] = [], deletedSections: [Int] = []
+  ) {
+    self.inserted = inserted
+    self.deleted = deleted
+    self.moved = moved
+    self.updated = updated
+    self.insertedSections = insertedSections
+    self.deletedSections = deletedSections
+  }
+
+  public var isEmpty: Bool {
+    inserted.isEmpty && deleted.isEmpty && moved.isEmpty && updated.isEmpty && insertedSections.isEmpty
+      && deletedSections.isEmpty
+  }
+}
+
+/// Told of a `FetchedResultsController`'s changes, on the context's executor.
+public protocol FetchedResultsControllerDelegate: AnyObject {
+  /// The results changed as `diff` says; the controller's objects and sections are current.
+  func controller(didChangeContent diff: FetchedResultsDiff)
+}
+
+// MARK: - Scans, outside the generic class so that they are compiled for class references
+
+/// The indexes of the results that changed (by reference) or whose rows were deleted (by key).
+private func leavingIndices(in objects: [ManagedObject], touched: [ManagedObject], deletedKeys: Set<ObjectKey>) -> [Int]
+{
+  // Few changes (the usual case): compare references; many: hash them.
+  let touchedSet = touched.count > 16 ? Set(touched.map(ObjectIdentifier.init)) : []
+  var leaving: [Int] = []
+  for index in objects.indices {
+    let object = objects[index]
+    let isTouched =
+      touchedSet.isEmpty ? touched.contains { $0 === object } : touchedSet.contains(ObjectIdentifier(object))
+    if isTouched || (!deletedKeys.isEmpty && object.objectKey.map(deletedKeys.contains) == true) {
+      leaving.append(index)
+    }
+  }
+  return leaving
+}
+
+private func firstIndex(of object: ManagedObject, in objects: [ManagedObject]) -> Int? {
+  objects.firstIndex { $0 === object }
+}
