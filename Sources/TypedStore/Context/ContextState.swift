@@ -288,7 +288,6 @@ final class ContextState: ObjectTracking {
       saved.updated = Set(updatedObjects.compactMap(anyID))
       saved.deleted = Set(deletedObjects.compactMap(anyID))
     }
-    let insertedObjects = inserted
     var changes = ChangeSet()
     changes.inserts.reserveCapacity(inserted.count)
     for object in inserted {
@@ -369,6 +368,9 @@ final class ContextState: ObjectTracking {
         resolved.append((object, resolution))
       }
     }
+    // The inserted objects' IDs are permanent now. (Taken here, before the objects nobody
+    // holds are let go below.)
+    if !changeObservers.isEmpty { saved.inserted = Set(inserted.compactMap(anyID)) }
     for object in updated { object.committedValues.removeAll() }
     inserted.removeAll()
     updated.removeAll()
@@ -384,10 +386,7 @@ final class ContextState: ObjectTracking {
     // Saved objects nobody else holds go, as Core Data releases them: an import loop that
     // saves every 10,000 objects keeps one batch in memory, not all of them.
     registered.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
-    if !changeObservers.isEmpty {
-      saved.inserted = Set(insertedObjects.compactMap(anyID))
-      notifyChanges(saved)
-    }
+    if !changeObservers.isEmpty { notifyChanges(saved) }
   }
 
   func notifyChanges(_ changes: ContextChanges) {
