@@ -481,7 +481,7 @@ do {
   // A #Predicate selecting a tenth of the rows, against the raw C API running the same SQL and
   // reading the same columns: on a column without an index (string equality, so through
   // Swift's string comparison), and on an indexed integer range.
-  do {
+  if selected("fetch with a #Predicate matching 10% of \(n)") {
     let raw = try freshRaw("predicate", rows: n)
     let container = try freshContainer("predicate")
     try seed(container, rows: n)
