@@ -19,6 +19,18 @@ final class BenchIndexedItem: ManagedObject {
   @Attribute var created: Date = Date(timeIntervalSinceReferenceDate: 0)
 }
 
+/// The five attributes the fetch rows read, on either item entity.
+protocol BenchItemFields {
+  var number: Int { get }
+  var name: String { get }
+  var category: String { get }
+  var score: Double { get }
+  var created: Date { get }
+}
+
+extension BenchItem: BenchItemFields {}
+extension BenchIndexedItem: BenchItemFields {}
+
 /// An entity whose deletes keep a tombstone: the history of a batch delete of it has one
 /// change row per deleted row.
 final class BenchRecord: ManagedObject {

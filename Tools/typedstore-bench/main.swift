@@ -104,6 +104,17 @@ func seed(_ container: PersistentContainer, rows: Int) throws {
   try container.persistentStore.checkpoint()
 }
 
+/// The checksum of fetched items' five attributes, as the raw side's `Checksum` of its rows.
+func itemChecksum(_ items: [some BenchItemFields]) -> Checksum {
+  var checksum = Checksum()
+  for item in items {
+    checksum.add(
+      number: Int64(item.number), name: item.name, category: item.category, score: item.score,
+      created: item.created.timeIntervalSinceReferenceDate)
+  }
+  return checksum
+}
+
 /// Times `body` on a fresh raw table of `n` rows, then checkpoints (not timed).
 func timeRaw(_ name: String, _ body: (RawDatabase) throws -> Void) throws -> Double {
   var raw: RawDatabase?
@@ -496,15 +507,7 @@ do {
       let request = FetchRequest<BenchItem>(predicate: #Predicate { $0.category == category })
       _ = try context.performAndWait { context in try context.count(for: request) }
       return try time {
-        let checksum = try context.performAndWait { context in
-          var checksum = Checksum()
-          for item in try context.fetch(request) {
-            checksum.add(
-              number: Int64(item.number), name: item.name, category: item.category, score: item.score,
-              created: item.created.timeIntervalSinceReferenceDate)
-          }
-          return "\(checksum)"
-        }
+        let checksum = try context.performAndWait { context in "\(itemChecksum(try context.fetch(request)))" }
         try verify("predicate", checksum, "\(expected)")
       }
     }
@@ -534,15 +537,7 @@ do {
       let request = FetchRequest<BenchIndexedItem>(predicate: #Predicate { $0.number >= low && $0.number < high })
       _ = try context.performAndWait { context in try context.count(for: request) }
       return try time {
-        let checksum = try context.performAndWait { context in
-          var checksum = Checksum()
-          for item in try context.fetch(request) {
-            checksum.add(
-              number: Int64(item.number), name: item.name, category: item.category, score: item.score,
-              created: item.created.timeIntervalSinceReferenceDate)
-          }
-          return "\(checksum)"
-        }
+        let checksum = try context.performAndWait { context in "\(itemChecksum(try context.fetch(request)))" }
         try verify("indexed", checksum, "\(expectedRange)")
       }
     }

@@ -181,10 +181,8 @@ public final class ModelContext {
   public func fetch<Entity: ManagedObject>(_ request: FetchRequest<Entity>, batchSize: Int) throws
     -> FetchResultsCollection<Entity>
   {
-    guard batchSize > 0 else { throw FetchError.invalidRange("batchSize must be at least 1") }
     applyPendingMerges()
-    let (keys, held) = try state.fetchKeys(for: request)
-    return FetchResultsCollection(keys: keys, held: held, batchSize: batchSize, state: state)
+    return try state.fetch(request, batchSize: batchSize)
   }
 
   /// An aggregate of the request's saved rows, computed in SQLite: a value of the
@@ -201,11 +199,7 @@ public final class ModelContext {
     _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity> = FetchRequest()
   ) throws -> Result {
     applyPendingMerges()
-    let rows = try state.aggregate(function, for: request, groupedBy: Optional<KeyPath<Entity, Int>>.none)
-    guard let result = rows.first?.value ?? function.emptyResult as? Result else {
-      throw FetchError.unsupportedAggregate("\(function.kind): no result")
-    }
-    return result
+    return try state.aggregate(function, for: request)
   }
 
   /// The aggregate for each value of an attribute, as a dictionary by that value.
@@ -218,12 +212,7 @@ public final class ModelContext {
     groupedBy keyPath: KeyPath<Entity, Key> & Sendable
   ) throws -> [Key: Result] {
     applyPendingMerges()
-    var groups: [Key: Result] = [:]
-    for (key, value) in try state.aggregate(function, for: request, groupedBy: keyPath) {
-      guard let key else { throw FetchError.unsupportedAggregate("a group key of \(keyPath) that cannot be read") }
-      groups[key] = value
-    }
-    return groups
+    return try state.aggregate(function, for: request, groupedBy: keyPath)
   }
 
   /// How many objects the request would fetch, without loading them.

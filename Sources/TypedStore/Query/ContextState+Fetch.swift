@@ -103,9 +103,42 @@ extension ContextState {
 
   // MARK: - Aggregates
 
+  /// One aggregate of the request's saved rows.
+  func aggregate<Entity: ManagedObject, Result>(
+    _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity>
+  ) throws -> Result {
+    let rows = try aggregateRows(function, for: request, groupedBy: KeyPath<Entity, Int>?.none)
+    guard let result = rows.first?.value ?? function.emptyResult as? Result else {
+      throw FetchError.unsupportedAggregate("\(function.kind): no result")
+    }
+    return result
+  }
+
+  /// The aggregate for each value of an attribute.
+  func aggregate<Entity: ManagedObject, Result, Key: Hashable>(
+    _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity>,
+    groupedBy keyPath: KeyPath<Entity, Key>
+  ) throws -> [Key: Result] {
+    var groups: [Key: Result] = [:]
+    for (key, value) in try aggregateRows(function, for: request, groupedBy: Optional(keyPath)) {
+      guard let key else { throw FetchError.unsupportedAggregate("a group key of \(keyPath) that cannot be read") }
+      groups[key] = value
+    }
+    return groups
+  }
+
+  /// The request's results as a collection that loads them a batch at a time.
+  func fetch<Entity: ManagedObject>(_ request: FetchRequest<Entity>, batchSize: Int) throws
+    -> FetchResultsCollection<Entity>
+  {
+    guard batchSize > 0 else { throw FetchError.invalidRange("batchSize must be at least 1") }
+    let (keys, held) = try fetchKeys(for: request)
+    return FetchResultsCollection(keys: keys, held: held, batchSize: batchSize, state: self)
+  }
+
   /// One aggregate over the request's saved rows, grouped by `groupedBy`'s attribute when
   /// given; each result decoded by the attribute's codec into the function's `Result`.
-  func aggregate<Entity: ManagedObject, Result, Key>(
+  private func aggregateRows<Entity: ManagedObject, Result, Key>(
     _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity>,
     groupedBy group: KeyPath<Entity, Key>?
   ) throws -> [(key: Key?, value: Result)] {

@@ -246,20 +246,24 @@ extension PredicateExpressions.Variable: SQLTranslatable {
 
 extension PredicateExpressions.Equal: SQLTranslatable {
   func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
-    let (left, right) = try translator.pair(try translator.fragment(lhs), try translator.fragment(rhs))
     // IS: NULL equals NULL, as nil == nil in Swift.
-    return SQLFragment(
-      sql: "(\(left.sql) IS \(right.sql)\(PredicateTranslator<Entity>.collation(left, right)))",
-      arguments: left.arguments + right.arguments, kind: .boolean, isNullable: false)
+    try translator.equality(lhs, rhs, operator: "IS")
   }
 }
 
 extension PredicateExpressions.NotEqual: SQLTranslatable {
   func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
-    let (left, right) = try translator.pair(try translator.fragment(lhs), try translator.fragment(rhs))
     // IS NOT: a nil attribute is unequal to any value, as in Swift.
+    try translator.equality(lhs, rhs, operator: "IS NOT")
+  }
+}
+
+extension PredicateTranslator {
+  /// `==` or `!=` of two operands, NULL-safe.
+  mutating func equality(_ lhs: Any, _ rhs: Any, operator symbol: String) throws -> SQLFragment {
+    let (left, right) = try pair(try fragment(lhs), try fragment(rhs))
     return SQLFragment(
-      sql: "(\(left.sql) IS NOT \(right.sql)\(PredicateTranslator<Entity>.collation(left, right)))",
+      sql: "(\(left.sql) \(symbol) \(right.sql)\(Self.collation(left, right)))",
       arguments: left.arguments + right.arguments, kind: .boolean, isNullable: false)
   }
 }
