@@ -21,6 +21,16 @@ extension ContextState {
     if request.includesPendingChanges && pendingChangesAffect(resolved) {
       return try fetchMergingPending(request, resolved).compactMap { $0 as? Entity }
     }
+    if request.returnsObjectsAsFaults {
+      // The keys alone; each object's row is read when it is first touched.
+      let rows = try store.selectKeysAndEntities(
+        of: resolved.entity, clauses: clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset),
+        arguments: resolved.arguments, connection: reader())
+      return rows.compactMap { row in
+        fault(for: ObjectKey(rootIndex: row.entity.rootIndex, isTemporary: false, value: row.key), entity: row.entity)
+          as? Entity
+      }
+    }
     return try fetchObjects(
       Entity.self, of: resolved.entity,
       clauses: clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset), arguments: resolved.arguments)

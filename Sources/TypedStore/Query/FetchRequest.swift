@@ -30,6 +30,10 @@ public struct FetchRequest<Entity: ManagedObject>: Sendable {
   public var includesSubentities = true
   /// Whether the context's unsaved inserts and deletes count (true by default).
   public var includesPendingChanges = true
+  /// Whether the objects come back as faults, their values read when first touched (false by
+  /// default: objects come back loaded, which reads each row once). Objects the context
+  /// already holds are returned as they are.
+  public var returnsObjectsAsFaults = false
 
   /// Creates a request for the objects of `Entity` the predicate selects (all without one),
   /// in the given order.

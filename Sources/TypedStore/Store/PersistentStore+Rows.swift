@@ -84,6 +84,27 @@ extension PersistentStore {
     return keys
   }
 
+  /// The primary keys and concrete entities a select returns, in its order, without reading
+  /// the rows' values (the entity is read from `_entity` only where the table holds several).
+  func selectKeysAndEntities(
+    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue], connection: SQLiteConnection
+  ) throws -> [(key: Int64, entity: EntityDescription)] {
+    let table = layout(of: entity)
+    guard table.selectsEntity else {
+      return try selectKeys(of: entity, clauses: clauses, arguments: arguments, connection: connection).map {
+        ($0, entity)
+      }
+    }
+    let statement = try connection.statement("SELECT pk, _entity FROM \"\(entity.tableName)\"" + clauses)
+    defer { statement.reset() }
+    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    var rows: [(key: Int64, entity: EntityDescription)] = []
+    while try statement.step() {
+      rows.append((statement.int64(0), table.entity(code: statement.int64(1)) ?? entity))
+    }
+    return rows
+  }
+
   /// Runs a query of two columns (a group key and an aggregate) built by the query layer
   /// from the validated model; its values are bound.
   func selectPairs(_ sql: String, arguments: [PrimitiveValue], connection: SQLiteConnection) throws

@@ -63,3 +63,27 @@ import TypedStore
     }
   }
 }
+
+@Suite struct FaultFetchTests {
+  @Test func objectsComeBackAsFaultsOfTheirConcreteEntityAndLoadWhenTouched() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    try await container.performBackgroundTask { context in
+      for index in 0..<6 {
+        let note = index % 2 == 0 ? Note(context: context) : Checklist(context: context)
+        note.title = "t\(index)"
+      }
+      try context.save()
+    }
+    try await container.newBackgroundContext().perform { context in
+      var request = FetchRequest<Note>(
+        predicate: #Predicate { $0.title != "t0" }, sortBy: [SortDescriptor(\.title)])
+      request.returnsObjectsAsFaults = true
+      let faults = try context.fetch(request)
+      #expect(faults.count == 5)
+      #expect(faults.allSatisfy { $0.isFault })
+      #expect(faults.filter { $0 is Checklist }.count == 3)
+      #expect(faults.map(\.title) == ["t1", "t2", "t3", "t4", "t5"])  // read now
+      #expect(faults.allSatisfy { !$0.isFault })
+    }
+  }
+}
