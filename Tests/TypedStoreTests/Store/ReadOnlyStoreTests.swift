@@ -161,13 +161,15 @@ struct UnwritableStoreTests {
     options.busyTimeout = .seconds(5)
     let readOnlyOptions = options
     let model = try ManagedObjectModel(Event.self)
-    // The reader starts first; the creator opens the same path 300 ms later.
-    let reader = Task.detached {
+    // The reader starts first; the creator opens the same path 300 ms later. The reader waits
+    // on a thread of its own: blocking a thread of the shared pool (two on this machine) could
+    // hold up the creator past the reader's busy timeout while other tests run.
+    async let reader = offThePool {
       try PersistentContainer(name: "Events", model: model, storeURL: url, options: readOnlyOptions)
     }
     try await Task.sleep(for: .milliseconds(300))
     let creator = try PersistentContainer(name: "Events", model: model, storeURL: url)
-    let opened = try await reader.value
+    let opened = try await reader
     #expect(opened.persistentStore.identifier == creator.persistentStore.identifier)
 
     // With nobody creating it, the wait ends at the busy timeout with a typed error.
