@@ -32,6 +32,9 @@ final class RemoteChangeMonitor: Sendable {
   private let position: @Sendable () -> Int64
   private let deliver: @Sendable (Event) -> Void
   private let isRunning = Atomic<Bool>(true)
+  /// For tests: by store path, how many of the next history reads of that store's monitor
+  /// fail as a transient SQLite error would.
+  static let failingReads = Mutex<[String: Int]>([:])
   private let wakeRead: Int32
   private let wakeWrite: Int32
 
@@ -135,6 +138,13 @@ final class RemoteChangeMonitor: Sendable {
         after: HistoryToken(storeIdentifier: store.identifier, transactionNumber: position()))
       request.transactionLimit = 1000
       do {
+        let path = store.url.path
+        let injected = Self.failingReads.withLock { failing -> Bool in
+          guard let count = failing[path], count > 0 else { return false }
+          failing[path] = count - 1
+          return true
+        }
+        if injected { throw SQLiteError(code: 5, message: "database is locked (injected by a test)") }
         let transactions = try HistoryReader.fetch(
           request, storeIdentifier: store.identifier, model: store.model, connection: connection)
         guard !transactions.isEmpty else { return true }

@@ -125,6 +125,25 @@ private func eventually(
       "expected \(line); the watcher printed: \(watcher.transcript.all.joined())")
   }
 
+  @Test func aHistoryReadThatFailsIsRetriedAtThePollNotOnlyAtTheNextCommit() async throws {
+    var options = StoreOptions()
+    options.remoteChangePollInterval = .milliseconds(200)
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self), options: options)
+    let path = container.persistentStore.url.path
+    let seen = Recorder<Int>()
+    let observation = container.addStoreChangesObserver { changes in
+      if changes.isRemote { seen.add(changes.inserted(Event.self).count) }
+    }
+    defer { observation.cancel() }
+    try await Task.sleep(for: .milliseconds(100))  // the monitor has started and read once
+    RemoteChangeMonitor.failingReads.withLock { $0[path] = 1 }
+    defer { _ = RemoteChangeMonitor.failingReads.withLock { $0.removeValue(forKey: path) } }
+    _ = try runWriter([path, "other", "1"]).finish()
+    // The read the commit woke fails; the next poll reads again, with no further commit.
+    #expect(await seen.wait(for: 1, seconds: 10))
+    #expect(RemoteChangeMonitor.failingReads.withLock { $0[path] } == 0)
+  }
+
   @Test(arguments: [true, false])
   func withoutInotifyThePollAloneDeliversRemoteCommits(fastPoll: Bool) async throws {
     var options = StoreOptions()
