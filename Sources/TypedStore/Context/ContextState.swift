@@ -87,6 +87,7 @@ final class ContextState: ObjectTracking {
     if let object = registered[key] { return object }
     let object = entity.objectType.init()
     adopt(object, entity: entity, key: key, status: .persisted)
+    object.makeRelationshipsFaults()
     object.isFault = true
     return object
   }
@@ -262,6 +263,7 @@ final class ContextState: ObjectTracking {
       object, entity: entity, key: ObjectKey(rootIndex: entity.rootIndex, isTemporary: true, value: number),
       status: .inserted)
     inserted.append(object)
+    if !entity.relationships.isEmpty { linkRelationshipsOfInserted(object) }
   }
 
   func delete(_ object: ManagedObject) {
@@ -281,8 +283,14 @@ final class ContextState: ObjectTracking {
   }
 
   func save() throws {
+    try applyDeleteRulesInMemory()
     let updatedObjects = updated.filter { !$0.isDeleted && $0.lifecycle == .persisted }
     let deletedObjects = deleted.filter { $0.lifecycle == .persisted }
+    if model.hasRelationships {
+      let failures = validationFailures(inserted + updatedObjects)
+      if !failures.isEmpty { throw StoreError.validationFailed(failures) }
+      if insertedObjectsAreReferenced(inserted + updatedObjects) { try obtainPermanentIDs(for: inserted) }
+    }
     var saved = ContextChanges()
     if !changeObservers.isEmpty {
       saved.updated = Set(updatedObjects.compactMap(anyID))
@@ -295,6 +303,7 @@ final class ContextState: ObjectTracking {
       let values = try entity.accessors.map { try $0.encode(object) }
       changes.inserts.append(
         ChangeSet.Insert(entityIndex: entity.index, primaryKey: key.isTemporary ? nil : key.value, values: values))
+      if !entity.relationships.isEmpty { changes.links += try linkWrites(for: object, changed: { _ in true }) }
     }
     changes.policy = mergePolicy
     // Only the policies that may write the whole object need every value of each update,
@@ -302,12 +311,26 @@ final class ContextState: ObjectTracking {
     let needsAllValues = mergePolicy == .objectTrump || mergePolicy == .overwrite
     let needsOriginals = mergePolicy == .storeTrump
     var savedUpdates: [ManagedObject] = []
+    var rewrittenRows = Set<ObjectIdentifier>()
     for object in updatedObjects {
       guard let entity = object.entity, let key = object.objectKey else { continue }
       var slots: [Int32] = []
       var values: [PrimitiveValue] = []
       var originals: [PrimitiveValue] = []
+      var relationshipNames: [String] = []
+      var changedRelationships = Set<Int32>()
       for (slot, committed) in object.committedValues {
+        guard slot >= 0 else {
+          let index = -slot - 1
+          relationshipNames.append(entity.relationships[Int(index)].name)
+          changedRelationships.insert(index)
+          continue
+        }
+        if let relationship = entity.storedAttributes[Int(slot)].foreignKeyOf,
+          let index = entity.relationships.firstIndex(where: { $0.name == relationship })
+        {
+          changedRelationships.insert(Int32(index))  // its inverse's positions may need writing
+        }
         let current = try entity.accessors[Int(slot)].encode(object)
         if current != committed {
           slots.append(slot)
@@ -315,13 +338,18 @@ final class ContextState: ObjectTracking {
           if needsOriginals { originals.append(committed) }
         }
       }
-      guard !slots.isEmpty else { continue }
+      if !changedRelationships.isEmpty {
+        changes.links += try linkWrites(for: object, changed: changedRelationships.contains)
+      }
+      guard !slots.isEmpty || !relationshipNames.isEmpty else { continue }
       savedUpdates.append(object)
+      if !slots.isEmpty { rewrittenRows.insert(ObjectIdentifier(object)) }
       changes.updates.append(
         ChangeSet.Update(
           entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion, slots: slots, values: values,
           originalValues: originals,
-          allValues: needsAllValues ? try entity.accessors.map { try $0.encode(object) } : nil))
+          allValues: needsAllValues && !slots.isEmpty ? try entity.accessors.map { try $0.encode(object) } : nil,
+          relationshipNames: relationshipNames))
     }
     for object in deletedObjects {
       guard let entity = object.entity, let key = object.objectKey else { continue }
@@ -330,6 +358,7 @@ final class ContextState: ObjectTracking {
     }
 
     var resolved: [(ManagedObject, Resolution)] = []
+    var propagation = DeletePropagation()
     if !changes.isEmpty {
       let applied: AppliedChanges
       do {
@@ -349,7 +378,8 @@ final class ContextState: ObjectTracking {
       // Every inserted object now has its permanent key; what had a temporary key was one of
       // them, so the temporary keys go at once.
       registered.removeAllTemporary()
-      for object in savedUpdates { object.rowVersion += 1 }
+      for object in savedUpdates where rewrittenRows.contains(ObjectIdentifier(object)) { object.rowVersion += 1 }
+      propagation = applied.propagation
       for object in deletedObjects {
         if let entity = object.entity, let key = object.objectKey,
           applied.resolved[ResolvedRow(entityIndex: entity.index, primaryKey: key.value)] == .kept
@@ -358,6 +388,7 @@ final class ContextState: ObjectTracking {
           resolved.append((object, .kept))
           continue
         }
+        unlinkFromGraph(object)
         if let key = object.objectKey { registered[key] = nil }
         object.lifecycle = .invalidated
       }
@@ -383,6 +414,21 @@ final class ContextState: ObjectTracking {
         refresh(object, mergeChanges: true)
       }
     }
+    applyPropagation(propagation)
+    if !changeObservers.isEmpty {
+      for (entityName, keys) in propagation.deleted {
+        for key in keys {
+          saved.deleted.insert(
+            AnyManagedID(storeIdentifier: store.identifier, entityName: entityName, key: .permanent(key)))
+        }
+      }
+      for (entityName, keys) in propagation.updated {
+        for key in keys {
+          saved.updated.insert(
+            AnyManagedID(storeIdentifier: store.identifier, entityName: entityName, key: .permanent(key)))
+        }
+      }
+    }
     // Saved objects nobody else holds go, as Core Data releases them: an import loop that
     // saves every 10,000 objects keeps one batch in memory, not all of them.
     registered.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
@@ -401,12 +447,14 @@ final class ContextState: ObjectTracking {
       return conflict
     }
     var objectValues: [String: PrimitiveValue] = [:]
-    for (index, attribute) in entity.attributes.enumerated() {
+    for (index, attribute) in entity.storedAttributes.enumerated() {
       objectValues[attribute.name] = (try? entity.accessors[index].encode(object)) ?? .null
     }
     var readValues = objectValues
-    for (slot, value) in object.committedValues { readValues[entity.attributes[Int(slot)].name] = value }
-    var involved = Set(object.committedValues.keys.map { entity.attributes[Int($0)].name })
+    for (slot, value) in object.committedValues where slot >= 0 {
+      readValues[entity.storedAttributes[Int(slot)].name] = value
+    }
+    var involved = Set(object.committedValues.keys.filter { $0 >= 0 }.map { entity.storedAttributes[Int($0)].name })
     if let storeValues = conflict.storeValues {
       for (name, value) in storeValues where readValues[name] != value { involved.insert(name) }
     }
@@ -423,10 +471,12 @@ final class ContextState: ObjectTracking {
     }
     for object in updated {
       guard let entity = object.entity else { continue }
-      for (slot, value) in object.committedValues {
+      for (slot, value) in object.committedValues where slot >= 0 {
         try? entity.accessors[Int(slot)].decode(value, into: object)
       }
       object.committedValues.removeAll()
+      // The store holds the links as they were: loaded sides load again when next read.
+      object.makeRelationshipsFaults()
     }
     for object in deleted { object.isDeleted = false }
     inserted.removeAll()
@@ -454,14 +504,21 @@ final class ContextState: ObjectTracking {
   func refresh(_ object: ManagedObject, mergeChanges: Bool) {
     guard object.trackerLink === link, object.lifecycle == .persisted, let entity = object.entity else { return }
     var pending: [(Int32, PrimitiveValue)] = []
+    // Changed relationship sides keep their objects (which may not be saved yet).
+    var pendingLinks: [(slot: Int32, index: Int, objects: [ManagedObject])] = []
     if mergeChanges {
       for slot in object.committedValues.keys {
-        if let value = try? entity.accessors[Int(slot)].encode(object) { pending.append((slot, value)) }
+        if let index = relationshipIndex(ofSlot: slot, in: entity) {
+          pendingLinks.append((slot, index, entity.relationships[index].accessor.objects(in: object)))
+        } else if let value = try? entity.accessors[Int(slot)].encode(object) {
+          pending.append((slot, value))
+        }
       }
     }
     updated.remove(object)
     object.committedValues.removeAll()
     object.isFault = true
+    object.makeRelationshipsFaults()
     guard mergeChanges else { return }
     do {
       try load(object)
@@ -472,17 +529,30 @@ final class ContextState: ObjectTracking {
       }
       return  // otherwise it stays a fault, and reading it reports the error
     }
-    guard !pending.isEmpty else { return }
+    guard !pending.isEmpty || !pendingLinks.isEmpty else { return }
     for (slot, value) in pending {
       object.committedValues[slot] = (try? entity.accessors[Int(slot)].encode(object)) ?? .null
       try? entity.accessors[Int(slot)].decode(value, into: object)
     }
+    for link in pendingLinks {
+      object.committedValues[link.slot] =
+        link.slot < 0 ? .null : ((try? entity.accessors[Int(link.slot)].encode(object)) ?? .null)
+      entity.relationships[link.index].accessor.fulfill(object, with: link.objects)
+    }
     updated.insert(object)
+  }
+
+  /// The relationship a changed slot stands for: a marker, or a to-one's key column.
+  private func relationshipIndex(ofSlot slot: Int32, in entity: EntityDescription) -> Int? {
+    if slot < 0 { return Int(-slot - 1) }
+    guard let name = entity.storedAttributes[Int(slot)].foreignKeyOf else { return nil }
+    return entity.relationships.firstIndex { $0.name == name }
   }
 
   /// Drops an object whose row another transaction deleted: it leaves the identity map and
   /// every pending set, and must not be used afterwards.
   func forgetDeleted(_ object: ManagedObject) {
+    unlinkFromGraph(object)
     if let key = object.objectKey { registered[key] = nil }
     updated.remove(object)
     deleted.remove(object)

@@ -38,9 +38,9 @@ public struct HistoryTombstone: Sendable, Hashable {
     guard let model = ModelRegistry.model(for: storeIdentifier),
       let entity = model.entity(named: entityName),
       let slots = model.attributeSlots(for: keyPath as PartialKeyPath<Entity>), slots.count == 1,
-      let slot = slots.first, Int(slot) < entity.attributes.count
+      let slot = slots.first, Int(slot) < entity.storedAttributes.count
     else { return nil }
-    let attribute = entity.attributes[Int(slot)]
+    let attribute = entity.storedAttributes[Int(slot)]
     guard let value = values[attribute.name] else { return nil }
     return (try? attribute.accessor.codec.decodeAny(value)) as? Value
   }

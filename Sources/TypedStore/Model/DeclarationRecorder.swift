@@ -19,6 +19,7 @@ enum DeclarationRecorder {
   private struct Session {
     var thread: UInt = 0
     var declarations: [AttributeDeclaration] = []
+    var relationships: [RelationshipDeclaration] = []
   }
 
   private static let session = Mutex(Session())
@@ -33,8 +34,19 @@ enum DeclarationRecorder {
     }
   }
 
-  /// Runs `makePrototype` and returns the declarations its initializers recorded, in order.
-  static func declarations(recordedBy makePrototype: () -> Void) -> [AttributeDeclaration] {
+  @usableFromInline
+  static func record(_ declaration: RelationshipDeclaration) {
+    let thread = UInt(bitPattern: Int(bitPattern: UInt(pthread_self())))
+    session.withLock { session in
+      if session.thread == thread { session.relationships.append(declaration) }
+    }
+  }
+
+  /// Runs `makePrototype` and returns the declarations its initializers recorded, in order:
+  /// the attributes' and the relationships'.
+  static func declarations(recordedBy makePrototype: () -> Void) -> (
+    attributes: [AttributeDeclaration], relationships: [RelationshipDeclaration]
+  ) {
     builds.withLock { _ in
       let thread = UInt(bitPattern: Int(bitPattern: UInt(pthread_self())))
       session.withLock { $0 = Session(thread: thread, declarations: []) }
@@ -43,7 +55,7 @@ enum DeclarationRecorder {
       isActive.store(false, ordering: .sequentiallyConsistent)
       return session.withLock { session in
         defer { session = Session() }
-        return session.declarations
+        return (session.declarations, session.relationships)
       }
     }
   }

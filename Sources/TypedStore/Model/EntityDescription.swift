@@ -24,6 +24,10 @@ public struct AttributeDescription: Sendable {
   /// The entity that declares the attribute (a superentity, for an inherited attribute).
   public let entityName: String
   let accessor: any AttributeAccessor
+  /// For the key column of a to-one relationship, the relationship's name: such a column has
+  /// a slot like an attribute (so changes, updates, conflicts and history treat it as one) but
+  /// is not listed in `EntityDescription.attributes`.
+  var foreignKeyOf: String? = nil
 }
 
 /// One entity of a model: a `ManagedObject` subclass, its attributes and its place in the
@@ -44,11 +48,17 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   public let rootName: String
   /// All attributes, inherited ones first, in declaration order.
   public let attributes: [AttributeDescription]
+  /// All relationships, inherited ones first, in declaration order.
+  public let relationships: [RelationshipDescription]
   /// This entity and every entity below it.
   public let selfAndDescendantNames: [String]
 
-  /// The attributes' accessors, by slot: what the hot paths use (an array of small values,
-  /// cheaper to walk than the descriptions).
+  /// What a row stores besides its key and version, by slot: the attributes and the key
+  /// columns of to-one relationships (inherited ones first, then each entity's attributes,
+  /// then its key columns). Slots index this list.
+  let storedAttributes: [AttributeDescription]
+  /// The stored attributes' accessors, by slot: what the hot paths use (an array of small
+  /// values, cheaper to walk than the descriptions).
   let accessors: [any AttributeAccessor]
   let index: Int32
   let rootIndex: Int32
@@ -57,25 +67,31 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   /// object of it is ever made.
   let hasClass: Bool
   private let attributeIndexByName: [String: Int]
+  private let relationshipIndexByName: [String: Int]
 
   init(
     name: String, superentityName: String?, subentityNames: [String], rootName: String,
-    attributes: [AttributeDescription], selfAndDescendantNames: [String], index: Int32,
-    rootIndex: Int32, objectType: ManagedObject.Type?
+    storedAttributes: [AttributeDescription], relationships: [RelationshipDescription] = [],
+    selfAndDescendantNames: [String], index: Int32, rootIndex: Int32, objectType: ManagedObject.Type?
   ) {
     self.name = name
     self.superentityName = superentityName
     self.subentityNames = subentityNames
     self.rootName = rootName
-    self.attributes = attributes
-    self.accessors = attributes.map(\.accessor)
+    self.storedAttributes = storedAttributes
+    self.attributes = storedAttributes.filter { $0.foreignKeyOf == nil }
+    self.relationships = relationships
+    self.relationshipIndexByName = Dictionary(
+      relationships.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+    self.accessors = storedAttributes.map(\.accessor)
     self.selfAndDescendantNames = selfAndDescendantNames
     self.index = index
     self.rootIndex = rootIndex
     self.objectType = objectType ?? ManagedObject.self
     self.hasClass = objectType != nil
     self.attributeIndexByName = Dictionary(
-      attributes.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+      storedAttributes.enumerated().filter { $1.foreignKeyOf == nil }.map { ($1.name, $0) },
+      uniquingKeysWith: { first, _ in first })
   }
 
   /// The name of the table that stores this entity's rows (its root entity's name).
@@ -86,7 +102,23 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
 
   /// The attribute with this Swift name.
   public func attribute(named name: String) -> AttributeDescription? {
-    attributeIndexByName[name].map { attributes[$0] }
+    attributeIndexByName[name].map { storedAttributes[$0] }
+  }
+
+  /// The slot of the attribute with this Swift name.
+  func attributeSlot(named name: String) -> Int32? {
+    attributeIndexByName[name].map(Int32.init)
+  }
+
+  /// The name of the attribute (or key column's relationship) in `slot`, or of the
+  /// relationship a negative slot marks (`ManagedObject.relationshipMarker`).
+  func propertyName(ofSlot slot: Int32) -> String {
+    slot >= 0 ? storedAttributes[Int(slot)].name : relationships[Int(-slot - 1)].name
+  }
+
+  /// The relationship with this Swift name.
+  public func relationship(named name: String) -> RelationshipDescription? {
+    relationshipIndexByName[name].map { relationships[$0] }
   }
 
   public var description: String { "EntityDescription(\(name))" }

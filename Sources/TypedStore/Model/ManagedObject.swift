@@ -71,11 +71,11 @@ open class ManagedObject: Hashable {
   /// True when the object has unsaved changes: inserted, updated or deleted.
   public final var hasChanges: Bool { isInserted || isUpdated || isDeleted }
 
-  /// The names of the attributes changed since the last save.
+  /// The names of the attributes and relationships changed since the last save.
   public final var changedAttributeNames: Set<String> {
     guard let entity else { return [] }
-    if isInserted { return Set(entity.attributes.map(\.name)) }
-    return Set(committedValues.keys.map { entity.attributes[Int($0)].name })
+    if isInserted { return Set(entity.storedAttributes.map(\.name)) }
+    return Set(committedValues.keys.map { entity.propertyName(ofSlot: $0) })
   }
 
   // MARK: - Hashable (identity)
@@ -111,11 +111,23 @@ open class ManagedObject: Hashable {
     if !wasUpdated { tracker.objectDidBecomeUpdated(self) }
   }
 
-  /// Gives every attribute field its slot, so that later writes are tracked.
+  /// Gives every attribute and relationship field its slot, so that later writes are tracked.
   final func assignSlots() {
     guard let entity else { return }
     for (index, accessor) in entity.accessors.enumerated() {
       accessor.setSlot(Int32(index), in: self)
+    }
+    for (index, relationship) in entity.relationships.enumerated() {
+      relationship.accessor.setSlot(Int32(index), in: self)
+    }
+  }
+
+  /// Makes every relationship a fault, for an object whose row is (re)loaded from the store:
+  /// a to-one that holds its key gets it from the row.
+  final func makeRelationshipsFaults() {
+    guard let entity else { return }
+    for relationship in entity.relationships where !relationship.holdsForeignKey {
+      relationship.accessor.makeFault(self, foreignKey: 0)
     }
   }
 }
@@ -154,4 +166,8 @@ protocol ObjectTracking: AnyObject {
   func fulfillFault(of object: ManagedObject)
   /// The object, saved and unchanged until now, had its first attribute changed.
   func objectDidBecomeUpdated(_ object: ManagedObject)
+  /// Loads relationship `index` of the object, which is a fault.
+  func fulfillRelationshipFault(of object: ManagedObject, index: Int32)
+  /// A related object that belonged to no context joins this one.
+  func insertRelated(_ object: ManagedObject)
 }

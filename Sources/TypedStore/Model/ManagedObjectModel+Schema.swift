@@ -66,7 +66,7 @@ extension ManagedObjectModel {
     let entities = schema.entities.map { entity in
       EntityDescription(
         name: entity.name, superentityName: entity.superentity, subentityNames: children(of: entity.name),
-        rootName: entity.table, attributes: attributesByName[entity.name] ?? [],
+        rootName: entity.table, storedAttributes: attributesByName[entity.name] ?? [],
         selfAndDescendantNames: selfAndDescendants(of: entity.name), index: indexByName[entity.name] ?? 0,
         rootIndex: indexByName[entity.table] ?? 0, objectType: nil)
     }

@@ -21,6 +21,8 @@ public final class ManagedObjectModel: Sendable {
   public let jsonRepresentation: Data
   /// SHA-256 of `jsonRepresentation`, as 64 hex digits.
   public let versionHash: String
+  /// Whether any entity has a relationship.
+  let hasRelationships: Bool
 
   private let entitiesByName: [String: EntityDescription]
   private let entitiesByType: [ObjectIdentifier: EntityDescription]
@@ -46,6 +48,7 @@ public final class ManagedObjectModel: Sendable {
     self.schema = schema
     self.jsonRepresentation = json
     self.versionHash = SHA256.hex(of: json)
+    self.hasRelationships = entities.contains { !$0.relationships.isEmpty }
     self.entitiesByName = Dictionary(uniqueKeysWithValues: entities.map { ($0.name, $0) })
     self.entitiesByType = Dictionary(
       uniqueKeysWithValues: entities.filter(\.hasClass).map { (ObjectIdentifier($0.objectType), $0) })
@@ -86,7 +89,8 @@ public final class ManagedObjectModel: Sendable {
     probe._needsAccessHook = true
     _ = probe[keyPath: keyPath]
     let slots = probe.keyPathRecorder ?? []
-    return slots.isEmpty ? nil : slots
+    // A relationship read is recorded as a negative number: not an attribute.
+    return slots.isEmpty || slots.contains(where: { $0 < 0 }) ? nil : slots
   }
 
   // MARK: - Building
@@ -96,6 +100,14 @@ public final class ManagedObjectModel: Sendable {
     let type: ManagedObject.Type
     let superName: String?
     let fields: [(name: String, offset: Int, declaration: AttributeDeclaration, accessor: any AttributeAccessor)]
+    let relationships: [DeclaredRelationship]
+  }
+
+  private struct DeclaredRelationship {
+    let name: String
+    let offset: Int
+    let declaration: RelationshipDeclaration
+    let accessor: any RelationshipAccessor
   }
 
   private static let reservedColumns: Set<String> = ["pk"]
@@ -132,8 +144,10 @@ public final class ManagedObjectModel: Sendable {
       guard let fields = storedFields(of: type) else {
         throw ModelError(entity: name, reason: .unreadableLayout)
       }
+      let recorded = DeclarationRecorder.declarations { _ = type.init() }
       let attributeFields = fields.filter { $0.type is any AttributeField.Type }
-      let declarations = try declarationsInFieldOrder(of: type, name: name, fieldCount: attributeFields.count)
+      let declarations = try inFieldOrder(
+        recorded.attributes, of: type, name: name, isField: { $0 is any AttributeField.Type })
       var attributes: [(String, Int, AttributeDeclaration, any AttributeAccessor)] = []
       for (field, declaration) in zip(attributeFields, declarations) {
         guard let attributeType = field.type as? any AttributeField.Type else { continue }
@@ -145,36 +159,50 @@ public final class ManagedObjectModel: Sendable {
         }
         attributes.append((property, field.offset, declaration, accessor))
       }
-      return Declared(name: name, type: type, superName: superName, fields: attributes)
+      let relationshipFields = fields.filter { $0.type is any RelationshipField.Type }
+      let relationshipDeclarations = try inFieldOrder(
+        recorded.relationships, of: type, name: name, isField: { $0 is any RelationshipField.Type })
+      var relationships: [DeclaredRelationship] = []
+      for (field, declaration) in zip(relationshipFields, relationshipDeclarations) {
+        let property = field.name.hasPrefix("_") ? String(field.name.dropFirst()) : field.name
+        guard let fieldType = field.type as? any RelationshipField.Type,
+          let accessor = fieldType.makeAccessor(offset: field.offset)
+        else {
+          throw ModelError(entity: name, property: property, reason: .unsupportedType(String(describing: field.type)))
+        }
+        relationships.append(
+          DeclaredRelationship(name: property, offset: field.offset, declaration: declaration, accessor: accessor))
+      }
+      return Declared(
+        name: name, type: type, superName: superName, fields: attributes, relationships: relationships)
     }
   }
 
-  /// The declarations of `type`'s attribute fields, in field order (superclass fields first).
+  /// The recorded declarations of `type`'s fields of one kind, in field order (superclass
+  /// fields first).
   ///
-  /// Creating a prototype runs every `@Attribute` initializer once: a subclass's own before its
-  /// superclass's, each class's in declaration order (`DeclarationRecorder`). Field order puts
-  /// superclass fields first, so the recorded runs are reversed class by class.
-  private static func declarationsInFieldOrder(of type: ManagedObject.Type, name: String, fieldCount: Int) throws
-    -> [AttributeDeclaration]
-  {
-    let recorded = DeclarationRecorder.declarations { _ = type.init() }
-    // Own attribute counts, from `type` up to the first class below ManagedObject.
+  /// Creating a prototype runs every `@Attribute` and `@Relationship` initializer once: a
+  /// subclass's own before its superclass's, each class's in declaration order
+  /// (`DeclarationRecorder`). Field order puts superclass fields first, so the recorded runs
+  /// are reversed class by class.
+  private static func inFieldOrder<Declaration>(
+    _ recorded: [Declaration], of type: ManagedObject.Type, name: String, isField: (Any.Type) -> Bool
+  ) throws -> [Declaration] {
+    // Own field counts, from `type` up to the first class below ManagedObject.
     var ownCounts: [Int] = []
     var current: AnyClass? = type
     while let cls = current, cls != ManagedObject.self {
-      let all = storedFields(of: cls)?.filter { $0.type is any AttributeField.Type }.count ?? 0
-      let inherited =
-        _getSuperclass(cls).flatMap { storedFields(of: $0) }?.filter {
-          $0.type is any AttributeField.Type
-        }.count ?? 0
+      let all = storedFields(of: cls)?.filter { isField($0.type) }.count ?? 0
+      let inherited = _getSuperclass(cls).flatMap { storedFields(of: $0) }?.filter { isField($0.type) }.count ?? 0
       ownCounts.append(all - inherited)
       current = _getSuperclass(cls)
     }
+    let fieldCount = storedFields(of: type)?.filter { isField($0.type) }.count ?? 0
     guard recorded.count == fieldCount, ownCounts.reduce(0, +) == fieldCount else {
-      // An initializer that assigns an attribute field itself runs the wrapper twice.
+      // An initializer that assigns a wrapped field itself runs the wrapper twice.
       throw ModelError(entity: name, reason: .unreadableLayout)
     }
-    var runs: [[AttributeDeclaration]] = []
+    var runs: [[Declaration]] = []
     var start = 0
     for count in ownCounts {
       runs.append(Array(recorded[start..<start + count]))
@@ -208,12 +236,30 @@ public final class ManagedObjectModel: Sendable {
       [name] + children(of: name).flatMap(selfAndDescendants)
     }
     let indexByName = Dictionary(uniqueKeysWithValues: ordered.enumerated().map { ($1.name, Int32($0)) })
+    // Each entity's own relationships: a class's fields include its superclass's.
+    let links = try RelationshipLinks(
+      ordered.map { entity in
+        let inheritedOffsets = Set(entity.superName.flatMap { byName[$0] }?.relationships.map(\.offset) ?? [])
+        return RelationshipLinks.Entity(
+          name: entity.name, superName: entity.superName, type: entity.type,
+          relationships: entity.relationships.filter { !inheritedOffsets.contains($0.offset) }.map {
+            ($0.name, $0.declaration, $0.accessor)
+          })
+      })
 
     var columnsByTable: [String: [String: String]] = [:]  // table → column → entity.property
+    func claim(_ column: String, table: String, entity: String, property: String) throws {
+      let key = column.lowercased()  // SQLite identifiers are case-insensitive
+      if columnsByTable[table, default: [:]][key] != nil {
+        throw ModelError(entity: entity, property: property, reason: .duplicateColumn(column))
+      }
+      columnsByTable[table, default: [:]][key] = "\(entity).\(property)"
+    }
     var result: [EntityDescription] = []
-    var attributesByName: [String: [AttributeDescription]] = [:]
+    var storedByName: [String: [AttributeDescription]] = [:]
+    var relationshipsByName: [String: [RelationshipDescription]] = [:]
     for entity in ordered {
-      let inherited = entity.superName.flatMap { attributesByName[$0] } ?? []
+      let inherited = entity.superName.flatMap { storedByName[$0] } ?? []
       let inheritedOffsets = Set(
         entity.superName.flatMap { byName[$0] }?.fields.map(\.offset) ?? [])
       let table = root(of: entity.name)
@@ -227,11 +273,7 @@ public final class ManagedObjectModel: Sendable {
         guard isValidIdentifier(column) else {
           throw ModelError(entity: entity.name, property: field.name, reason: .invalidName(column))
         }
-        let key = column.lowercased()  // SQLite identifiers are case-insensitive
-        if columnsByTable[table, default: [:]][key] != nil {
-          throw ModelError(entity: entity.name, property: field.name, reason: .duplicateColumn(column))
-        }
-        columnsByTable[table, default: [:]][key] = "\(entity.name).\(field.name)"
+        try claim(column, table: table, entity: entity.name, property: field.name)
         let codec = field.accessor.codec
         own.append(
           AttributeDescription(
@@ -240,14 +282,48 @@ public final class ManagedObjectModel: Sendable {
             isPreservedOnDeletion: options.preservedOnDeletion, isIndexed: options.indexed,
             isUnique: options.unique, entityName: entity.name, accessor: field.accessor))
       }
+      // Relationships: each entity's own, after the inherited ones (same indexes in
+      // subentities); a to-one that holds the key adds a stored attribute after the attributes.
+      var ownRelationships: [RelationshipDescription] = []
+      let inheritedRelationships = entity.superName.flatMap { relationshipsByName[$0] } ?? []
+      for relationship in links.relationships(of: entity.name) {
+        guard isValidIdentifier(relationship.name) else {
+          throw ModelError(
+            entity: entity.name, property: relationship.name, reason: .invalidName(relationship.name))
+        }
+        var foreignKeySlot: Int32?
+        if case .foreignKey(let column, let orderColumn) = relationship.storage {
+          try claim(column, table: table, entity: entity.name, property: relationship.name)
+          if let orderColumn { try claim(orderColumn, table: table, entity: entity.name, property: relationship.name) }
+          foreignKeySlot = Int32(inherited.count + own.count)
+          own.append(
+            AttributeDescription(
+              name: relationship.name, columnName: column, attributeType: .integer64, storage: .standard,
+              isOptional: true, isPreservedOnDeletion: false, isIndexed: true, isUnique: false,
+              entityName: entity.name,
+              accessor: ForeignKeyAccessor(
+                relationship: relationship.accessor, entityName: entity.name, relationshipName: relationship.name),
+              foreignKeyOf: relationship.name))
+        }
+        ownRelationships.append(
+          RelationshipDescription(
+            name: relationship.name, kind: relationship.accessor.kind,
+            destinationEntityName: relationship.destination, inverseName: relationship.inverseName,
+            deleteRule: relationship.declaration.deleteRule, isRequired: relationship.declaration.isRequired,
+            minimumCount: relationship.declaration.minimumCount, maximumCount: relationship.declaration.maximumCount,
+            entityName: entity.name, storage: relationship.storage, accessor: relationship.accessor,
+            inverseIndex: relationship.inverseIndex, foreignKeySlot: foreignKeySlot))
+      }
       // Inherited attributes keep their descriptions but use this class's field offsets,
       // which are the same: a subclass lays out its superclass's fields first.
       let all = inherited + own
-      attributesByName[entity.name] = all
+      storedByName[entity.name] = all
+      relationshipsByName[entity.name] = inheritedRelationships + ownRelationships
       result.append(
         EntityDescription(
           name: entity.name, superentityName: entity.superName, subentityNames: children(of: entity.name),
-          rootName: table, attributes: all, selfAndDescendantNames: selfAndDescendants(of: entity.name),
+          rootName: table, storedAttributes: all, relationships: inheritedRelationships + ownRelationships,
+          selfAndDescendantNames: selfAndDescendants(of: entity.name),
           index: indexByName[entity.name] ?? 0, rootIndex: indexByName[table] ?? 0,
           objectType: entity.type))
     }
@@ -262,6 +338,8 @@ public final class ManagedObjectModel: Sendable {
           name: $0.name, column: $0.columnName, type: $0.attributeType, storage: $0.storage,
           optional: $0.isOptional, preservedOnDeletion: $0.isPreservedOnDeletion,
           indexed: $0.isIndexed, unique: $0.isUnique)
-      })
+      },
+      relationships: ModelSchema.Relationship.list(
+        entity.relationships.filter { $0.entityName == entity.name }))
   }
 }

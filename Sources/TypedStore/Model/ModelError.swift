@@ -23,6 +23,11 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     /// did not run once each when an object was created (an `init` that assigns an attribute
     /// field itself).
     case unreadableLayout
+    /// A relationship's destination class is not an entity of the model.
+    case destinationNotInModel(String)
+    /// A relationship's inverse is not a relationship of the destination, or does not point
+    /// back at it.
+    case invalidInverse(String)
     /// The entity was read from a store's schema without its class: its objects cannot be
     /// made (open the store with the application's model to work with objects).
     case noClass
@@ -56,6 +61,9 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     case .unsupportedType(let type):
       return
         "\(place): \(type) is not a storable attribute type; use an AttributeValue type, a RawRepresentable of one, or @Attribute(.codable)"
+    case .destinationNotInModel(let type):
+      return "\(place): the relationship's destination \(type) is not an entity of the model"
+    case .invalidInverse(let why): return "\(place): \(why)"
     case .noClass:
       return "\(place): this model was read from the store without the entity's class, so it has no objects"
     case .unreadableLayout:

@@ -16,6 +16,36 @@ public struct ModelSchema: Codable, Sendable, Equatable {
     public var table: String
     /// Its own attributes, in declaration order (inherited ones are the superentity's).
     public var attributes: [Attribute]
+    /// Its own relationships, in declaration order; absent when it has none.
+    public var relationships: [Relationship]?
+  }
+
+  /// One relationship, and where its links are stored.
+  public struct Relationship: Codable, Sendable, Equatable {
+    /// The Swift property name.
+    public var name: String
+    /// The entity of the related objects.
+    public var destination: String
+    /// The destination's relationship that points back.
+    public var inverse: String
+    /// To-one, to-many or ordered to-many.
+    public var kind: RelationshipKind
+    /// What deleting an object does to the related objects.
+    public var deleteRule: DeleteRule
+    /// For a to-one: whether a save needs it set.
+    public var required: Bool
+    /// For a to-many: the fewest related objects allowed.
+    public var minimumCount: Int?
+    /// For a to-many: the most related objects allowed.
+    public var maximumCount: Int?
+    /// The key column in this entity's table, for a to-one whose row holds the key.
+    public var column: String?
+    /// The column that keeps the order: in the to-one side's table, or in the join table.
+    public var orderColumn: String?
+    /// The join table, for a many-to-many.
+    public var joinTable: String?
+    /// The join table's column that holds this side's keys.
+    public var joinColumn: String?
   }
 
   /// One attribute.

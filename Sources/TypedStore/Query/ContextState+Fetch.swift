@@ -158,7 +158,7 @@ extension ContextState {
       guard let slots = store.model.attributeSlots(for: keyPath), slots.count == 1, let slot = slots.first else {
         throw FetchError.unsupportedAggregate("\(keyPath): it is not an attribute")
       }
-      return entity.attributes[Int(slot)]
+      return entity.storedAttributes[Int(slot)]
     }
     var valueAttribute: AttributeDescription?
     var expression = "count(*)"
@@ -230,7 +230,7 @@ extension ContextState {
       }
       let ascending = descriptor.order == .forward
       sortSlots.append((Int(slot), ascending))
-      order.append("\"\(entity.attributes[Int(slot)].columnName)\" \(ascending ? "ASC" : "DESC")")
+      order.append("\"\(entity.storedAttributes[Int(slot)].columnName)\" \(ascending ? "ASC" : "DESC")")
     }
     order.append("pk ASC")
     var (restriction, arguments) = store.entityRestriction(

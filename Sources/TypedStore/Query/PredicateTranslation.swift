@@ -136,11 +136,11 @@ struct PredicateTranslator<Entity: ManagedObject> {
       throw PredicateTranslationError.unsupportedExpression("a key path that does not start at the predicate's object")
     }
     guard let found = model.attributeSlots(for: typed), found.count == 1, let slot = found.first,
-      Int(slot) < entity.attributes.count
+      Int(slot) < entity.storedAttributes.count
     else {
       throw PredicateTranslationError.unknownKeyPath(String(describing: keyPath))
     }
-    let attribute = entity.attributes[Int(slot)]
+    let attribute = entity.storedAttributes[Int(slot)]
     slots.insert(slot)
     let kind: SQLValueKind
     switch attribute.attributeType {

@@ -21,6 +21,18 @@ struct ChangeSet: Sendable {
     /// Every attribute's value, for the policies that may write the whole object (a row
     /// inserted again, an overwrite); nil otherwise.
     var allValues: [PrimitiveValue]?
+    /// Relationships of the object that changed without its row changing (a to-many, or the
+    /// side of a to-one whose key another row holds): recorded in history, not written.
+    var relationshipNames: [String] = []
+  }
+
+  /// The complete, ordered list of an object's side of a relationship stored in a join table
+  /// or with an order column: what the links (and positions) must become.
+  struct LinkWrite: Sendable {
+    var entityIndex: Int32
+    var relationshipIndex: Int32
+    var owner: Int64
+    var targets: [Int64]
   }
 
   struct Delete: Sendable {
@@ -32,10 +44,11 @@ struct ChangeSet: Sendable {
   var inserts: [Insert] = []
   var updates: [Update] = []
   var deletes: [Delete] = []
+  var links: [LinkWrite] = []
   /// How conflicts with other writers are resolved.
   var policy: MergePolicy = .error
 
-  var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty }
+  var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && links.isEmpty }
 }
 
 /// What a committed change set produced.
@@ -44,6 +57,15 @@ struct AppliedChanges: Sendable {
   var insertedKeys: [Int64] = []
   /// What resolving conflicts did to objects of the change set, by entity index and key.
   var resolved: [ResolvedRow: Resolution] = [:]
+  /// Rows the delete rules deleted or updated beyond the change set's own.
+  var propagation = DeletePropagation()
+}
+
+/// What delete rules did beyond the deletes asked for: rows deleted by `.cascade`, and rows
+/// whose relationship `.nullify` cleared, by entity.
+struct DeletePropagation: Sendable {
+  var deleted: [(entityName: String, primaryKeys: [Int64])] = []
+  var updated: [(entityName: String, primaryKeys: [Int64])] = []
 }
 
 /// A row a conflict was resolved for.

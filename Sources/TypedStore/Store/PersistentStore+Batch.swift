@@ -36,8 +36,8 @@ extension PersistentStore {
       let affected = try self.selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
       guard !affected.isEmpty, !assignments.isEmpty else { return AffectedRows() }
       try history.willUpdate(
-        changedAttributes: assignments.map { entity.attributes[Int($0.slot)].name }, groups: affected)
-      let sets = assignments.map { "\"\(entity.attributes[Int($0.slot)].columnName)\" = ?" }
+        changedAttributes: assignments.map { entity.storedAttributes[Int($0.slot)].name }, groups: affected)
+      let sets = assignments.map { "\"\(entity.storedAttributes[Int($0.slot)].columnName)\" = ?" }
       let statement = try connection.statement(
         "UPDATE \"\(entity.tableName)\" SET \((sets + ["_version = _version + 1"]).joined(separator: ", "))\(rows.whereClause)"
       )
@@ -66,6 +66,10 @@ extension PersistentStore {
       defer { statement.reset() }
       for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
       try statement.run()
+      // The same delete rules as a save's, set-based, in the same transaction.
+      if self.model.hasRelationships {
+        _ = try self.propagateDeletes(affected, connection: connection, history: history)
+      }
       return AffectedRows(groups: affected.map { ($0.entity.name, $0.primaryKeys) })
     }
   }

@@ -24,6 +24,10 @@ extension PersistentStore {
     let policy = changes.policy
 
     for update in changes.updates {
+      guard !update.slots.isEmpty else {  // relationships only: no row written, no version checked
+        resolved.updates.append(update)
+        continue
+      }
       let entity = model.entities[Int(update.entityIndex)]
       let row = ResolvedRow(entityIndex: update.entityIndex, primaryKey: update.primaryKey)
       let current = try currentRow(of: entity, primaryKey: update.primaryKey, connection: connection)
@@ -64,7 +68,7 @@ extension PersistentStore {
         break
       case .overwrite:
         guard let values = update.allValues else { throw VersionMismatch() }
-        written.slots = entity.attributes.indices.map(Int32.init)
+        written.slots = entity.storedAttributes.indices.map(Int32.init)
         written.values = values
       case .rollback:
         written.slots = []
@@ -107,18 +111,18 @@ extension PersistentStore {
   private func currentRow(of entity: EntityDescription, primaryKey: Int64, connection: SQLiteConnection) throws
     -> (version: Int64, values: [PrimitiveValue])?
   {
-    let columns = ["_version"] + entity.attributes.map { "\"\($0.columnName)\"" }
+    let columns = ["_version"] + entity.storedAttributes.map { "\"\($0.columnName)\"" }
     let statement = try connection.statement(
       "SELECT \(columns.joined(separator: ", ")) FROM \"\(entity.tableName)\" WHERE pk = ?")
     defer { statement.reset() }
     statement.bind(primaryKey, at: 1)
     guard try statement.step() else { return nil }
-    let values = entity.attributes.indices.map { statement.column(Int32($0 + 1)).primitiveValue }
+    let values = entity.storedAttributes.indices.map { statement.column(Int32($0 + 1)).primitiveValue }
     return (statement.int64(0), values)
   }
 
   private func named(_ values: [PrimitiveValue], of entity: EntityDescription) -> [String: PrimitiveValue] {
-    Dictionary(uniqueKeysWithValues: zip(entity.attributes.map(\.name), values))
+    Dictionary(uniqueKeysWithValues: zip(entity.storedAttributes.map(\.name), values))
   }
 
   private func id(_ entity: EntityDescription, _ primaryKey: Int64) -> AnyManagedID {

@@ -7,6 +7,7 @@ import Foundation
 private struct UpdateShape: Hashable {
   var entityIndex: Int32
   var slots: [Int32]
+  var relationshipNames: [String]
 }
 
 /// The current row of a statement that selects `TableLayout.selectSQL`'s columns.
@@ -211,7 +212,7 @@ extension PersistentStore {
       let entity = model.entities[Int(entityIndex)]
       let slot = slots.map { Int($0[index]) } ?? index
       throw StoreError.invalidValue(
-        entity: entity.name, attribute: entity.attributes[slot].name,
+        entity: entity.name, attribute: entity.storedAttributes[slot].name,
         reason: "NaN is not a number SQLite can store (it would be read back as nil)")
     }
   }
@@ -260,8 +261,17 @@ extension PersistentStore {
       }
     }
 
-    for group in grouped(changes.updates, by: { UpdateShape(entityIndex: $0.entityIndex, slots: $0.slots) }) {
+    for group in grouped(
+      changes.updates,
+      by: { UpdateShape(entityIndex: $0.entityIndex, slots: $0.slots, relationshipNames: $0.relationshipNames) })
+    {
       let entity = model.entities[Int(group.key.entityIndex)]
+      let changedNames = group.key.slots.map { entity.storedAttributes[Int($0)].name } + group.key.relationshipNames
+      guard !group.key.slots.isEmpty else {
+        // Only relationships whose links other rows hold: history, no row to write.
+        try history.didUpdate(entity, primaryKeys: group.rows.map(\.primaryKey), changedAttributes: changedNames)
+        continue
+      }
       let statement = try connection.statement(layout(of: entity).updateSQL(entity: entity, slots: group.key.slots))
       for update in group.rows {
         statement.rewind()  // every parameter is bound again
@@ -272,9 +282,7 @@ extension PersistentStore {
         try statement.run()
         guard connection.changes == 1 else { throw VersionMismatch() }
       }
-      try history.didUpdate(
-        entity, primaryKeys: group.rows.map(\.primaryKey),
-        changedAttributes: group.key.slots.map { entity.attributes[Int($0)].name })
+      try history.didUpdate(entity, primaryKeys: group.rows.map(\.primaryKey), changedAttributes: changedNames)
     }
 
     // Reserve keys per table for the inserts that have none yet.
@@ -324,6 +332,15 @@ extension PersistentStore {
     }
     for (entityIndex, keys) in insertedByEntity.sorted(by: { $0.key < $1.key }) {
       try history.didInsert(model.entities[Int(entityIndex)], primaryKeys: keys)
+    }
+    if !changes.links.isEmpty { try writeLinks(changes.links, connection: connection) }
+    // Delete rules reach the rows no context loaded, once every row of the change set is
+    // written (so an object moved away in this save is not cascaded).
+    if model.hasRelationships && !changes.deletes.isEmpty {
+      let deleted = grouped(changes.deletes, by: { $0.entityIndex }).map {
+        (entity: model.entities[Int($0.key)], primaryKeys: $0.rows.map(\.primaryKey))
+      }
+      applied.propagation = try propagateDeletes(deleted, connection: connection, history: history)
     }
     return applied
   }

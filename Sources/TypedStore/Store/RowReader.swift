@@ -10,15 +10,22 @@ final class RowReader: Sendable {
     let direct: DirectField
     let column: Int32
     let slot: Int32
+    /// False for a relationship's key column, which has no `Attribute` field to number.
+    let hasSlotField: Bool
   }
 
   private let fields: [Field]
   private let accessors: [any AttributeAccessor]
+  /// The relationships whose links other rows hold: faults in every new object.
+  private let relationships: [(index: Int32, accessor: any RelationshipAccessor, holdsKey: Bool)]
 
   init(entity: EntityDescription, positions: [Int32]) {
     accessors = entity.accessors
+    relationships = entity.relationships.enumerated().map { (Int32($0), $1.accessor, $1.holdsForeignKey) }
     fields = zip(entity.accessors, positions).enumerated().map { slot, pair in
-      Field(direct: pair.0.directField, column: pair.1, slot: Int32(slot))
+      Field(
+        direct: pair.0.directField, column: pair.1, slot: Int32(slot),
+        hasSlotField: entity.storedAttributes[slot].foreignKeyOf == nil)
     }
   }
 
@@ -38,7 +45,13 @@ final class RowReader: Sendable {
         default:
           try accessors[Int(field.slot)].decode(value.primitiveValue, into: object)
         }
-        if assigningSlots { field.direct.setSlot(field.slot, in: object) }
+        if assigningSlots && field.hasSlotField { field.direct.setSlot(field.slot, in: object) }
+      }
+    }
+    if assigningSlots {
+      for relationship in relationships {
+        relationship.accessor.setSlot(relationship.index, in: object)
+        if !relationship.holdsKey { relationship.accessor.makeFault(object, foreignKey: 0) }
       }
     }
   }

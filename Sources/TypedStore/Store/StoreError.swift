@@ -44,6 +44,14 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   case mergeConflict([MergeConflict])
   /// A unique constraint refused the write.
   case uniqueConstraintViolation(entity: String, message: String)
+  /// A save or batch delete would delete objects that a `.deny` relationship still relates
+  /// to others: each denial names the object, the relationship and the objects that block
+  /// it. Nothing was written.
+  case deleteDenied([DeleteDenial])
+  /// A save met objects that break their model's rules (a required to-one that is nil, a
+  /// to-many with too few or too many objects): every failure, not only the first. Nothing
+  /// was written.
+  case validationFailed([ValidationFailure])
   /// SQLite reported an error.
   case sqlite(SQLiteError)
 
@@ -72,7 +80,66 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         + conflicts.map(\.description).joined(separator: "; ")
     case .uniqueConstraintViolation(let entity, let message):
       "a unique constraint of \(entity) refused the write: \(message)"
+    case .deleteDenied(let denials):
+      "the delete is denied, nothing was written: " + denials.map(\.description).joined(separator: "; ")
+    case .validationFailed(let failures):
+      "\(failures.count) validation failure(s), nothing was written: "
+        + failures.map(\.description).joined(separator: "; ")
     case .sqlite(let error): error.description
+    }
+  }
+}
+
+/// An object whose deletion a `.deny` relationship refused.
+///
+/// ```swift
+/// catch StoreError.deleteDenied(let denials) {
+///   for denial in denials { print(denial.objectID, denial.relationship, denial.relatedIDs) }
+/// }
+/// ```
+public struct DeleteDenial: Sendable, Equatable, CustomStringConvertible {
+  /// The object that was to be deleted.
+  public var objectID: AnyManagedID
+  /// Its relationship whose delete rule is `.deny`.
+  public var relationship: String
+  /// The related objects that block the deletion.
+  public var relatedIDs: [AnyManagedID]
+
+  public var description: String {
+    "\(objectID) is still related through \(relationship) to \(relatedIDs.map(\.description).joined(separator: ", "))"
+  }
+}
+
+/// One rule of the model an object breaks.
+///
+/// ```swift
+/// catch StoreError.validationFailed(let failures) {
+///   for failure in failures { print(failure.objectID, failure.property, failure.reason) }
+/// }
+/// ```
+public struct ValidationFailure: Sendable, Equatable, CustomStringConvertible {
+  /// What is wrong.
+  public enum Reason: Sendable, Equatable {
+    /// A required to-one relationship is nil.
+    case missingRequiredRelationship
+    /// A to-many relationship holds fewer objects than its `minimumCount`.
+    case tooFewObjects(count: Int, minimum: Int)
+    /// A to-many relationship holds more objects than its `maximumCount`.
+    case tooManyObjects(count: Int, maximum: Int)
+  }
+
+  /// The object at fault (a temporary ID for an object not saved yet).
+  public var objectID: AnyManagedID
+  /// The property at fault.
+  public var property: String
+  /// What is wrong.
+  public var reason: Reason
+
+  public var description: String {
+    switch reason {
+    case .missingRequiredRelationship: "\(objectID).\(property) is required but nil"
+    case .tooFewObjects(let count, let minimum): "\(objectID).\(property) has \(count) objects, fewer than \(minimum)"
+    case .tooManyObjects(let count, let maximum): "\(objectID).\(property) has \(count) objects, more than \(maximum)"
     }
   }
 }

@@ -34,7 +34,7 @@ final class TableLayout: Sendable {
     var indexByColumn: [String: Int] = [:]
     var createIndexes: [String] = []
     for entity in hierarchy {
-      for attribute in entity.attributes where attribute.entityName == entity.name {
+      for attribute in entity.storedAttributes where attribute.entityName == entity.name {
         indexByColumn[attribute.columnName] = columns.count
         // Only the root's non-optional attributes can be NOT NULL: a subentity's columns are
         // empty in the rows of its siblings.
@@ -54,15 +54,32 @@ final class TableLayout: Sendable {
     if hierarchy.count > 1 {
       createIndexes.append("CREATE INDEX \"_index_\(root.name)__entity\" ON \"\(root.name)\"(_entity)")
     }
+    // Relationships: the order column of a to-one whose inverse is ordered (in this table),
+    // and the join tables this table's entities own.
+    var extraColumns: [String] = []
+    for entity in hierarchy {
+      for relationship in entity.relationships where relationship.entityName == entity.name {
+        switch relationship.storage {
+        case .foreignKey(_, let orderColumn?):
+          extraColumns.append("\"\(orderColumn)\" INTEGER")
+        case .joinTable(let table, _, _, _, true):
+          createIndexes.append(
+            "CREATE TABLE \"\(table)\" (source INTEGER NOT NULL, target INTEGER NOT NULL, source_order INTEGER, target_order INTEGER, PRIMARY KEY (source, target)) WITHOUT ROWID"
+          )
+          createIndexes.append("CREATE INDEX \"_index_\(table)_target\" ON \"\(table)\"(target, source)")
+        default: break
+        }
+      }
+    }
     selectsEntity = hierarchy.count > 1
     let leadingColumns: Int32 = selectsEntity ? 3 : 2  // pk, _version[, _entity]
     var readers = [RowReader?](repeating: nil, count: entityCount)
     var insertSQL: [String: String] = [:]
     for entity in hierarchy {
-      let indexes = entity.attributes.map { indexByColumn[$0.columnName] ?? 0 }
+      let indexes = entity.storedAttributes.map { indexByColumn[$0.columnName] ?? 0 }
       readers[Int(entity.index)] = RowReader(
         entity: entity, positions: indexes.map { Int32($0) + leadingColumns })
-      let names = entity.attributes.map { "\"\($0.columnName)\"" }
+      let names = entity.storedAttributes.map { "\"\($0.columnName)\"" }
       let placeholders = Array(repeating: "?", count: names.count + 2)
       insertSQL[entity.name] =
         "INSERT INTO \"\(root.name)\" (\((["pk", "_entity"] + names).joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
@@ -74,7 +91,7 @@ final class TableLayout: Sendable {
     self.deleteSQL = "DELETE FROM \"\(root.name)\" WHERE pk = ? AND _version = ?"
     let definitions =
       ["pk INTEGER PRIMARY KEY", "_version INTEGER NOT NULL DEFAULT 1", "_entity INTEGER NOT NULL"]
-      + columns.map { "\"\($0.name)\" \($0.type)\($0.notNull ? " NOT NULL" : "")" }
+      + columns.map { "\"\($0.name)\" \($0.type)\($0.notNull ? " NOT NULL" : "")" } + extraColumns
     self.createSQL =
       ["CREATE TABLE \"\(root.name)\" (\(definitions.joined(separator: ", ")))"] + createIndexes
   }
@@ -94,7 +111,7 @@ final class TableLayout: Sendable {
 
   /// `UPDATE` of some attributes of one row, guarded by its version.
   func updateSQL(entity: EntityDescription, slots: [Int32]) -> String {
-    let assignments = slots.map { "\"\(entity.attributes[Int($0)].columnName)\" = ?" }
+    let assignments = slots.map { "\"\(entity.storedAttributes[Int($0)].columnName)\" = ?" }
     return
       "UPDATE \"\(root.name)\" SET \((assignments + ["_version = _version + 1"]).joined(separator: ", ")) WHERE pk = ? AND _version = ?"
   }

@@ -1,0 +1,181 @@
+/// The relationships of a model's entities, their inverses resolved and checked, and where
+/// each pair's links are stored. Built once, while the model is built.
+///
+/// An inverse is declared as a key path (`inverse: \Note.folder`), which Swift cannot turn
+/// into a property name. So the resolver applies it to a prototype object of the destination
+/// whose relationship fields know their index and record it when read: the one index recorded
+/// is the inverse. Then each pair is checked to point both ways, and given its storage:
+///
+/// - to-one ↔ to-many: a key column on the to-one side's table (with an order column there
+///   when the to-many side is ordered);
+/// - to-one ↔ to-one: a key column on one side, the one whose (entity, name) sorts first;
+/// - to-many ↔ to-many: a join table `_join_<Entity>_<relationship>`, named after the side
+///   that sorts first, which owns it.
+struct RelationshipLinks {
+  struct Entity {
+    var name: String
+    var superName: String?
+    var type: ManagedObject.Type
+    var relationships: [(name: String, declaration: RelationshipDeclaration, accessor: any RelationshipAccessor)]
+  }
+
+  struct Resolved {
+    var name: String
+    var declaration: RelationshipDeclaration
+    var accessor: any RelationshipAccessor
+    var destination: String
+    var inverseName: String
+    var inverseIndex: Int32
+    var storage: RelationshipStorage
+  }
+
+  private var resolvedByEntity: [String: [Resolved]] = [:]
+
+  /// The entity's own relationships (not inherited ones), in declaration order.
+  func relationships(of entity: String) -> [Resolved] { resolvedByEntity[entity] ?? [] }
+
+  /// Resolves every relationship of `entities` (superentities first).
+  init(_ entities: [Entity]) throws {
+    let byName = Dictionary(uniqueKeysWithValues: entities.map { ($0.name, $0) })
+    let ownByEntity = byName.mapValues(\.relationships)
+    let nameByType = Dictionary(uniqueKeysWithValues: entities.map { (ObjectIdentifier($0.type), $0.name) })
+    // Each entity's full list (inherited first): (declaring entity, own index).
+    var full: [String: [(entity: String, index: Int)]] = [:]
+    for entity in entities {
+      full[entity.name] =
+        (entity.superName.flatMap { full[$0] } ?? []) + entity.relationships.indices.map { (entity.name, $0) }
+    }
+    func relationship(_ ref: (entity: String, index: Int)) -> (
+      name: String, declaration: RelationshipDeclaration, accessor: any RelationshipAccessor
+    ) {
+      (ownByEntity[ref.entity] ?? [])[ref.index]
+    }
+
+    // 1. Each relationship's destination, and its inverse where it names one.
+    struct Pending {
+      var destination: String
+      var inverse: (entity: String, index: Int)?
+    }
+    var pending: [String: [Pending]] = [:]
+    for entity in entities {
+      pending[entity.name] = try entity.relationships.map { own in
+        let destinationType = own.accessor.destinationType
+        guard let destination = nameByType[ObjectIdentifier(destinationType)],
+          let destinationEntity = byName[destination]
+        else {
+          throw ModelError(
+            entity: entity.name, property: own.name,
+            reason: .destinationNotInModel(String(describing: destinationType)))
+        }
+        guard let inverseKeyPath: AnyKeyPath = own.declaration.inverse else {
+          return Pending(destination: destination, inverse: nil)
+        }
+        let refs = full[destination] ?? []
+        let probe = destinationEntity.type.init()
+        for (index, ref) in refs.enumerated() { relationship(ref).accessor.setSlot(Int32(index), in: probe) }
+        probe.keyPathRecorder = []
+        probe._needsAccessHook = true
+        _ = probe[keyPath: inverseKeyPath]
+        let read = probe.keyPathRecorder ?? []
+        guard read.count == 1, let slot = read.first, slot < 0, Int(-slot - 1) < refs.count else {
+          throw ModelError(
+            entity: entity.name, property: own.name,
+            reason: .invalidInverse("its inverse is not a relationship of \(destination)"))
+        }
+        return Pending(destination: destination, inverse: refs[Int(-slot - 1)])
+      }
+    }
+    // A side that names no inverse is named by exactly one relationship of its destination.
+    for entity in entities {
+      for index in entity.relationships.indices where pending[entity.name]?[index].inverse == nil {
+        guard let destination = pending[entity.name]?[index].destination else { continue }
+        let naming = (full[destination] ?? []).filter { ref in
+          guard let other = pending[ref.entity]?[ref.index], let named = other.inverse else { return false }
+          return named == (entity.name, index)
+        }
+        guard naming.count == 1, let found = naming.first else {
+          throw ModelError(
+            entity: entity.name, property: entity.relationships[index].name,
+            reason: .invalidInverse(
+              naming.isEmpty
+                ? "it has no inverse: name it with inverse: on this side or on the destination's"
+                : "several relationships of \(destination) name it as their inverse"))
+        }
+        pending[entity.name]?[index].inverse = found
+      }
+    }
+
+    // 2. Check that each pair points both ways, and choose its storage.
+    for entity in entities {
+      var resolved: [Resolved] = []
+      for (index, own) in entity.relationships.enumerated() {
+        guard let this = pending[entity.name]?[index], let thisInverse = this.inverse,
+          let that = pending[thisInverse.entity]?[thisInverse.index]
+        else { continue }
+        let inverse = relationship(thisInverse)
+        guard that.destination == entity.name, let thatInverse = that.inverse, thatInverse == (entity.name, index)
+        else {
+          throw ModelError(
+            entity: entity.name, property: own.name,
+            reason: .invalidInverse(
+              "its inverse \(this.destination).\(inverse.name) does not point back at \(entity.name).\(own.name)"))
+        }
+        let isSelfInverse = thisInverse == (entity.name, index)
+        let sortsFirst = (entity.name, own.name) <= (thisInverse.entity, inverse.name)
+        let kind = own.accessor.kind
+        let inverseKind = inverse.accessor.kind
+        let storage: RelationshipStorage
+        switch (kind.isToMany, inverseKind.isToMany) {
+        case (false, true):
+          storage = .foreignKey(column: own.name, orderColumn: inverseKind == .ordered ? "_\(own.name)_order" : nil)
+        case (true, false):
+          storage = .inverseForeignKey(
+            column: inverse.name, orderColumn: kind == .ordered ? "_\(inverse.name)_order" : nil)
+        case (false, false):
+          storage =
+            isSelfInverse || sortsFirst
+            ? .foreignKey(column: own.name, orderColumn: nil)
+            : .inverseForeignKey(column: inverse.name, orderColumn: nil)
+        case (true, true):
+          let owner = isSelfInverse || sortsFirst
+          let table = owner ? "_join_\(entity.name)_\(own.name)" : "_join_\(thisInverse.entity)_\(inverse.name)"
+          storage = .joinTable(
+            table: table, ownColumn: owner ? "source" : "target", otherColumn: owner ? "target" : "source",
+            orderColumn: kind == .ordered ? (owner ? "source_order" : "target_order") : nil, isOwner: owner)
+        }
+        let inverseIndex = (full[this.destination] ?? []).firstIndex { $0 == thisInverse } ?? 0
+        resolved.append(
+          Resolved(
+            name: own.name, declaration: own.declaration, accessor: own.accessor, destination: this.destination,
+            inverseName: inverse.name, inverseIndex: Int32(inverseIndex), storage: storage))
+      }
+      resolvedByEntity[entity.name] = resolved
+    }
+  }
+}
+
+extension ModelSchema.Relationship {
+  /// The schema form of an entity's own relationships; nil for none, so that a model without
+  /// relationships keeps the JSON (and version hash) it had before relationships existed.
+  static func list(_ relationships: [RelationshipDescription]) -> [ModelSchema.Relationship]? {
+    guard !relationships.isEmpty else { return nil }
+    return relationships.map { relationship in
+      var schema = ModelSchema.Relationship(
+        name: relationship.name, destination: relationship.destinationEntityName, inverse: relationship.inverseName,
+        kind: relationship.kind, deleteRule: relationship.deleteRule, required: relationship.isRequired,
+        minimumCount: relationship.minimumCount, maximumCount: relationship.maximumCount)
+      switch relationship.storage {
+      case .foreignKey(let column, let orderColumn):
+        schema.column = column
+        schema.orderColumn = orderColumn
+      case .inverseForeignKey(_, let orderColumn):
+        schema.orderColumn = orderColumn
+      case .joinTable(let table, let ownColumn, _, let orderColumn, _):
+        schema.joinTable = table
+        schema.joinColumn = ownColumn
+        schema.orderColumn = orderColumn
+      }
+      return schema
+    }
+  }
+}

@@ -1,0 +1,195 @@
+import Foundation
+
+// How TypedStore reads and writes the `@Relationship` fields of user classes, as
+// `ObjectLayout.swift` does for attributes: the model finds each field's byte offset once,
+// and an accessor reads and writes the `Relationship<Value>` there. The graph code above works
+// with plain arrays of objects; only this file knows the three Swift shapes.
+
+/// The Swift shapes a relationship's value can have: `Destination?`, `Set<Destination>` and
+/// `[Destination]`. The initializers of `Relationship` allow only these; the conformances
+/// prove it again at run time, when the model is built.
+protocol RelationshipValue {
+  static var kind: RelationshipKind { get }
+  static var destinationType: ManagedObject.Type { get }
+  /// The related objects, in order for an ordered relationship.
+  var objects: [ManagedObject] { get }
+  /// A value holding `objects` (each of which is a `Destination`).
+  init(objects: [ManagedObject])
+  mutating func insert(_ object: ManagedObject, at index: Int?)
+  mutating func remove(_ object: ManagedObject)
+  func contains(_ object: ManagedObject) -> Bool
+}
+
+extension Optional: RelationshipValue where Wrapped: ManagedObject {
+  static var kind: RelationshipKind { .toOne }
+  static var destinationType: ManagedObject.Type { Wrapped.self }
+  var objects: [ManagedObject] { map { [$0] } ?? [] }
+  init(objects: [ManagedObject]) { self = objects.first as? Wrapped }
+  mutating func insert(_ object: ManagedObject, at index: Int?) { self = object as? Wrapped }
+  mutating func remove(_ object: ManagedObject) { if self === object { self = nil } }
+  func contains(_ object: ManagedObject) -> Bool { self === object }
+}
+
+extension Set: RelationshipValue where Element: ManagedObject {
+  static var kind: RelationshipKind { .toMany }
+  static var destinationType: ManagedObject.Type { Element.self }
+  var objects: [ManagedObject] { map { $0 } }
+  init(objects: [ManagedObject]) { self.init(objects.lazy.compactMap { $0 as? Element }) }
+  mutating func insert(_ object: ManagedObject, at index: Int?) {
+    if let element = object as? Element { insert(element) }
+  }
+  mutating func remove(_ object: ManagedObject) {
+    if let element = object as? Element { _ = self.remove(element) as Element? }
+  }
+  func contains(_ object: ManagedObject) -> Bool {
+    guard let element = object as? Element else { return false }
+    return firstIndex(of: element) != nil
+  }
+}
+
+extension Array: RelationshipValue where Element: ManagedObject {
+  static var kind: RelationshipKind { .ordered }
+  static var destinationType: ManagedObject.Type { Element.self }
+  var objects: [ManagedObject] { map { $0 } }
+  init(objects: [ManagedObject]) { self = objects.compactMap { $0 as? Element } }
+  mutating func insert(_ object: ManagedObject, at index: Int?) {
+    guard let element = object as? Element else { return }
+    removeAll { $0 === element }
+    insert(element, at: Swift.min(Swift.max(index ?? count, 0), count))
+  }
+  mutating func remove(_ object: ManagedObject) { removeAll { $0 === object } }
+  func contains(_ object: ManagedObject) -> Bool { contains { $0 === object } }
+}
+
+/// Reads and writes one relationship field of objects of one class, without hooks: the graph
+/// code calls these after it has done its own bookkeeping.
+protocol RelationshipAccessor: AnyObject, Sendable {
+  var kind: RelationshipKind { get }
+  var destinationType: ManagedObject.Type { get }
+  func objects(in object: ManagedObject) -> [ManagedObject]
+  func setObjects(_ objects: [ManagedObject], in object: ManagedObject)
+  func insert(_ element: ManagedObject, at index: Int?, in object: ManagedObject)
+  func remove(_ element: ManagedObject, in object: ManagedObject)
+  func contains(_ element: ManagedObject, in object: ManagedObject) -> Bool
+  func isFault(_ object: ManagedObject) -> Bool
+  /// Makes the relationship a fault, releasing the objects it held; `foreignKey` is the
+  /// related row's key for a to-one whose key the object's row holds (0 for none).
+  func makeFault(_ object: ManagedObject, foreignKey: Int64)
+  /// Marks a fault as loaded, holding `objects`.
+  func fulfill(_ object: ManagedObject, with objects: [ManagedObject])
+  func foreignKey(in object: ManagedObject) -> Int64
+  func setSlot(_ slot: Int32, in object: ManagedObject)
+}
+
+/// The `Relationship<Value>` field at `offset` in objects of one class.
+final class RelationshipFieldAccessor<Value: RelationshipValue>: RelationshipAccessor {
+  private let offset: Int
+
+  init(offset: Int) {
+    self.offset = offset
+  }
+
+  var kind: RelationshipKind { Value.kind }
+  var destinationType: ManagedObject.Type { Value.destinationType }
+
+  @inline(__always)
+  private func field<Result>(_ object: ManagedObject, _ body: (inout Relationship<Value>) -> Result) -> Result {
+    withExtendedLifetime(object) {
+      body(
+        &(Unmanaged.passUnretained(object).toOpaque() + offset).assumingMemoryBound(to: Relationship<Value>.self)
+          .pointee)
+    }
+  }
+
+  func objects(in object: ManagedObject) -> [ManagedObject] { field(object) { $0.value.objects } }
+  func setObjects(_ objects: [ManagedObject], in object: ManagedObject) {
+    field(object) { $0.value = Value(objects: objects) }
+  }
+  func insert(_ element: ManagedObject, at index: Int?, in object: ManagedObject) {
+    field(object) { $0.value.insert(element, at: index) }
+  }
+  func remove(_ element: ManagedObject, in object: ManagedObject) { field(object) { $0.value.remove(element) } }
+  func contains(_ element: ManagedObject, in object: ManagedObject) -> Bool {
+    field(object) { $0.value.contains(element) }
+  }
+  func isFault(_ object: ManagedObject) -> Bool { field(object) { $0.isFault } }
+  func makeFault(_ object: ManagedObject, foreignKey: Int64) {
+    field(object) {
+      $0.value = Value(objects: [])
+      $0.foreignKey = foreignKey
+      $0.isFault = true
+    }
+  }
+  func fulfill(_ object: ManagedObject, with objects: [ManagedObject]) {
+    field(object) {
+      $0.value = Value(objects: objects)
+      $0.foreignKey = 0
+      $0.isFault = false
+    }
+  }
+  func foreignKey(in object: ManagedObject) -> Int64 { field(object) { $0.foreignKey } }
+  func setSlot(_ slot: Int32, in object: ManagedObject) { field(object) { $0.slot = slot } }
+}
+
+/// Implemented by `Relationship` so the model can recognise its fields among a class's fields.
+protocol RelationshipField {
+  static func makeAccessor(offset: Int) -> (any RelationshipAccessor)?
+}
+
+extension Relationship: RelationshipField {
+  static func makeAccessor(offset: Int) -> (any RelationshipAccessor)? {
+    guard let valueType = Value.self as? any RelationshipValue.Type else { return nil }
+    return makeRelationshipAccessor(valueType, offset: offset)
+  }
+}
+
+private func makeRelationshipAccessor<Value: RelationshipValue>(_: Value.Type, offset: Int) -> any RelationshipAccessor
+{
+  RelationshipFieldAccessor<Value>(offset: offset)
+}
+
+/// Reads and writes the key column of a to-one relationship whose key the object's row holds:
+/// an attribute slot like any other, so that change tracking, updates, conflicts and history
+/// treat it as one. Its value is the related row's primary key, or NULL.
+final class ForeignKeyAccessor: AttributeAccessor {
+  let relationship: any RelationshipAccessor
+  let entityName: String
+  let relationshipName: String
+  let codec: any ValueCodec = StandardCodec<Int64?>()
+  let directField = DirectField(kind: .none, valueOffset: 0, slotOffset: 0)
+
+  init(relationship: any RelationshipAccessor, entityName: String, relationshipName: String) {
+    self.relationship = relationship
+    self.entityName = entityName
+    self.relationshipName = relationshipName
+  }
+
+  func encode(_ object: ManagedObject) throws -> PrimitiveValue {
+    if relationship.isFault(object) {
+      let key = relationship.foreignKey(in: object)
+      return key == 0 ? .null : .integer(key)
+    }
+    guard let target = relationship.objects(in: object).first else { return .null }
+    guard target.trackerLink === object.trackerLink, let key = target.objectKey, !key.isTemporary else {
+      throw StoreError.invalidValue(
+        entity: entityName, attribute: relationshipName,
+        reason: target.trackerLink === object.trackerLink
+          ? "the related object has no permanent ID yet" : "the related object belongs to another context")
+    }
+    return .integer(key.value)
+  }
+
+  func decode(_ value: PrimitiveValue, into object: ManagedObject) throws {
+    switch value {
+    case .null: relationship.makeFault(object, foreignKey: 0)
+    case .integer(let key): relationship.makeFault(object, foreignKey: key)
+    default: throw AttributeDecodingError(expected: Int64.self, found: value)
+    }
+  }
+
+  func decode(_ value: PrimitiveValue, slot: Int32, into object: ManagedObject) throws {
+    try decode(value, into: object)
+  }
+
+  func setSlot(_ slot: Int32, in object: ManagedObject) {}
+}

@@ -1,0 +1,287 @@
+import Foundation
+
+// Relationships in SQL: reading the keys a relationship holds, writing join-table links and
+// positions, and applying delete rules to rows that no context has loaded. Every identifier
+// comes from the validated model; every key list is bound as one JSON array.
+
+/// One related row: the owner it belongs to, its key and its concrete entity.
+struct RelatedRow {
+  var owner: Int64
+  var key: Int64
+  var entity: EntityDescription
+}
+
+extension PersistentStore {
+  // MARK: - Reading
+
+  /// The rows `relationship` relates to each of `owners`, grouped by owner in the
+  /// relationship's order (key order for unordered ones): one query whatever the number of
+  /// owners. For a to-one that holds its key, use the key itself instead.
+  func relatedRows(of relationship: RelationshipDescription, owners: [Int64], connection: SQLiteConnection) throws
+    -> [RelatedRow]
+  {
+    guard !owners.isEmpty, let destination = model.entity(named: relationship.destinationEntityName) else { return [] }
+    let table = destination.tableName
+    let withEntity = layout(of: destination).selectsEntity
+    let sql: String
+    switch relationship.storage {
+    case .foreignKey:
+      return []
+    case .inverseForeignKey(let column, let orderColumn):
+      let order = orderColumn.map { "\"\($0)\", " } ?? ""
+      sql = """
+        SELECT "\(column)", pk\(withEntity ? ", _entity" : "") FROM "\(table)" \
+        WHERE "\(column)" IN (SELECT value FROM json_each(?)) ORDER BY "\(column)", \(order)pk
+        """
+    case .joinTable(let join, let own, let other, let orderColumn, _):
+      let order = orderColumn.map { "j.\($0), " } ?? ""
+      sql =
+        withEntity
+        ? """
+        SELECT j.\(own), j.\(other), d._entity FROM "\(join)" j JOIN "\(table)" d ON d.pk = j.\(other) \
+        WHERE j.\(own) IN (SELECT value FROM json_each(?)) ORDER BY j.\(own), \(order)j.\(other)
+        """
+        : """
+        SELECT \(own), \(other) FROM "\(join)" j WHERE \(own) IN (SELECT value FROM json_each(?)) \
+        ORDER BY \(own), \(order)\(other)
+        """
+    }
+    let statement = try connection.statement(sql)
+    defer { statement.reset() }
+    statement.bind(HistorySchema.jsonArray(owners), at: 1)
+    let tableLayout = layout(of: destination)
+    var rows: [RelatedRow] = []
+    while try statement.step() {
+      let entity = withEntity ? (tableLayout.entity(code: statement.int64(2)) ?? destination) : destination
+      rows.append(RelatedRow(owner: statement.int64(0), key: statement.int64(1), entity: entity))
+    }
+    return rows
+  }
+
+  // MARK: - Writing links
+
+  /// Makes the stored links and positions of each written relationship side equal its list:
+  /// join-table rows for the owning side, then positions for ordered sides. Runs after the
+  /// change set's inserts, so every key exists.
+  func writeLinks(_ writes: [ChangeSet.LinkWrite], connection: SQLiteConnection) throws {
+    let ordered = writes.sorted { lhs, rhs in isOwner(lhs) && !isOwner(rhs) }
+    for write in ordered {
+      let relationship = model.entities[Int(write.entityIndex)].relationships[Int(write.relationshipIndex)]
+      switch relationship.storage {
+      case .foreignKey:
+        continue
+      case .inverseForeignKey(_, let orderColumn):
+        guard let orderColumn, let destination = model.entity(named: relationship.destinationEntityName) else {
+          continue
+        }
+        let statement = try connection.statement(
+          "UPDATE \"\(destination.tableName)\" SET \"\(orderColumn)\" = ? WHERE pk = ?")
+        defer { statement.reset() }
+        for (position, target) in write.targets.enumerated() {
+          statement.rewind()
+          statement.bind(Int64(position), at: 1)
+          statement.bind(target, at: 2)
+          try statement.run()
+        }
+      case .joinTable(let table, let own, let other, let orderColumn, let owns):
+        if owns {
+          let stored = try integers(
+            "SELECT \(other) FROM \"\(table)\" WHERE \(own) = ?", [.integer(write.owner)], connection)
+          let wanted = Set(write.targets)
+          let removed = stored.filter { !wanted.contains($0) }
+          if !removed.isEmpty {
+            let statement = try connection.statement(
+              "DELETE FROM \"\(table)\" WHERE \(own) = ? AND \(other) IN (SELECT value FROM json_each(?))")
+            defer { statement.reset() }
+            statement.bind(write.owner, at: 1)
+            statement.bind(HistorySchema.jsonArray(removed), at: 2)
+            try statement.run()
+          }
+          let present = Set(stored)
+          let insert = try connection.statement(
+            "INSERT OR IGNORE INTO \"\(table)\" (\(own), \(other)) VALUES (?, ?)")
+          defer { insert.reset() }
+          for target in write.targets where !present.contains(target) {
+            insert.rewind()
+            insert.bind(write.owner, at: 1)
+            insert.bind(target, at: 2)
+            try insert.run()
+          }
+        }
+        guard let orderColumn else { continue }
+        let statement = try connection.statement(
+          "UPDATE \"\(table)\" SET \(orderColumn) = ? WHERE \(own) = ? AND \(other) = ?")
+        defer { statement.reset() }
+        for (position, target) in write.targets.enumerated() {
+          statement.rewind()
+          statement.bind(Int64(position), at: 1)
+          statement.bind(write.owner, at: 2)
+          statement.bind(target, at: 3)
+          try statement.run()
+        }
+      }
+    }
+  }
+
+  private func isOwner(_ write: ChangeSet.LinkWrite) -> Bool {
+    let relationship = model.entities[Int(write.entityIndex)].relationships[Int(write.relationshipIndex)]
+    if case .joinTable(_, _, _, _, true) = relationship.storage { return true }
+    return false
+  }
+
+  // MARK: - Delete rules
+
+  /// Applies the delete rules of rows deleted in this transaction to every row still related
+  /// to them, loaded anywhere or not: `.cascade` deletes them (recording their tombstones, and
+  /// applying their own rules in turn), `.nullify` clears their side (recording an update of
+  /// that relationship), `.deny` throws `StoreError.deleteDenied` and so rolls the whole
+  /// transaction back. `deleted` are the rows deleted already, by concrete entity.
+  func propagateDeletes(
+    _ deleted: [(entity: EntityDescription, primaryKeys: [Int64])], connection: SQLiteConnection,
+    history: HistoryRecorder
+  ) throws -> DeletePropagation {
+    var outcome = DeletePropagation()
+    var queue = deleted.filter { !$0.entity.relationships.isEmpty && !$0.primaryKeys.isEmpty }
+    var denials: [DeleteDenial] = []
+    while let (entity, keys) = queue.popLast() {
+      let keyList = PrimitiveValue.text(HistorySchema.jsonArray(keys))
+      for relationship in entity.relationships {
+        guard let destination = model.entity(named: relationship.destinationEntityName) else { continue }
+        switch relationship.storage {
+        case .foreignKey:
+          continue  // the deleted rows held the key: no other row refers to them through it
+        case .inverseForeignKey(let column, let orderColumn):
+          let selection = " WHERE \"\(column)\" IN (SELECT value FROM json_each(?))"
+          let pairs = try keyPairs(
+            "SELECT \"\(column)\", pk FROM \"\(destination.tableName)\"\(selection)", [keyList], connection)
+          guard !pairs.isEmpty else { continue }
+          switch relationship.deleteRule {
+          case .deny:
+            denials += denialList(entity, relationship, destination, pairs)
+          case .cascade:
+            let groups = try keysByEntity(destination, pairs.map(\.1), connection)
+            try history.willDelete(
+              HistoryRows(table: destination.tableName, whereClause: selection, arguments: [keyList]),
+              groups: groups.map { ($0.entity, $0.primaryKeys) })
+            try run("DELETE FROM \"\(destination.tableName)\"\(selection)", [keyList], connection)
+            outcome.deleted += groups.map { ($0.entity.name, $0.primaryKeys) }
+            queue += groups.filter { !$0.entity.relationships.isEmpty }
+          case .nullify:
+            let groups = try keysByEntity(destination, pairs.map(\.1), connection)
+            for group in groups {
+              try history.didUpdate(
+                group.entity, primaryKeys: group.primaryKeys, changedAttributes: [relationship.inverseName])
+            }
+            let order = orderColumn.map { ", \"\($0)\" = NULL" } ?? ""
+            try run(
+              "UPDATE \"\(destination.tableName)\" SET \"\(column)\" = NULL\(order), _version = _version + 1\(selection)",
+              [keyList], connection)
+            outcome.updated += groups.map { ($0.entity.name, $0.primaryKeys) }
+          }
+        case .joinTable(let table, let own, let other, _, _):
+          let isSelfInverse =
+            relationship.inverseName == relationship.name
+            && relationship.destinationEntityName == relationship.entityName
+          let selection =
+            " WHERE \(own) IN (SELECT value FROM json_each(?))"
+            + (isSelfInverse ? " OR \(other) IN (SELECT value FROM json_each(?))" : "")
+          let arguments = isSelfInverse ? [keyList, keyList] : [keyList]
+          let pairs = try keyPairs("SELECT \(own), \(other) FROM \"\(table)\"\(selection)", arguments, connection)
+          guard !pairs.isEmpty else { continue }
+          // Rows of the same table deleted in this round are not related rows to act on.
+          let deletedKeys = destination.tableName == entity.tableName ? Set(keys) : []
+          let related = Array(Set(pairs.map(\.1)).subtracting(deletedKeys)).sorted()
+          if relationship.deleteRule == .deny {
+            denials += denialList(entity, relationship, destination, pairs.filter { !deletedKeys.contains($0.1) })
+            continue
+          }
+          try run("DELETE FROM \"\(table)\"\(selection)", arguments, connection)
+          guard !related.isEmpty else { continue }
+          let groups = try keysByEntity(destination, related, connection)
+          if relationship.deleteRule == .cascade {
+            let relatedList = PrimitiveValue.text(HistorySchema.jsonArray(related))
+            let rowSelection = " WHERE pk IN (SELECT value FROM json_each(?))"
+            try history.willDelete(
+              HistoryRows(table: destination.tableName, whereClause: rowSelection, arguments: [relatedList]),
+              groups: groups.map { ($0.entity, $0.primaryKeys) })
+            try run("DELETE FROM \"\(destination.tableName)\"\(rowSelection)", [relatedList], connection)
+            outcome.deleted += groups.map { ($0.entity.name, $0.primaryKeys) }
+            queue += groups.filter { !$0.entity.relationships.isEmpty }
+          } else {
+            for group in groups {
+              try history.didUpdate(
+                group.entity, primaryKeys: group.primaryKeys, changedAttributes: [relationship.inverseName])
+            }
+            outcome.updated += groups.map { ($0.entity.name, $0.primaryKeys) }
+          }
+        }
+      }
+    }
+    if !denials.isEmpty { throw StoreError.deleteDenied(denials) }
+    return outcome
+  }
+
+  // MARK: - Helpers
+
+  private func denialList(
+    _ entity: EntityDescription, _ relationship: RelationshipDescription, _ destination: EntityDescription,
+    _ pairs: [(Int64, Int64)]
+  ) -> [DeleteDenial] {
+    var byOwner: [Int64: [Int64]] = [:]
+    for (owner, related) in pairs { byOwner[owner, default: []].append(related) }
+    return byOwner.keys.sorted().map { owner in
+      DeleteDenial(
+        objectID: AnyManagedID(storeIdentifier: identifier, entityName: entity.name, key: .permanent(owner)),
+        relationship: relationship.name,
+        relatedIDs: (byOwner[owner] ?? []).sorted().map {
+          AnyManagedID(storeIdentifier: identifier, entityName: destination.name, key: .permanent($0))
+        })
+    }
+  }
+
+  /// Those of `keys` whose rows exist in `entity`'s table, grouped by concrete entity, in key
+  /// order.
+  func keysByEntity(_ entity: EntityDescription, _ keys: [Int64], _ connection: SQLiteConnection) throws
+    -> [(entity: EntityDescription, primaryKeys: [Int64])]
+  {
+    let sorted = keys.sorted()
+    let tableLayout = layout(of: entity)
+    let pairs = try keyPairs(
+      "SELECT pk, _entity FROM \"\(entity.tableName)\" WHERE pk IN (SELECT value FROM json_each(?)) ORDER BY pk",
+      [.text(HistorySchema.jsonArray(sorted))], connection)
+    var groups: [Int64: [Int64]] = [:]
+    for (key, code) in pairs { groups[code, default: []].append(key) }
+    return groups.keys.sorted().compactMap { code in
+      tableLayout.entity(code: code).map { ($0, groups[code] ?? []) }
+    }
+  }
+
+  private func keyPairs(_ sql: String, _ arguments: [PrimitiveValue], _ connection: SQLiteConnection) throws
+    -> [(Int64, Int64)]
+  {
+    let statement = try connection.statement(sql)
+    defer { statement.reset() }
+    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    var pairs: [(Int64, Int64)] = []
+    while try statement.step() { pairs.append((statement.int64(0), statement.int64(1))) }
+    return pairs
+  }
+
+  private func integers(_ sql: String, _ arguments: [PrimitiveValue], _ connection: SQLiteConnection) throws
+    -> [Int64]
+  {
+    let statement = try connection.statement(sql)
+    defer { statement.reset() }
+    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    var values: [Int64] = []
+    while try statement.step() { values.append(statement.int64(0)) }
+    return values
+  }
+
+  private func run(_ sql: String, _ arguments: [PrimitiveValue], _ connection: SQLiteConnection) throws {
+    let statement = try connection.statement(sql)
+    defer { statement.reset() }
+    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    try statement.run()
+  }
+}
