@@ -93,6 +93,19 @@ public final class ManagedObjectModel: Sendable {
     return slots.isEmpty || slots.contains(where: { $0 < 0 }) ? nil : slots
   }
 
+  /// The index of the relationship a key path reads (`\Folder.notes`), or nil when it reads
+  /// anything else.
+  func relationshipIndex<Root: ManagedObject>(for keyPath: PartialKeyPath<Root>) -> Int? {
+    guard let entity = entity(for: Root.self), let probe = entity.objectType.init() as? Root else { return nil }
+    probe.entityStorage = entity
+    probe.assignSlots()
+    probe.keyPathRecorder = []
+    probe._needsAccessHook = true
+    _ = probe[keyPath: keyPath]
+    guard let read = probe.keyPathRecorder, read.count == 1, let slot = read.first, slot < 0 else { return nil }
+    return Int(-slot - 1)
+  }
+
   // MARK: - Building
 
   private struct Declared {

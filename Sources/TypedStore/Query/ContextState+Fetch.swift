@@ -18,22 +18,27 @@ private struct ResolvedFetch {
 extension ContextState {
   func fetch<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> [Entity] {
     let resolved = try resolve(request)
+    let prefetched = try prefetchedRelationships(request)
+    let objects: [Entity]
     if request.includesPendingChanges && pendingChangesAffect(resolved) {
-      return try fetchMergingPending(request, resolved).compactMap { $0 as? Entity }
-    }
-    if request.returnsObjectsAsFaults {
+      objects = try fetchMergingPending(request, resolved).compactMap { $0 as? Entity }
+    } else if request.returnsObjectsAsFaults {
       // The keys alone; each object's row is read when it is first touched.
       let rows = try store.selectKeysAndEntities(
         of: resolved.entity, clauses: clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset),
         arguments: resolved.arguments, connection: reader())
-      return rows.compactMap { row in
+      objects = rows.compactMap { row in
         fault(for: ObjectKey(rootIndex: row.entity.rootIndex, isTemporary: false, value: row.key), entity: row.entity)
           as? Entity
       }
+    } else {
+      objects = try fetchObjects(
+        Entity.self, of: resolved.entity,
+        clauses: clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset),
+        arguments: resolved.arguments)
     }
-    return try fetchObjects(
-      Entity.self, of: resolved.entity,
-      clauses: clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset), arguments: resolved.arguments)
+    for index in prefetched { try prefetch(index, of: objects) }
+    return objects
   }
 
   func count<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> Int {

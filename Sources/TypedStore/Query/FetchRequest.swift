@@ -34,6 +34,18 @@ public struct FetchRequest<Entity: ManagedObject>: Sendable {
   /// default: objects come back loaded, which reads each row once). Objects the context
   /// already holds are returned as they are.
   public var returnsObjectsAsFaults = false
+  /// Relationships to load with the results, one query per relationship whatever the number
+  /// of objects (two for a many-to-many), instead of one per object when each is touched.
+  ///
+  /// ```swift
+  /// var request = FetchRequest<Folder>()
+  /// request.relationshipKeyPathsForPrefetching = [\.notes]
+  /// let folders = try context.fetch(request)   // each folder.notes is loaded, with its notes' values
+  /// ```
+  ///
+  /// Each key path must name a relationship of `Entity`; the fetch throws
+  /// `FetchError.unsupportedKeyPath` otherwise.
+  public var relationshipKeyPathsForPrefetching: [PartialKeyPath<Entity> & Sendable] = []
 
   /// Creates a request for the objects of `Entity` the predicate selects (all without one),
   /// in the given order.
@@ -79,6 +91,8 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
   /// An aggregate over a key path that is not one attribute, or over values SQLite cannot
   /// aggregate as Swift would (`Decimal`, `URL`, `Data`, `UUID`, `Codable`; sums of strings).
   case unsupportedAggregate(String)
+  /// A key path in `relationshipKeyPathsForPrefetching` that names no relationship.
+  case notARelationship(String)
 
   public var description: String {
     switch self {
@@ -86,6 +100,7 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
     case .unsupportedSortKey(let key): "cannot sort by \(key): it is not an attribute"
     case .invalidRange(let text): text
     case .unsupportedAggregate(let text): "cannot aggregate \(text)"
+    case .notARelationship(let key): "cannot prefetch \(key): it is not a relationship"
     }
   }
 }

@@ -165,8 +165,13 @@ final class SQLiteConnection {
     }
   }
 
+  /// How many statements this connection was asked for: one per query run through
+  /// `statement(_:)`, which is how tests count the queries an operation makes.
+  private(set) var statementsRequested = 0
+
   /// A prepared statement for `sql`, reset and ready to bind. Statements are cached per SQL text.
   func statement(_ sql: String) throws -> Statement {
+    statementsRequested &+= 1
     if let cached = statements[sql] {
       cached.reset()
       return cached

@@ -1,0 +1,97 @@
+import Foundation
+
+// Prefetching (`FetchRequest.relationshipKeyPathsForPrefetching`): after a fetch, each named
+// relationship of the results is loaded with one query for all of them (two for a
+// many-to-many: the links, then the rows), instead of one query per object when each is
+// first touched. The related objects come back loaded, not as faults.
+
+extension ContextState {
+  /// The relationship indexes a request prefetches, checked before the store is read.
+  ///
+  /// - Throws: `FetchError.notARelationship` for a key path that names no relationship.
+  func prefetchedRelationships<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> [Int] {
+    try request.relationshipKeyPathsForPrefetching.map { keyPath in
+      guard let index = model.relationshipIndex(for: keyPath as PartialKeyPath<Entity>) else {
+        throw FetchError.notARelationship(String(describing: keyPath))
+      }
+      return index
+    }
+  }
+
+  /// Loads relationship `index` of every loaded, saved object of `objects` whose side is a
+  /// fault, with the related objects' values.
+  func prefetch(_ index: Int, of objects: [ManagedObject]) throws {
+    let owners = objects.filter { object in
+      guard let entity = object.entity, index < entity.relationships.count, object.lifecycle == .persisted,
+        !object.isFault, object.objectKey?.isTemporary == false
+      else { return false }
+      return entity.relationships[index].accessor.isFault(object)
+    }
+    guard let first = owners.first?.entity else { return }
+    let relationship = first.relationships[index]
+    guard let destination = model.entity(named: relationship.destinationEntityName) else { return }
+    let keyList: [PrimitiveValue]
+
+    switch relationship.storage {
+    case .foreignKey:
+      // The keys are in the owners' rows: one query for the related rows not loaded yet.
+      let keys = Set(owners.map { relationship.accessor.foreignKey(in: $0) }.filter { $0 != 0 })
+      let missing = keys.filter { key in
+        registered[ObjectKey(rootIndex: destination.rootIndex, isTemporary: false, value: key)].map(\.isFault) ?? true
+      }
+      if !missing.isEmpty {
+        _ = try fetchObjects(
+          ManagedObject.self, of: destination, clauses: " WHERE pk IN (SELECT value FROM json_each(?))",
+          arguments: [.text(HistorySchema.jsonArray(missing.sorted()))])
+      }
+      for owner in owners {
+        let key = relationship.accessor.foreignKey(in: owner)
+        let target =
+          key == 0 ? nil : registered[ObjectKey(rootIndex: destination.rootIndex, isTemporary: false, value: key)]
+        relationship.accessor.fulfill(owner, with: target.map { [$0] } ?? [])
+      }
+      return
+    case .inverseForeignKey(let column, let orderColumn):
+      // The related rows hold the owners' keys: one query, grouped by that key.
+      keyList = [.text(HistorySchema.jsonArray(owners.compactMap { $0.objectKey?.value }))]
+      let order = orderColumn.map { "\"\($0)\", " } ?? ""
+      let related = try fetchObjects(
+        ManagedObject.self, of: destination,
+        clauses: " WHERE \"\(column)\" IN (SELECT value FROM json_each(?)) ORDER BY \"\(column)\", \(order)pk",
+        arguments: keyList)
+      var byOwner: [Int64: [ManagedObject]] = [:]
+      for object in related {
+        guard let entity = object.entity, Int(relationship.inverseIndex) < entity.relationships.count else { continue }
+        let inverse = entity.relationships[Int(relationship.inverseIndex)]
+        let owner =
+          inverse.accessor.isFault(object)
+          ? inverse.accessor.foreignKey(in: object)
+          : (inverse.accessor.objects(in: object).first?.objectKey?.value ?? 0)
+        byOwner[owner, default: []].append(object)
+      }
+      for owner in owners {
+        relationship.accessor.fulfill(owner, with: owner.objectKey.flatMap { byOwner[$0.value] } ?? [])
+      }
+    case .joinTable:
+      // The links, then the related rows not loaded yet.
+      let links = try store.relatedRows(
+        of: relationship, owners: owners.compactMap { $0.objectKey?.value }, connection: reader())
+      let missing = Set(links.map(\.key)).filter { key in
+        registered[ObjectKey(rootIndex: destination.rootIndex, isTemporary: false, value: key)].map(\.isFault) ?? true
+      }
+      if !missing.isEmpty {
+        _ = try fetchObjects(
+          ManagedObject.self, of: destination, clauses: " WHERE pk IN (SELECT value FROM json_each(?))",
+          arguments: [.text(HistorySchema.jsonArray(missing.sorted()))])
+      }
+      var byOwner: [Int64: [ManagedObject]] = [:]
+      for link in links {
+        let key = ObjectKey(rootIndex: link.entity.rootIndex, isTemporary: false, value: link.key)
+        byOwner[link.owner, default: []].append(registered[key] ?? fault(for: key, entity: link.entity))
+      }
+      for owner in owners {
+        relationship.accessor.fulfill(owner, with: owner.objectKey.flatMap { byOwner[$0.value] } ?? [])
+      }
+    }
+  }
+}

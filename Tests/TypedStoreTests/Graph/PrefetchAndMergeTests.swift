@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+
+@testable import TypedStore
+
+@Suite struct PrefetchAndMergeTests {
+  /// 20 shelves of 5 books each; every book has 2 chapters and a topic.
+  private func fill(_ container: PersistentContainer) async throws {
+    try await container.newBackgroundContext().perform { context in
+      let topics = (0..<3).map { index in
+        let topic = Topic(context: context)
+        topic.label = "t\(index)"
+        return topic
+      }
+      for s in 0..<20 {
+        let shelf = Shelf(context: context)
+        shelf.name = "s\(s)"
+        for b in 0..<5 {
+          let book = Book(context: context)
+          book.title = "s\(s)b\(b)"
+          book.shelf = shelf
+          book.chapters = [Chapter(context: context), Chapter(context: context)]
+          book.$tags.insert(topics[b % 3])
+        }
+      }
+      try context.save()
+    }
+  }
+
+  @Test func prefetchingLoadsEachRelationshipWithOneQueryNotOnePerObject() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    try await fill(container)
+    try await container.newBackgroundContext().perform { context in
+      let connection = try context.state.reader()
+      var request = FetchRequest<Shelf>()
+      request.relationshipKeyPathsForPrefetching = [\.books]
+      let before = connection.statementsRequested
+      let shelves = try context.fetch(request)
+      #expect(connection.statementsRequested - before == 2)  // the shelves, then all their books
+      let afterPrefetch = connection.statementsRequested
+      #expect(shelves.count == 20)
+      #expect(shelves.allSatisfy { $0.books.count == 5 && $0.books.allSatisfy { !$0.isFault } })
+      #expect(connection.statementsRequested == afterPrefetch)  // touching them read nothing more
+
+      var books = FetchRequest<Book>()
+      books.relationshipKeyPathsForPrefetching = [\.shelf, \.chapters, \.tags]
+      let start = connection.statementsRequested
+      let all = try context.fetch(books)
+      let used = connection.statementsRequested - start
+      #expect(all.count == 100)
+      // books; shelves (already loaded: none); chapters; topic links, then topics
+      #expect(used <= 5)
+      let touched = connection.statementsRequested
+      #expect(all.allSatisfy { $0.shelf != nil && $0.chapters.count == 2 && $0.tags.count == 1 })
+      #expect(connection.statementsRequested == touched)
+    }
+    // Without prefetching, each shelf's books cost a query of their own.
+    try await container.newBackgroundContext().perform { context in
+      let connection = try context.state.reader()
+      let shelves = try context.fetch(FetchRequest<Shelf>())
+      let before = connection.statementsRequested
+      #expect(shelves.allSatisfy { $0.books.count == 5 })
+      #expect(connection.statementsRequested - before == 20)
+    }
+  }
+
+  @Test func prefetchingSomethingThatIsNotARelationshipThrowsBeforeReading() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    let error = await container.newBackgroundContext().perform { context -> (any Error)? in
+      var request = FetchRequest<Shelf>()
+      request.relationshipKeyPathsForPrefetching = [\.name]
+      do {
+        _ = try context.fetch(request)
+        return nil
+      } catch {
+        return error
+      }
+    }
+    #expect(error is FetchError)
+  }
+
+  @Test func relationshipEditsAreHistoryUpdatesOfBothSidesAndMergeIntoOtherContexts() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    let (inboxID, archiveID, bookID) = try await container.newBackgroundContext().perform { context in
+      let inbox = Shelf(context: context)
+      let archive = Shelf(context: context)
+      let book = Book(context: context)
+      book.shelf = inbox
+      try context.save()
+      return (inbox.managedID, archive.managedID, book.managedID)
+    }
+    // A second context has both shelves' books loaded, and merges automatically.
+    let watcher = container.newBackgroundContext()
+    let loaded = try await watcher.perform { context in
+      context.automaticallyMergesChangesFromParent = true
+      return try (
+        context.existingObject(with: inboxID).books.count, context.existingObject(with: archiveID).books.count
+      )
+    }
+    #expect(loaded == (1, 0))
+    let before = try #require(try container.persistentStore.fetchHistory(HistoryRequest()).last?.token)
+    try await container.newBackgroundContext().perform { context in
+      try context.existingObject(with: bookID).shelf = try context.existingObject(with: archiveID)
+      try context.save()
+    }
+    let changes = try container.persistentStore.fetchHistory(HistoryRequest(after: before)).flatMap(\.changes)
+    var updated: [String: [String]] = [:]
+    for change in changes where change.kind == .update {
+      updated[change.objectID.description, default: []] += change.changedAttributes
+    }
+    #expect(updated[bookID.untyped.description] == ["shelf"])
+    #expect(updated[inboxID.untyped.description] == ["books"])
+    #expect(updated[archiveID.untyped.description] == ["books"])
+    // The watcher's loaded sides follow.
+    var merged = false
+    for _ in 0..<200 {
+      merged = try await watcher.perform { context in
+        try context.existingObject(with: archiveID).books.count == 1
+          && context.existingObject(with: inboxID).books.isEmpty
+      }
+      if merged { break }
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    #expect(merged)
+    try await watcher.perform { context in
+      let book = try context.existingObject(with: bookID)
+      #expect(book.shelf === (try context.existingObject(with: archiveID)))
+    }
+  }
+}
