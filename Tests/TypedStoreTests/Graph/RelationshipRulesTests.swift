@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+
+@testable import TypedStore
+
+// Classes for the model's refusals; each test builds a model of a few of them.
+final class Orphan: ManagedObject {
+  @Relationship() var friends: Set<Stranger>
+}
+
+final class Stranger: ManagedObject {
+  @Attribute var name: String = ""
+}
+
+final class Left: ManagedObject {
+  @Relationship(inverse: \Right.left) var right: Right?
+  @Relationship() var others: Set<Right>
+}
+
+final class Right: ManagedObject {
+  @Relationship(inverse: \Left.others) var left: Left?
+}
+
+@Suite struct RelationshipRulesTests {
+  @Test func aRelationshipWithoutAnInverseIsRefusedNamingEntityAndProperty() {
+    #expect(throws: ModelError.self) { try ManagedObjectModel(Orphan.self, Stranger.self) }
+    do {
+      _ = try ManagedObjectModel(Orphan.self, Stranger.self)
+    } catch let error as ModelError {
+      #expect(error.entity == "Orphan" && error.property == "friends")
+      if case .invalidInverse = error.reason {} else { Issue.record("unexpected reason \(error.reason)") }
+    } catch {
+      Issue.record("unexpected error \(error)")
+    }
+  }
+
+  @Test func aDestinationOutsideTheModelIsRefused() {
+    do {
+      _ = try ManagedObjectModel(Orphan.self)
+      Issue.record("the model should have been refused")
+    } catch let error as ModelError {
+      #expect(error.reason == .destinationNotInModel("Stranger"))
+    } catch {
+      Issue.record("unexpected error \(error)")
+    }
+  }
+
+  @Test func anInverseThatDoesNotPointBackIsRefused() {
+    do {
+      _ = try ManagedObjectModel(Left.self, Right.self)
+      Issue.record("the model should have been refused")
+    } catch let error as ModelError {
+      if case .invalidInverse = error.reason {} else { Issue.record("unexpected reason \(error.reason)") }
+    } catch {
+      Issue.record("unexpected error \(error)")
+    }
+  }
+
+  @Test func addingToOneShelfFromTwoContextsDoesNotConflict() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    let shelfID = try await container.newBackgroundContext().perform { context in
+      let shelf = Shelf(context: context)
+      try context.save()
+      return shelf.managedID
+    }
+    let first = container.newBackgroundContext()
+    let second = container.newBackgroundContext()
+    try await first.perform { context in
+      let book = Book(context: context)
+      book.shelf = try context.existingObject(with: shelfID)
+    }
+    try await second.perform { context in
+      let book = Book(context: context)
+      book.shelf = try context.existingObject(with: shelfID)
+    }
+    try await first.perform { try $0.save() }
+    try await second.perform { try $0.save() }  // the default .error policy: no conflict
+    let count = try await container.newBackgroundContext().perform { context in
+      try context.existingObject(with: shelfID).books.count
+    }
+    #expect(count == 2)
+  }
+
+  @Test func batchDeleteCascadesSetBased() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    try await container.newBackgroundContext().perform { context in
+      for _ in 0..<3 {
+        let shelf = Shelf(context: context)
+        for _ in 0..<4 { Book(context: context).shelf = shelf }
+      }
+      _ = Book(context: context)
+      try context.save()
+      let result = try context.execute(BatchDeleteRequest<Shelf>())
+      #expect(result.count == 3)
+      #expect(try context.count(for: FetchRequest<Book>()) == 1)
+    }
+    let deletes = try container.persistentStore.fetchHistory(HistoryRequest()).last?.changes.filter {
+      $0.kind == .delete
+    }
+    #expect(deletes?.count == 15)
+  }
+
+  @Test func aDetachedObjectJoinsTheContextOfTheObjectItIsRelatedTo() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    try await container.newBackgroundContext().perform { context in
+      let shelf = Shelf(context: context)
+      let book = Book()
+      book.title = "loose"
+      shelf.$books.insert(book)
+      #expect(book.isInserted)
+      #expect(book.shelf === shelf)
+      // Relationships set before insertion are linked when the object is inserted.
+      let chapter = Chapter()
+      let other = Book()
+      other.chapters = [chapter]
+      context.insert(other)
+      #expect(chapter.book === other && chapter.isInserted)
+      try context.save()
+      #expect(try context.count(for: FetchRequest<Chapter>()) == 1)
+    }
+  }
+}
