@@ -543,6 +543,8 @@ do {
     }
   }
 
+  try graphRows(n: n)
+
   try run("change one attribute of \(n) objects, one save, history on", goal: 2.5) {
     try timeRaw("update") { try $0.updateEachScore(n) }
   } typed: {
