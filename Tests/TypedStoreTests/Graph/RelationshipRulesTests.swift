@@ -34,6 +34,36 @@ final class Right: ManagedObject {
     }
   }
 
+  /// Type-checks a file that declares a relationship with `@Attribute` against the built
+  /// TypedStore module: the compiler's error says to use `@Relationship`.
+  @Test func declaringARelationshipWithAttributeSaysToUseRelationship() throws {
+    let modules = builtProduct("typedstore").deletingLastPathComponent().appendingPathComponent("Modules")
+    guard FileManager.default.fileExists(atPath: modules.path) else { return }  // another build layout
+    let source = FileManager.default.temporaryDirectory.appendingPathComponent("attribute-on-relationship.swift")
+    let lines = [
+      "import TypedStore",
+      "final class F: ManagedObject { @Attribute var name: String = \"\" }",
+      "final class N: ManagedObject { @Attribute var folder: F? = nil }",
+    ]
+    try lines.joined(separator: "\n").write(to: source, atomically: true, encoding: .utf8)
+    let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent().deletingLastPathComponent()
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [
+      "swiftc", "-typecheck", "-swift-version", "6", "-I", modules.path, "-Xcc",
+      "-fmodule-map-file=\(packageRoot.path)/Sources/CSQLite/module.modulemap", source.path,
+    ]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus != 0)
+    #expect(text.contains("is a relationship: declare it with @Relationship"), "\(text)")
+  }
+
   @Test func aDestinationOutsideTheModelIsRefused() {
     do {
       _ = try ManagedObjectModel(Orphan.self)
