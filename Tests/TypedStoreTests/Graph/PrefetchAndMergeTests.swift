@@ -64,6 +64,19 @@ import Testing
     }
   }
 
+  @Test func aPredicateOnARelationshipThrowsATypedErrorBeforeReading() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    let error = await container.newBackgroundContext().perform { context -> (any Error)? in
+      do {
+        _ = try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.shelf == nil }))
+        return nil
+      } catch {
+        return error
+      }
+    }
+    #expect(error is PredicateTranslationError, "\(String(describing: error))")
+  }
+
   @Test func prefetchingSomethingThatIsNotARelationshipThrowsBeforeReading() async throws {
     let container = try PersistentContainer.makeTest(model: graphModel)
     let error = await container.newBackgroundContext().perform { context -> (any Error)? in
