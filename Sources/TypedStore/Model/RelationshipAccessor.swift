@@ -34,7 +34,15 @@ extension Set: RelationshipValue where Element: ManagedObject {
   static var kind: RelationshipKind { .toMany }
   static var destinationType: ManagedObject.Type { Element.self }
   var objects: [ManagedObject] { map { $0 } }
-  init(objects: [ManagedObject]) { self.init(objects.lazy.compactMap { $0 as? Element }) }
+  init(objects: [ManagedObject]) {
+    // A loop into a set of the right capacity: `Set(sequence)` is generic over the sequence
+    // too, and unspecialized here (Element is the user's class) it cost three times as much.
+    var set = Set<Element>(minimumCapacity: objects.count)
+    for object in objects {
+      if let element = object as? Element { set.insert(element) }
+    }
+    self = set
+  }
   mutating func insert(_ object: ManagedObject, at index: Int?) {
     if let element = object as? Element { insert(element) }
   }
@@ -82,53 +90,71 @@ protocol RelationshipAccessor: AnyObject, Sendable {
 }
 
 /// The `Relationship<Value>` field at `offset` in objects of one class.
+///
+/// The offsets of the wrapper's parts are read once from `MemoryLayout`, so each access
+/// addresses them directly: going through `Relationship<Value>` itself looked its generic
+/// metadata up on every call, which profiles showed as most of the cost of a prefetch.
 final class RelationshipFieldAccessor<Value: RelationshipValue>: RelationshipAccessor {
-  private let offset: Int
+  private let valueOffset: Int
+  private let slotOffset: Int
+  private let faultOffset: Int
+  private let keyOffset: Int
 
   init(offset: Int) {
-    self.offset = offset
+    valueOffset = offset + (MemoryLayout<Relationship<Value>>.offset(of: \Relationship<Value>.value) ?? 0)
+    slotOffset = offset + (MemoryLayout<Relationship<Value>>.offset(of: \Relationship<Value>.slot) ?? 0)
+    faultOffset = offset + (MemoryLayout<Relationship<Value>>.offset(of: \Relationship<Value>.isFault) ?? 0)
+    keyOffset = offset + (MemoryLayout<Relationship<Value>>.offset(of: \Relationship<Value>.foreignKey) ?? 0)
   }
 
   var kind: RelationshipKind { Value.kind }
   var destinationType: ManagedObject.Type { Value.destinationType }
 
   @inline(__always)
-  private func field<Result>(_ object: ManagedObject, _ body: (inout Relationship<Value>) -> Result) -> Result {
-    withExtendedLifetime(object) {
-      body(
-        &(Unmanaged.passUnretained(object).toOpaque() + offset).assumingMemoryBound(to: Relationship<Value>.self)
-          .pointee)
-    }
+  private func part<T>(_ object: ManagedObject, _ offset: Int, _ type: T.Type) -> UnsafeMutablePointer<T> {
+    (Unmanaged.passUnretained(object).toOpaque() + offset).assumingMemoryBound(to: T.self)
   }
 
-  func objects(in object: ManagedObject) -> [ManagedObject] { field(object) { $0.value.objects } }
+  func objects(in object: ManagedObject) -> [ManagedObject] {
+    withExtendedLifetime(object) { part(object, valueOffset, Value.self).pointee.objects }
+  }
   func setObjects(_ objects: [ManagedObject], in object: ManagedObject) {
-    field(object) { $0.value = Value(objects: objects) }
+    withExtendedLifetime(object) { part(object, valueOffset, Value.self).pointee = Value(objects: objects) }
   }
   func insert(_ element: ManagedObject, at index: Int?, in object: ManagedObject) {
-    field(object) { $0.value.insert(element, at: index) }
+    withExtendedLifetime(object) { part(object, valueOffset, Value.self).pointee.insert(element, at: index) }
   }
-  func remove(_ element: ManagedObject, in object: ManagedObject) { field(object) { $0.value.remove(element) } }
+  func remove(_ element: ManagedObject, in object: ManagedObject) {
+    withExtendedLifetime(object) { part(object, valueOffset, Value.self).pointee.remove(element) }
+  }
   func contains(_ element: ManagedObject, in object: ManagedObject) -> Bool {
-    field(object) { $0.value.contains(element) }
+    withExtendedLifetime(object) { part(object, valueOffset, Value.self).pointee.contains(element) }
   }
-  func isFault(_ object: ManagedObject) -> Bool { field(object) { $0.isFault } }
+  func isFault(_ object: ManagedObject) -> Bool {
+    withExtendedLifetime(object) { part(object, faultOffset, Bool.self).pointee }
+  }
   func makeFault(_ object: ManagedObject, foreignKey: Int64) {
-    field(object) {
-      $0.value = Value(objects: [])
-      $0.foreignKey = foreignKey
-      $0.isFault = true
+    withExtendedLifetime(object) {
+      if !part(object, faultOffset, Bool.self).pointee {
+        part(object, valueOffset, Value.self).pointee = Value(objects: [])
+        part(object, faultOffset, Bool.self).pointee = true
+      }
+      part(object, keyOffset, Int64.self).pointee = foreignKey
     }
   }
   func fulfill(_ object: ManagedObject, with objects: [ManagedObject]) {
-    field(object) {
-      $0.value = Value(objects: objects)
-      $0.foreignKey = 0
-      $0.isFault = false
+    withExtendedLifetime(object) {
+      part(object, valueOffset, Value.self).pointee = Value(objects: objects)
+      part(object, keyOffset, Int64.self).pointee = 0
+      part(object, faultOffset, Bool.self).pointee = false
     }
   }
-  func foreignKey(in object: ManagedObject) -> Int64 { field(object) { $0.foreignKey } }
-  func setSlot(_ slot: Int32, in object: ManagedObject) { field(object) { $0.slot = slot } }
+  func foreignKey(in object: ManagedObject) -> Int64 {
+    withExtendedLifetime(object) { part(object, keyOffset, Int64.self).pointee }
+  }
+  func setSlot(_ slot: Int32, in object: ManagedObject) {
+    withExtendedLifetime(object) { part(object, slotOffset, Int32.self).pointee = slot }
+  }
 }
 
 /// Implemented by `Relationship` so the model can recognise its fields among a class's fields.

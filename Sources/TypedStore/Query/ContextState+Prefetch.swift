@@ -21,21 +21,23 @@ extension ContextState {
   /// Loads relationship `index` of every loaded, saved object of `objects` whose side is a
   /// fault, with the related objects' values.
   func prefetch(_ index: Int, of objects: [ManagedObject]) throws {
-    let owners = objects.filter { object in
-      guard let entity = object.entity, index < entity.relationships.count, object.lifecycle == .persisted,
-        !object.isFault, object.objectKey?.isTemporary == false
-      else { return false }
-      return entity.relationships[index].accessor.isFault(object)
-    }
-    guard let first = owners.first?.entity else { return }
+    // Inherited relationships keep their index and field offset in subentities: one
+    // description (and accessor) serves every object.
+    guard let first = objects.first?.entity, index < first.relationships.count else { return }
     let relationship = first.relationships[index]
+    let accessor = relationship.accessor
+    let owners = objects.filter { object in
+      object.lifecycle == .persisted && !object.isFault && object.objectKey?.isTemporary == false
+        && accessor.isFault(object)
+    }
+    guard !owners.isEmpty else { return }
     guard let destination = model.entity(named: relationship.destinationEntityName) else { return }
     let keyList: [PrimitiveValue]
 
     switch relationship.storage {
     case .foreignKey:
       // The keys are in the owners' rows: one query for the related rows not loaded yet.
-      let keys = Set(owners.map { relationship.accessor.foreignKey(in: $0) }.filter { $0 != 0 })
+      let keys = Set(owners.map { accessor.foreignKey(in: $0) }.filter { $0 != 0 })
       let missing = keys.filter { key in
         registered[ObjectKey(rootIndex: destination.rootIndex, isTemporary: false, value: key)].map(\.isFault) ?? true
       }
@@ -45,10 +47,10 @@ extension ContextState {
           arguments: [.text(HistorySchema.jsonArray(missing.sorted()))])
       }
       for owner in owners {
-        let key = relationship.accessor.foreignKey(in: owner)
+        let key = accessor.foreignKey(in: owner)
         let target =
           key == 0 ? nil : registered[ObjectKey(rootIndex: destination.rootIndex, isTemporary: false, value: key)]
-        relationship.accessor.fulfill(owner, with: target.map { [$0] } ?? [])
+        accessor.fulfill(owner, with: target.map { [$0] } ?? [])
       }
       return
     case .inverseForeignKey(let column, let orderColumn):
@@ -59,19 +61,39 @@ extension ContextState {
         ManagedObject.self, of: destination,
         clauses: " WHERE \"\(column)\" IN (SELECT value FROM json_each(?)) ORDER BY \"\(column)\", \(order)pk",
         arguments: keyList)
-      var byOwner: [Int64: [ManagedObject]] = [:]
-      for object in related {
-        guard let entity = object.entity, Int(relationship.inverseIndex) < entity.relationships.count else { continue }
-        let inverse = entity.relationships[Int(relationship.inverseIndex)]
-        let owner =
-          inverse.accessor.isFault(object)
-          ? inverse.accessor.foreignKey(in: object)
-          : (inverse.accessor.objects(in: object).first?.objectKey?.value ?? 0)
-        byOwner[owner, default: []].append(object)
-      }
+      guard Int(relationship.inverseIndex) < destination.relationships.count else { return }
+      let inverse = destination.relationships[Int(relationship.inverseIndex)].accessor
+      // The rows come sorted by owner: each owner's objects are one run.
+      var ownersByKey: [Int64: ManagedObject] = [:]
+      ownersByKey.reserveCapacity(owners.count)
       for owner in owners {
-        relationship.accessor.fulfill(owner, with: owner.objectKey.flatMap { byOwner[$0.value] } ?? [])
+        if let key = owner.objectKey?.value { ownersByKey[key] = owner }
       }
+      var filled: [Int64: ManagedObject] = [:]
+      var runOwner: Int64 = 0
+      var run: [ManagedObject] = []
+      func flush() {
+        guard !run.isEmpty else { return }
+        if let owner = ownersByKey.removeValue(forKey: runOwner) {
+          accessor.fulfill(owner, with: run)
+          filled[runOwner] = owner
+        } else if let owner = filled[runOwner] {  // a second run of one owner: never split by SQL, but safe
+          for object in run { accessor.insert(object, at: nil, in: owner) }
+        }
+      }
+      for object in related {
+        let owner =
+          inverse.isFault(object)
+          ? inverse.foreignKey(in: object) : (inverse.objects(in: object).first?.objectKey?.value ?? 0)
+        if owner != runOwner {
+          flush()
+          run.removeAll(keepingCapacity: true)
+          runOwner = owner
+        }
+        run.append(object)
+      }
+      flush()
+      for owner in ownersByKey.values { accessor.fulfill(owner, with: []) }  // owners with no related rows
     case .joinTable:
       // The links, then the related rows not loaded yet.
       let links = try store.relatedRows(
@@ -90,7 +112,7 @@ extension ContextState {
         byOwner[link.owner, default: []].append(registered[key] ?? fault(for: key, entity: link.entity))
       }
       for owner in owners {
-        relationship.accessor.fulfill(owner, with: owner.objectKey.flatMap { byOwner[$0.value] } ?? [])
+        accessor.fulfill(owner, with: owner.objectKey.flatMap { byOwner[$0.value] } ?? [])
       }
     }
   }

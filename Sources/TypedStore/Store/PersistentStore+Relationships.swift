@@ -129,6 +129,56 @@ extension PersistentStore {
     return false
   }
 
+  // MARK: - Referential integrity
+
+  /// Throws `StoreError.danglingReference` when a key column or join row the change set
+  /// writes names a row that does not exist (another process deleted it after the context
+  /// read it): one query per relationship, over the distinct keys written.
+  func checkReferences(_ changes: ChangeSet, insertedKeys: [Int64], connection: SQLiteConnection) throws {
+    // "Entity.relationship" → each key written → an owner that writes it
+    var written: [String: (entity: EntityDescription, relationship: RelationshipDescription, keys: [Int64: Int64])] =
+      [:]
+    func note(_ entity: EntityDescription, _ relationship: RelationshipDescription, key: Int64, owner: Int64) {
+      let id = "\(entity.name).\(relationship.name)"
+      if written[id] == nil { written[id] = (entity, relationship, [:]) }
+      if written[id]?.keys[key] == nil { written[id]?.keys[key] = owner }
+    }
+    func noteColumn(_ entity: EntityDescription, slot: Int, value: PrimitiveValue, owner: Int64) {
+      guard case .integer(let key) = value, let name = entity.storedAttributes[slot].foreignKeyOf,
+        let relationship = entity.relationship(named: name)
+      else { return }
+      note(entity, relationship, key: key, owner: owner)
+    }
+    for (insert, owner) in zip(changes.inserts, insertedKeys) {
+      let entity = model.entities[Int(insert.entityIndex)]
+      guard entity.storedAttributes.count != entity.attributes.count else { continue }  // no key column
+      for (slot, value) in insert.values.enumerated() { noteColumn(entity, slot: slot, value: value, owner: owner) }
+    }
+    for update in changes.updates {
+      let entity = model.entities[Int(update.entityIndex)]
+      for (slot, value) in zip(update.slots, update.values) {
+        noteColumn(entity, slot: Int(slot), value: value, owner: update.primaryKey)
+      }
+    }
+    for write in changes.links {
+      let entity = model.entities[Int(write.entityIndex)]
+      let relationship = entity.relationships[Int(write.relationshipIndex)]
+      for target in write.targets { note(entity, relationship, key: target, owner: write.owner) }
+    }
+    for (_, group) in written.sorted(by: { $0.key < $1.key }) {
+      guard let destination = model.entity(named: group.relationship.destinationEntityName) else { continue }
+      let missing = try integers(
+        "SELECT value FROM json_each(?) WHERE NOT EXISTS (SELECT 1 FROM \"\(destination.tableName)\" WHERE pk = value)"
+          + " ORDER BY value LIMIT 1", [.text(HistorySchema.jsonArray(group.keys.keys.sorted()))], connection)
+      if let key = missing.first, let owner = group.keys[key] {
+        throw StoreError.danglingReference(
+          objectID: AnyManagedID(storeIdentifier: identifier, entityName: group.entity.name, key: .permanent(owner)),
+          relationship: group.relationship.name,
+          relatedID: AnyManagedID(storeIdentifier: identifier, entityName: destination.name, key: .permanent(key)))
+      }
+    }
+  }
+
   // MARK: - Delete rules
 
   /// Applies the delete rules of rows deleted in this transaction to every row still related

@@ -334,6 +334,9 @@ extension PersistentStore {
       try history.didInsert(model.entities[Int(entityIndex)], primaryKeys: keys)
     }
     if !changes.links.isEmpty { try writeLinks(changes.links, connection: connection) }
+    if model.hasRelationships {
+      try checkReferences(changes, insertedKeys: applied.insertedKeys, connection: connection)
+    }
     // Delete rules reach the rows no context loaded, once every row of the change set is
     // written (so an object moved away in this save is not cascaded).
     if model.hasRelationships && !changes.deletes.isEmpty {

@@ -16,11 +16,15 @@ final class RowReader: Sendable {
 
   private let fields: [Field]
   private let accessors: [any AttributeAccessor]
+  /// By slot, the relationship whose key column the slot is (nil for attributes): its key
+  /// is stored straight into the relationship's field.
+  private let foreignKeys: [(any RelationshipAccessor)?]
   /// The relationships whose links other rows hold: faults in every new object.
   private let relationships: [(index: Int32, accessor: any RelationshipAccessor, holdsKey: Bool)]
 
   init(entity: EntityDescription, positions: [Int32]) {
     accessors = entity.accessors
+    foreignKeys = entity.accessors.map { ($0 as? ForeignKeyAccessor)?.relationship }
     relationships = entity.relationships.enumerated().map { (Int32($0), $1.accessor, $1.holdsForeignKey) }
     fields = zip(entity.accessors, positions).enumerated().map { slot, pair in
       Field(
@@ -42,6 +46,8 @@ final class RowReader: Sendable {
           field.direct.store(real: value.double, in: object)
         case (.string, .text):
           field.direct.store(text: value.string, in: object)
+        case (.none, .integer) where foreignKeys[Int(field.slot)] != nil:
+          foreignKeys[Int(field.slot)]?.makeFault(object, foreignKey: value.int64)
         default:
           try accessors[Int(field.slot)].decode(value.primitiveValue, into: object)
         }

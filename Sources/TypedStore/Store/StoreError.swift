@@ -48,6 +48,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   /// to others: each denial names the object, the relationship and the objects that block
   /// it. Nothing was written.
   case deleteDenied([DeleteDenial])
+  /// A save would link an object to a related object whose row is gone (another context or
+  /// process deleted it after this context read it): the object, the relationship and the
+  /// missing object. Nothing was written; refresh the object or link it elsewhere.
+  case danglingReference(objectID: AnyManagedID, relationship: String, relatedID: AnyManagedID)
   /// A save met objects that break their model's rules (a required to-one that is nil, a
   /// to-many with too few or too many objects): every failure, not only the first. Nothing
   /// was written.
@@ -82,6 +86,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
       "a unique constraint of \(entity) refused the write: \(message)"
     case .deleteDenied(let denials):
       "the delete is denied, nothing was written: " + denials.map(\.description).joined(separator: "; ")
+    case .danglingReference(let object, let relationship, let related):
+      "\(object).\(relationship) names \(related), whose row is gone; nothing was written"
     case .validationFailed(let failures):
       "\(failures.count) validation failure(s), nothing was written: "
         + failures.map(\.description).joined(separator: "; ")

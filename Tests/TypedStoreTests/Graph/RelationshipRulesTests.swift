@@ -111,6 +111,46 @@ final class Right: ManagedObject {
     #expect(count == 2)
   }
 
+  @Test func linkingToARowAnotherStoreConnectionDeletedThrowsDanglingReferenceAndWritesNothing() async throws {
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    let first = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let second = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let shelfID = try await first.newBackgroundContext().perform { context in
+      let shelf = Shelf(context: context)
+      try context.save()
+      return shelf.managedID
+    }
+    let stale = first.newBackgroundContext()
+    try await stale.perform { context in _ = try context.existingObject(with: shelfID).name }
+    // The other connection deletes the shelf.
+    try await second.newBackgroundContext().perform { context in
+      context.delete(try context.existingObject(with: shelfID))
+      try context.save()
+    }
+    let before = try first.persistentStore.fetchHistory(HistoryRequest()).count
+    let error = await stale.perform { context -> (any Error)? in
+      do {
+        let book = Book(context: context)
+        book.shelf = try context.existingObject(with: shelfID)
+        try context.save()
+        return nil
+      } catch {
+        return error
+      }
+    }
+    guard case StoreError.danglingReference(let objectID, let relationship, let relatedID)? = error else {
+      Issue.record("expected danglingReference, got \(String(describing: error))")
+      return
+    }
+    #expect(objectID.entityName == "Book" && relationship == "shelf" && relatedID == shelfID.untyped)
+    #expect(try first.persistentStore.fetchHistory(HistoryRequest()).count == before)
+    let books = try await second.newBackgroundContext().perform { context in
+      try context.count(for: FetchRequest<Book>())
+    }
+    #expect(books == 0)
+  }
+
   @Test func batchDeleteCascadesSetBased() async throws {
     let container = try PersistentContainer.makeTest(model: graphModel)
     try await container.newBackgroundContext().perform { context in
