@@ -54,6 +54,20 @@ open class ManagedObject: Hashable {
   /// The context's state, if the object belongs to a context that still exists.
   final var tracker: (any ObjectTracking)? { trackerLink?.tracker }
 
+  /// The entity's name in the model, the store, history, object URIs and the tool: the class
+  /// name, unless the class overrides this to store itself under another name.
+  ///
+  /// ```swift
+  /// final class TaskItem: ManagedObject {
+  ///   override class var entityName: String { "Task" }
+  ///   @Attribute var title: String = ""
+  /// }
+  /// ```
+  ///
+  /// Declare it once, on the class it names: a subclass that inherits the override without
+  /// declaring its own is named after its class.
+  open class var entityName: String { String(describing: self) }
+
   /// Creates an object that belongs to no context yet; `context.insert(_:)` adds it.
   ///
   /// Every entity class needs this initializer: the store creates objects with it when it

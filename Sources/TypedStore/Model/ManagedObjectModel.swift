@@ -138,7 +138,7 @@ public final class ManagedObjectModel: Sendable {
     var names = Set<String>()
     var typeNames: [ObjectIdentifier: String] = [:]
     for type in types {
-      let name = String(describing: type)
+      let name = entityName(of: type)
       guard isValidIdentifier(name) else {
         throw ModelError(entity: name, reason: .invalidName(name))
       }
@@ -146,7 +146,7 @@ public final class ManagedObjectModel: Sendable {
       typeNames[ObjectIdentifier(type)] = name
     }
     return try types.map { type in
-      let name = String(describing: type)
+      let name = entityName(of: type)
       var superName: String?
       if let superclass = _getSuperclass(type), superclass != ManagedObject.self {
         guard let entityName = typeNames[ObjectIdentifier(superclass)] else {
@@ -189,6 +189,18 @@ public final class ManagedObjectModel: Sendable {
       return Declared(
         name: name, type: type, superName: superName, fields: attributes, relationships: relationships)
     }
+  }
+
+  /// `type.entityName`, or the class name when the class only inherits its superclass's
+  /// override (two entities cannot share a name).
+  private static func entityName(of type: ManagedObject.Type) -> String {
+    let name = type.entityName
+    if let superclass = _getSuperclass(type) as? ManagedObject.Type, superclass != ManagedObject.self,
+      superclass.entityName == name
+    {
+      return String(describing: type)
+    }
+    return name
   }
 
   /// The recorded declarations of `type`'s fields of one kind, in field order (superclass
