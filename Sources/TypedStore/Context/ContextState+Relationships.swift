@@ -141,7 +141,18 @@ extension ContextState {
   func validationFailures(_ objects: [ManagedObject]) -> [ValidationFailure] {
     var failures: [ValidationFailure] = []
     for object in objects where !object.isDeleted {
-      guard let entity = object.entity, let id = anyID(of: object) else { continue }
+      guard let entity = object.entity, entity.hasValidationRules, let id = anyID(of: object) else { continue }
+      for slot in entity.boundedSlots where object.isInserted || object.committedValues[slot] != nil {
+        let attribute = entity.storedAttributes[Int(slot)]
+        guard let bounds = attribute.boundsCheck,
+          let stored = try? entity.accessors[Int(slot)].encode(object),
+          let value = try? attribute.accessor.codec.decodeAny(stored), !bounds.contains(value)
+        else { continue }
+        failures.append(
+          ValidationFailure(
+            objectID: id, property: attribute.name,
+            reason: .outOfBounds(value: String(describing: value), bounds: bounds.description)))
+      }
       for (index, relationship) in entity.relationships.enumerated() {
         let checksCount = relationship.minimumCount != nil || relationship.maximumCount != nil
         guard relationship.isRequired || checksCount else { continue }

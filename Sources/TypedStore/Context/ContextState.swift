@@ -286,10 +286,12 @@ final class ContextState: ObjectTracking {
     try applyDeleteRulesInMemory()
     let updatedObjects = updated.filter { !$0.isDeleted && $0.lifecycle == .persisted }
     let deletedObjects = deleted.filter { $0.lifecycle == .persisted }
-    if model.hasRelationships {
+    if model.hasValidationRules {
       let failures = validationFailures(inserted + updatedObjects)
       if !failures.isEmpty { throw StoreError.validationFailed(failures) }
-      if insertedObjectsAreReferenced(inserted + updatedObjects) { try obtainPermanentIDs(for: inserted) }
+    }
+    if model.hasRelationships && insertedObjectsAreReferenced(inserted + updatedObjects) {
+      try obtainPermanentIDs(for: inserted)
     }
     var saved = ContextChanges()
     if !changeObservers.isEmpty {

@@ -79,18 +79,40 @@ public struct CodableStorage: Sendable {
 // `DeclarationRecorder`). Its types are `@usableFromInline` so the initializers can be inlined
 // into entity classes: creating an object then costs no generic metadata lookups.
 @usableFromInline
-struct AttributeOptions: Sendable, Hashable {
+struct AttributeOptions: Sendable {
   @usableFromInline var persistentName: String?
   @usableFromInline var preservedOnDeletion: Bool
   @usableFromInline var indexed: Bool
   @usableFromInline var unique: Bool
+  @usableFromInline var bounds: AttributeBounds?
 
   @inlinable
-  init(persistentName: String?, preservedOnDeletion: Bool, indexed: Bool, unique: Bool) {
+  init(
+    persistentName: String?, preservedOnDeletion: Bool, indexed: Bool, unique: Bool, bounds: AttributeBounds? = nil
+  ) {
     self.persistentName = persistentName
     self.preservedOnDeletion = preservedOnDeletion
     self.indexed = indexed
     self.unique = unique
+    self.bounds = bounds
+  }
+}
+
+/// The values an attribute accepts (`@Attribute(bounds: 0...150)`), checked by `save()`: a
+/// test of the attribute's Swift value, and the bounds as written, for errors and the schema.
+@usableFromInline
+struct AttributeBounds: Sendable {
+  @usableFromInline let description: String
+  @usableFromInline let contains: @Sendable (Any) -> Bool
+
+  @inlinable
+  init<Value: Comparable & Sendable>(_ range: some RangeExpression<Value> & Sendable) {
+    description = String(describing: range)
+    contains = { value in
+      if let value = value as? Value { return range.contains(value) }
+      if let optional = value as? Value?, optional == nil { return true }  // nil is not out of bounds
+      return true
+    }
   }
 }
 
@@ -127,6 +149,46 @@ extension Attribute where Value: AttributeValue {
       options: AttributeOptions(
         persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
         indexed: indexed, unique: unique))
+  }
+}
+
+extension Attribute where Value: AttributeValue & Comparable & Sendable {
+  /// Declares an attribute whose values must lie within `bounds`; `save()` throws
+  /// `StoreError.validationFailed` for an object whose value does not.
+  ///
+  /// ```swift
+  /// @Attribute(bounds: 0...150) var age: Int = 0
+  /// @Attribute(bounds: Date(timeIntervalSince1970: 0)...) var created: Date = .now
+  /// ```
+  @inlinable
+  public init(
+    wrappedValue: Value, bounds: some RangeExpression<Value> & Sendable, persistentName: String? = nil,
+    preservedOnDeletion: Bool = false, indexed: Bool = false, unique: Bool = false
+  ) {
+    self.init(
+      value: wrappedValue, storage: .standard,
+      options: AttributeOptions(
+        persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
+        indexed: indexed, unique: unique, bounds: AttributeBounds(bounds)))
+  }
+}
+
+extension Attribute {
+  /// Declares an optional attribute whose non-nil values must lie within `bounds`.
+  ///
+  /// ```swift
+  /// @Attribute(bounds: 1...5) var rating: Int? = nil
+  /// ```
+  @inlinable
+  public init<Wrapped: AttributeValue & Comparable & Sendable>(
+    wrappedValue: Value, bounds: some RangeExpression<Wrapped> & Sendable, persistentName: String? = nil,
+    preservedOnDeletion: Bool = false, indexed: Bool = false, unique: Bool = false
+  ) where Value == Wrapped? {
+    self.init(
+      value: wrappedValue, storage: .standard,
+      options: AttributeOptions(
+        persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
+        indexed: indexed, unique: unique, bounds: AttributeBounds(bounds)))
   }
 }
 

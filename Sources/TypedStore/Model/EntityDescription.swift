@@ -28,6 +28,11 @@ public struct AttributeDescription: Sendable {
   /// a slot like an attribute (so changes, updates, conflicts and history treat it as one) but
   /// is not listed in `EntityDescription.attributes`.
   var foreignKeyOf: String? = nil
+  /// The values the attribute accepts, checked by `save()`.
+  var boundsCheck: AttributeBounds? = nil
+
+  /// The bounds declared with `@Attribute(bounds:)`, as written (`0...150`), or nil.
+  public var bounds: String? { boundsCheck?.description }
 }
 
 /// One entity of a model: a `ManagedObject` subclass, its attributes and its place in the
@@ -68,6 +73,13 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   let hasClass: Bool
   private let attributeIndexByName: [String: Int]
   private let relationshipIndexByName: [String: Int]
+  /// The slots of the attributes declared with bounds.
+  let boundedSlots: [Int32]
+  /// Whether `save()` has rules to check for this entity's objects.
+  var hasValidationRules: Bool {
+    !boundedSlots.isEmpty
+      || relationships.contains { $0.isRequired || $0.minimumCount != nil || $0.maximumCount != nil }
+  }
 
   init(
     name: String, superentityName: String?, subentityNames: [String], rootName: String,
@@ -84,6 +96,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     self.relationshipIndexByName = Dictionary(
       relationships.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
     self.accessors = storedAttributes.map(\.accessor)
+    self.boundedSlots = storedAttributes.indices.filter { storedAttributes[$0].boundsCheck != nil }.map(Int32.init)
     self.selfAndDescendantNames = selfAndDescendantNames
     self.index = index
     self.rootIndex = rootIndex

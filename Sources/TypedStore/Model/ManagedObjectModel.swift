@@ -23,6 +23,8 @@ public final class ManagedObjectModel: Sendable {
   public let versionHash: String
   /// Whether any entity has a relationship.
   let hasRelationships: Bool
+  /// Whether `save()` has rules to check (bounds, required or counted relationships).
+  let hasValidationRules: Bool
 
   private let entitiesByName: [String: EntityDescription]
   private let entitiesByType: [ObjectIdentifier: EntityDescription]
@@ -49,6 +51,7 @@ public final class ManagedObjectModel: Sendable {
     self.jsonRepresentation = json
     self.versionHash = SHA256.hex(of: json)
     self.hasRelationships = entities.contains { !$0.relationships.isEmpty }
+    self.hasValidationRules = entities.contains(where: \.hasValidationRules)
     self.entitiesByName = Dictionary(uniqueKeysWithValues: entities.map { ($0.name, $0) })
     self.entitiesByType = Dictionary(
       uniqueKeysWithValues: entities.filter(\.hasClass).map { (ObjectIdentifier($0.objectType), $0) })
@@ -305,7 +308,7 @@ public final class ManagedObjectModel: Sendable {
             name: field.name, columnName: column, attributeType: codec.attributeType,
             storage: field.declaration.storage, isOptional: codec.isOptional,
             isPreservedOnDeletion: options.preservedOnDeletion, isIndexed: options.indexed,
-            isUnique: options.unique, entityName: entity.name, accessor: field.accessor))
+            isUnique: options.unique, entityName: entity.name, accessor: field.accessor, boundsCheck: options.bounds))
       }
       // Relationships: each entity's own, after the inherited ones (same indexes in
       // subentities); a to-one that holds the key adds a stored attribute after the attributes.
@@ -362,7 +365,7 @@ public final class ManagedObjectModel: Sendable {
         ModelSchema.Attribute(
           name: $0.name, column: $0.columnName, type: $0.attributeType, storage: $0.storage,
           optional: $0.isOptional, preservedOnDeletion: $0.isPreservedOnDeletion,
-          indexed: $0.isIndexed, unique: $0.isUnique)
+          indexed: $0.isIndexed, unique: $0.isUnique, bounds: $0.bounds)
       },
       relationships: ModelSchema.Relationship.list(
         entity.relationships.filter { $0.entityName == entity.name }))

@@ -66,6 +66,8 @@ public struct ModelSchema: Codable, Sendable, Equatable {
     public var indexed: Bool
     /// Whether the column has a unique index.
     public var unique: Bool
+    /// The bounds `save()` checks (`0...150`); absent when none are declared.
+    public var bounds: String?
   }
 
   /// Entities, superentities before their subentities.

@@ -132,6 +132,8 @@ public struct ValidationFailure: Sendable, Equatable, CustomStringConvertible {
     case tooFewObjects(count: Int, minimum: Int)
     /// A to-many relationship holds more objects than its `maximumCount`.
     case tooManyObjects(count: Int, maximum: Int)
+    /// An attribute's value lies outside the bounds declared with `@Attribute(bounds:)`.
+    case outOfBounds(value: String, bounds: String)
   }
 
   /// The object at fault (a temporary ID for an object not saved yet).
@@ -146,6 +148,7 @@ public struct ValidationFailure: Sendable, Equatable, CustomStringConvertible {
     case .missingRequiredRelationship: "\(objectID).\(property) is required but nil"
     case .tooFewObjects(let count, let minimum): "\(objectID).\(property) has \(count) objects, fewer than \(minimum)"
     case .tooManyObjects(let count, let maximum): "\(objectID).\(property) has \(count) objects, more than \(maximum)"
+    case .outOfBounds(let value, let bounds): "\(objectID).\(property) is \(value), outside \(bounds)"
     }
   }
 }
