@@ -14,7 +14,16 @@ extension ContextState {
       let values = try entity.accessors.map { try $0.encode(draft) }
       changes.inserts.append(ChangeSet.Insert(entityIndex: entity.index, primaryKey: nil, values: values))
     }
-    let applied = try store.commit(changes, info: batchInfo(request.author))
+    let applied: AppliedChanges
+    do {
+      applied = try store.commit(changes, info: batchInfo(request.author))
+    } catch let clashes as UniquenessClashes {
+      // Batch requests have no objects to name or merge: SQLite's refusal, as it words it.
+      let constraint = clashes.clashes.first?.constraint ?? []
+      throw StoreError.uniqueConstraintViolation(
+        entity: entity.name,
+        message: "UNIQUE constraint failed: " + constraint.map { "\(entity.name).\($0)" }.joined(separator: ", "))
+    }
     return BatchResult(
       count: applied.insertedKeys.count,
       objectIDs: request.returnsObjectIDs

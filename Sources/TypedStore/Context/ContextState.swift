@@ -361,6 +361,7 @@ final class ContextState: ObjectTracking {
 
     var resolved: [(ManagedObject, Resolution)] = []
     var propagation = DeletePropagation()
+    var mergedInto: [ManagedObject] = []
     if !changes.isEmpty {
       let applied: AppliedChanges
       do {
@@ -368,10 +369,27 @@ final class ContextState: ObjectTracking {
           changes, info: TransactionInfo(author: transactionAuthor, contextName: name, origin: ObjectIdentifier(self)))
       } catch StoreError.mergeConflict(let conflicts) {
         throw StoreError.mergeConflict(conflicts.map(describe))
+      } catch let clashes as UniquenessClashes {
+        throw StoreError.uniquenessConflict(clashes.clashes.map(describe))
       }
-      for (object, primaryKey) in zip(inserted, applied.insertedKeys) {
+      for (index, (object, primaryKey)) in zip(inserted, applied.insertedKeys).enumerated() {
         guard let entity = object.entity else { continue }
         let key = ObjectKey(rootIndex: entity.rootIndex, isTemporary: false, value: primaryKey)
+        if applied.mergedInserts.contains(index) {
+          // Constraint merging: the object became a stored row.
+          if let old = object.objectKey, !old.isTemporary { registered[old] = nil }
+          if let existing = registered[key], existing !== object {
+            // The context holds that row already: it stays the row's object, and this one goes.
+            object.lifecycle = .invalidated
+            mergedInto.append(existing)
+            continue
+          }
+          object.objectKey = key
+          registered[key] = object
+          object.lifecycle = .persisted
+          mergedInto.append(object)
+          continue
+        }
         object.objectKey = key
         registered[key] = object
         object.lifecycle = .persisted
@@ -417,6 +435,8 @@ final class ContextState: ObjectTracking {
       }
     }
     applyPropagation(propagation)
+    // Objects that constraint merging made stored rows hold those rows as committed.
+    for object in mergedInto { refresh(object, mergeChanges: false) }
     if !changeObservers.isEmpty {
       for (entityName, keys) in propagation.deleted {
         for key in keys {
@@ -440,6 +460,26 @@ final class ContextState: ObjectTracking {
   func notifyChanges(_ changes: ContextChanges) {
     guard !changes.isEmpty else { return }
     for observer in changeObservers.values { observer(changes) }
+  }
+
+  /// A uniqueness conflict the store found, with the objects' IDs.
+  private func describe(_ clash: UniquenessClash) -> UniquenessConflict {
+    let entity = model.entities[Int(clash.entityIndex)]
+    func stored(_ key: Int64) -> AnyManagedID {
+      let concrete =
+        (try? store.entityOfRow(primaryKey: key, in: model.entities[Int(entity.rootIndex)], connection: reader()))
+      return AnyManagedID(
+        storeIdentifier: store.identifier, entityName: (concrete ?? nil)?.name ?? entity.name, key: .permanent(key))
+    }
+    func insertedID(_ index: Int) -> AnyManagedID? { index < inserted.count ? anyID(of: inserted[index]) : nil }
+    let objectID =
+      clash.insertIndex.flatMap(insertedID) ?? clash.updatedKey.map(stored)
+      ?? AnyManagedID(storeIdentifier: store.identifier, entityName: entity.name, key: .permanent(0))
+    let conflictingID =
+      clash.storedKey.map(stored) ?? clash.otherInsertIndex.flatMap(insertedID)
+      ?? AnyManagedID(storeIdentifier: store.identifier, entityName: entity.name, key: .permanent(0))
+    return UniquenessConflict(
+      entityName: entity.name, constraint: clash.constraint, objectID: objectID, conflictingID: conflictingID)
   }
 
   /// A conflict the store reported, completed with what the object read and holds.

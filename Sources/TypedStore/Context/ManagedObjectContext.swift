@@ -174,7 +174,8 @@ public actor ManagedObjectContext {
   ///
   /// - Throws: `StoreError.mergeConflict` (with the `.error` merge policy) when updated or
   ///   deleted rows changed since they were read: every such object, with its values,
-  ///   `StoreError.uniqueConstraintViolation`, or `StoreError.sqlite`.
+  ///   `StoreError.uniquenessConflict`, `StoreError.deleteDenied`, `StoreError.validationFailed`,
+  ///   `StoreError.danglingReference`, or `StoreError.sqlite`.
   public func save() throws { try state.save() }
 
   /// Discards every pending change: inserted objects are dropped, updated objects get their

@@ -73,6 +73,11 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   let hasClass: Bool
   private let attributeIndexByName: [String: Int]
   private let relationshipIndexByName: [String: Int]
+  /// The uniqueness constraints that apply to this entity's rows (its own and inherited ones,
+  /// `@Attribute(unique: true)` included), each as the slots of its columns.
+  let uniqueness: [[Int32]]
+  /// The compound constraints this entity declares itself (not inherited).
+  let ownCompoundUniqueness: [[Int32]]
   /// The slots of the attributes declared with bounds.
   let boundedSlots: [Int32]
   /// Whether `save()` has rules to check for this entity's objects.
@@ -84,8 +89,11 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   init(
     name: String, superentityName: String?, subentityNames: [String], rootName: String,
     storedAttributes: [AttributeDescription], relationships: [RelationshipDescription] = [],
-    selfAndDescendantNames: [String], index: Int32, rootIndex: Int32, objectType: ManagedObject.Type?
+    selfAndDescendantNames: [String], index: Int32, rootIndex: Int32, objectType: ManagedObject.Type?,
+    uniqueness: [[Int32]] = [], ownCompoundUniqueness: [[Int32]] = []
   ) {
+    self.uniqueness = uniqueness
+    self.ownCompoundUniqueness = ownCompoundUniqueness
     self.name = name
     self.superentityName = superentityName
     self.subentityNames = subentityNames
@@ -128,6 +136,9 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   func propertyName(ofSlot slot: Int32) -> String {
     slot >= 0 ? storedAttributes[Int(slot)].name : relationships[Int(-slot - 1)].name
   }
+
+  /// The names of the properties of each uniqueness constraint that applies to this entity.
+  public var uniquenessConstraints: [[String]] { uniqueness.map { $0.map { storedAttributes[Int($0)].name } } }
 
   /// The relationship with this Swift name.
   public func relationship(named name: String) -> RelationshipDescription? {

@@ -68,6 +68,15 @@ open class ManagedObject: Hashable {
   /// declaring its own is named after its class.
   open class var entityName: String { String(describing: self) }
 
+  /// The entity's compound uniqueness constraints; none unless the class overrides this.
+  ///
+  /// ```swift
+  /// override class var uniquenessConstraints: [UniquenessConstraint] {
+  ///   [UniquenessConstraint(\Person.givenName, \Person.familyName)]
+  /// }
+  /// ```
+  open class var uniquenessConstraints: [UniquenessConstraint] { [] }
+
   /// Creates an object that belongs to no context yet; `context.insert(_:)` adds it.
   ///
   /// Every entity class needs this initializer: the store creates objects with it when it

@@ -25,6 +25,8 @@ public final class ManagedObjectModel: Sendable {
   let hasRelationships: Bool
   /// Whether `save()` has rules to check (bounds, required or counted relationships).
   let hasValidationRules: Bool
+  /// Whether any entity has a uniqueness constraint.
+  let hasUniqueness: Bool
 
   private let entitiesByName: [String: EntityDescription]
   private let entitiesByType: [ObjectIdentifier: EntityDescription]
@@ -52,6 +54,7 @@ public final class ManagedObjectModel: Sendable {
     self.versionHash = SHA256.hex(of: json)
     self.hasRelationships = entities.contains { !$0.relationships.isEmpty }
     self.hasValidationRules = entities.contains(where: \.hasValidationRules)
+    self.hasUniqueness = entities.contains { !$0.uniqueness.isEmpty }
     self.entitiesByName = Dictionary(uniqueKeysWithValues: entities.map { ($0.name, $0) })
     self.entitiesByType = Dictionary(
       uniqueKeysWithValues: entities.filter(\.hasClass).map { (ObjectIdentifier($0.objectType), $0) })
@@ -285,6 +288,7 @@ public final class ManagedObjectModel: Sendable {
     }
     var result: [EntityDescription] = []
     var storedByName: [String: [AttributeDescription]] = [:]
+    var uniquenessByName: [String: [[Int32]]] = [:]
     var relationshipsByName: [String: [RelationshipDescription]] = [:]
     for entity in ordered {
       let inherited = entity.superName.flatMap { storedByName[$0] } ?? []
@@ -347,15 +351,59 @@ public final class ManagedObjectModel: Sendable {
       let all = inherited + own
       storedByName[entity.name] = all
       relationshipsByName[entity.name] = inheritedRelationships + ownRelationships
+      let inheritedUniqueness = entity.superName.flatMap { uniquenessByName[$0] } ?? []
+      let single = own.indices.filter { own[$0].isUnique }.map { [Int32(inherited.count + $0)] }
+      let compound = try resolveUniqueness(
+        entity.type, name: entity.name, stored: all, relationships: inheritedRelationships + ownRelationships
+      ).filter { !inheritedUniqueness.contains($0) }
+      uniquenessByName[entity.name] = inheritedUniqueness + single + compound
       result.append(
         EntityDescription(
           name: entity.name, superentityName: entity.superName, subentityNames: children(of: entity.name),
           rootName: table, storedAttributes: all, relationships: inheritedRelationships + ownRelationships,
           selfAndDescendantNames: selfAndDescendants(of: entity.name),
           index: indexByName[entity.name] ?? 0, rootIndex: indexByName[table] ?? 0,
-          objectType: entity.type))
+          objectType: entity.type, uniqueness: uniquenessByName[entity.name] ?? [], ownCompoundUniqueness: compound))
     }
     return result
+  }
+
+  /// The slots of each compound uniqueness constraint `type` declares, found by reading each
+  /// key path on a prototype whose fields record their slots.
+  private static func resolveUniqueness(
+    _ type: ManagedObject.Type, name: String, stored: [AttributeDescription], relationships: [RelationshipDescription]
+  ) throws -> [[Int32]] {
+    let constraints = type.uniquenessConstraints
+    guard !constraints.isEmpty else { return [] }
+    let probe = type.init()
+    for (slot, attribute) in stored.enumerated() { attribute.accessor.setSlot(Int32(slot), in: probe) }
+    for (index, relationship) in relationships.enumerated() { relationship.accessor.setSlot(Int32(index), in: probe) }
+    return try constraints.map { constraint in
+      let slots = try constraint.keyPaths.map { keyPath -> Int32 in
+        probe.keyPathRecorder = []
+        probe._needsAccessHook = true
+        let path: AnyKeyPath = keyPath
+        _ = probe[keyPath: path]
+        let read = probe.keyPathRecorder ?? []
+        probe.keyPathRecorder = nil
+        guard read.count == 1, let slot = read.first else {
+          throw ModelError(
+            entity: name, reason: .invalidUniquenessConstraint("\(keyPath) does not name one stored property"))
+        }
+        if slot >= 0 { return slot }
+        let relationship = relationships[Int(-slot - 1)]
+        guard let foreignKey = relationship.foreignKeySlot else {
+          throw ModelError(
+            entity: name, property: relationship.name,
+            reason: .invalidUniquenessConstraint("only a to-one whose key the row holds can be part of a constraint"))
+        }
+        return foreignKey
+      }
+      guard !slots.isEmpty, Set(slots).count == slots.count else {
+        throw ModelError(entity: name, reason: .invalidUniquenessConstraint("a constraint needs distinct properties"))
+      }
+      return slots
+    }
   }
 
   private static func schemaEntity(_ entity: EntityDescription) -> ModelSchema.Entity {
@@ -368,6 +416,8 @@ public final class ManagedObjectModel: Sendable {
           indexed: $0.isIndexed, unique: $0.isUnique, bounds: $0.bounds)
       },
       relationships: ModelSchema.Relationship.list(
-        entity.relationships.filter { $0.entityName == entity.name }))
+        entity.relationships.filter { $0.entityName == entity.name }),
+      uniquenessConstraints: entity.ownCompoundUniqueness.isEmpty
+        ? nil : entity.ownCompoundUniqueness.map { $0.map { entity.storedAttributes[Int($0)].name } })
   }
 }

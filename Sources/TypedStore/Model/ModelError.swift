@@ -28,6 +28,9 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A relationship's inverse is not a relationship of the destination, or does not point
     /// back at it.
     case invalidInverse(String)
+    /// A uniqueness constraint names something other than an attribute or a to-one
+    /// relationship whose key the entity's row holds.
+    case invalidUniquenessConstraint(String)
     /// The entity was read from a store's schema without its class: its objects cannot be
     /// made (open the store with the application's model to work with objects).
     case noClass
@@ -64,6 +67,7 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     case .destinationNotInModel(let type):
       return "\(place): the relationship's destination \(type) is not an entity of the model"
     case .invalidInverse(let why): return "\(place): \(why)"
+    case .invalidUniquenessConstraint(let why): return "\(place): \(why)"
     case .noClass:
       return "\(place): this model was read from the store without the entity's class, so it has no objects"
     case .unreadableLayout:

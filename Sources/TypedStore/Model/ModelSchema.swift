@@ -18,6 +18,8 @@ public struct ModelSchema: Codable, Sendable, Equatable {
     public var attributes: [Attribute]
     /// Its own relationships, in declaration order; absent when it has none.
     public var relationships: [Relationship]?
+    /// Its own compound uniqueness constraints, as property names; absent when it has none.
+    public var uniquenessConstraints: [[String]]?
   }
 
   /// One relationship, and where its links are stored.

@@ -6,6 +6,10 @@ struct ChangeSet: Sendable {
     var primaryKey: Int64?
     /// One value per attribute of the entity, in attribute order.
     var values: [PrimitiveValue]
+    /// Set by constraint merging: the stored row this insert became, written over with
+    /// `values` when `writesOver`, left as it is otherwise.
+    var mergedInto: Int64? = nil
+    var writesOver = false
   }
 
   struct Update: Sendable {
@@ -59,6 +63,9 @@ struct AppliedChanges: Sendable {
   var resolved: [ResolvedRow: Resolution] = [:]
   /// Rows the delete rules deleted or updated beyond the change set's own.
   var propagation = DeletePropagation()
+  /// The inserts (by index) that constraint merging made stored rows; their entries in
+  /// `insertedKeys` are those rows' keys.
+  var mergedInserts: Set<Int> = []
 }
 
 /// What delete rules did beyond the deletes asked for: rows deleted by `.cascade`, and rows

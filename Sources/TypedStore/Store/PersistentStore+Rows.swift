@@ -190,6 +190,11 @@ extension PersistentStore {
           applied.insertedKeys = Array(applied.insertedKeys.prefix(changes.inserts.count))
           applied.resolved = outcomes
           return applied
+        } catch let error as SQLiteError where error.extendedCode == 2067 && self.model.hasUniqueness {
+          // A unique index refused a row: undo, find every conflict, and merge or report them.
+          history.reset()
+          let resolved = try self.resolveUniqueness(changes, connection: connection)
+          return try self.apply(resolved, connection: connection, history: history)
         }
       }
     } catch let error as SQLiteError where error.extendedCode == 2067 || error.extendedCode == 1555 {
@@ -310,7 +315,14 @@ extension PersistentStore {
       var next = nextKey[entity.tableName, default: 1]
       var keys: [Int64] = []
       keys.reserveCapacity(runEnd - runStart)
-      for insert in changes.inserts[runStart..<runEnd] {
+      for (offset, insert) in changes.inserts[runStart..<runEnd].enumerated() {
+        if let stored = insert.mergedInto {
+          // Merged into a stored row (constraint merging): written over, or left as it is.
+          if insert.writesOver { try overwrite(stored, of: entity, with: insert.values, connection, history) }
+          keys.append(stored)
+          applied.mergedInserts.insert(runStart + offset)
+          continue
+        }
         let primaryKey: Int64
         if let given = insert.primaryKey {
           primaryKey = given
@@ -327,7 +339,9 @@ extension PersistentStore {
       }
       nextKey[entity.tableName] = next
       applied.insertedKeys += keys
-      insertedByEntity[entityIndex, default: []] += keys
+      insertedByEntity[entityIndex, default: []] += zip(changes.inserts[runStart..<runEnd], keys).filter {
+        $0.0.mergedInto == nil
+      }.map(\.1)
       runStart = runEnd
     }
     for (entityIndex, keys) in insertedByEntity.sorted(by: { $0.key < $1.key }) {
@@ -346,6 +360,23 @@ extension PersistentStore {
       applied.propagation = try propagateDeletes(deleted, connection: connection, history: history)
     }
     return applied
+  }
+
+  /// Writes every stored value of an insert over a stored row (constraint merging with the
+  /// object's values winning), recorded as an update of every attribute.
+  private func overwrite(
+    _ primaryKey: Int64, of entity: EntityDescription, with values: [PrimitiveValue], _ connection: SQLiteConnection,
+    _ history: HistoryRecorder
+  ) throws {
+    let slots = entity.storedAttributes.indices.map(Int32.init)
+    let statement = try connection.statement(
+      layout(of: entity).updateSQL(entity: entity, slots: slots).replacingOccurrences(
+        of: " AND _version = ?", with: ""))
+    defer { statement.reset() }
+    for (index, value) in values.enumerated() { statement.bind(value, at: Int32(index + 1)) }
+    statement.bind(primaryKey, at: Int32(values.count + 1))
+    try statement.run()
+    try history.didUpdate(entity, primaryKeys: [primaryKey], changedAttributes: entity.storedAttributes.map(\.name))
   }
 
   /// Rows with the same key, keys in order of first appearance.

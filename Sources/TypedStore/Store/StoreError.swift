@@ -52,6 +52,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   /// process deleted it after this context read it): the object, the relationship and the
   /// missing object. Nothing was written; refresh the object or link it elsewhere.
   case danglingReference(objectID: AnyManagedID, relationship: String, relatedID: AnyManagedID)
+  /// A save with the `.error` merge policy (or any policy, for a conflict no policy merges)
+  /// would give two rows the same values for a uniqueness constraint: every conflict, naming
+  /// the constraint and both objects. Nothing was written.
+  case uniquenessConflict([UniquenessConflict])
   /// A save met objects that break their model's rules (a required to-one that is nil, a
   /// to-many with too few or too many objects): every failure, not only the first. Nothing
   /// was written.
@@ -88,6 +92,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
       "the delete is denied, nothing was written: " + denials.map(\.description).joined(separator: "; ")
     case .danglingReference(let object, let relationship, let related):
       "\(object).\(relationship) names \(related), whose row is gone; nothing was written"
+    case .uniquenessConflict(let conflicts):
+      "\(conflicts.count) uniqueness conflict(s), nothing was written: "
+        + conflicts.map(\.description).joined(separator: "; ")
     case .validationFailed(let failures):
       "\(failures.count) validation failure(s), nothing was written: "
         + failures.map(\.description).joined(separator: "; ")
@@ -150,5 +157,27 @@ public struct ValidationFailure: Sendable, Equatable, CustomStringConvertible {
     case .tooManyObjects(let count, let maximum): "\(objectID).\(property) has \(count) objects, more than \(maximum)"
     case .outOfBounds(let value, let bounds): "\(objectID).\(property) is \(value), outside \(bounds)"
     }
+  }
+}
+
+/// Two objects that a uniqueness constraint allows only one of.
+///
+/// ```swift
+/// catch StoreError.uniquenessConflict(let conflicts) {
+///   for conflict in conflicts { print(conflict.constraint, conflict.objectID, conflict.conflictingID) }
+/// }
+/// ```
+public struct UniquenessConflict: Sendable, Equatable, CustomStringConvertible {
+  /// The entity whose constraint it is.
+  public var entityName: String
+  /// The constraint's properties.
+  public var constraint: [String]
+  /// The object of the save (a temporary ID for an object never saved).
+  public var objectID: AnyManagedID
+  /// The stored row, or the other object of the same save, with the same values.
+  public var conflictingID: AnyManagedID
+
+  public var description: String {
+    "\(objectID) and \(conflictingID) share \(entityName)(\(constraint.joined(separator: ", ")))"
   }
 }

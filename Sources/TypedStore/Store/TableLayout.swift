@@ -54,6 +54,17 @@ final class TableLayout: Sendable {
     if hierarchy.count > 1 {
       createIndexes.append("CREATE INDEX \"_index_\(root.name)__entity\" ON \"\(root.name)\"(_entity)")
     }
+    // Compound uniqueness constraints (one-column ones are the attributes' unique indexes).
+    var compound: [[Int32]] = []
+    for entity in hierarchy {
+      for constraint in entity.ownCompoundUniqueness where !compound.contains(constraint) {
+        compound.append(constraint)
+        let columns = constraint.map { entity.storedAttributes[Int($0)].columnName }
+        createIndexes.append(
+          "CREATE UNIQUE INDEX \"_unique_\(root.name)_\(columns.joined(separator: "_"))\" ON \"\(root.name)\"("
+            + columns.map { "\"\($0)\"" }.joined(separator: ", ") + ")")
+      }
+    }
     // Relationships: the order column of a to-one whose inverse is ordered (in this table),
     // and the join tables this table's entities own.
     var extraColumns: [String] = []

@@ -296,11 +296,16 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
       Tag(context: context).name = "swift"
       try context.save()
       Tag(context: context).name = "linux"
-      Tag(context: context).name = "swift"
-      #expect(
-        throws: StoreError.uniqueConstraintViolation(entity: "Tag", message: "UNIQUE constraint failed: Tag.name")
-      ) {
+      let duplicate = Tag(context: context)
+      duplicate.name = "swift"
+      do {
         try context.save()
+        Issue.record("the save should have failed")
+      } catch StoreError.uniquenessConflict(let conflicts) {
+        // The constraint and both objects are named.
+        #expect(conflicts.count == 1)
+        #expect(conflicts.first?.constraint == ["name"] && conflicts.first?.objectID == duplicate.managedID.untyped)
+        #expect(conflicts.first?.conflictingID.entityName == "Tag")
       }
       context.rollback()
       #expect(try context.count(for: FetchRequest<Tag>()) == 1)
