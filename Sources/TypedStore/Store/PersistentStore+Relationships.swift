@@ -202,14 +202,14 @@ extension PersistentStore {
           continue  // the deleted rows held the key: no other row refers to them through it
         case .inverseForeignKey(let column, let orderColumn):
           let selection = " WHERE \"\(column)\" IN (SELECT value FROM json_each(?))"
-          let pairs = try keyPairs(
-            "SELECT \"\(column)\", pk FROM \"\(destination.tableName)\"\(selection)", [keyList], connection)
-          guard !pairs.isEmpty else { continue }
+          // One read of the related rows: their keys, owners and concrete entities.
+          let rows = try relatedRows(of: relationship, owners: keys, connection: connection)
+          guard !rows.isEmpty else { continue }
+          let groups = Self.grouped(rows)
           switch relationship.deleteRule {
           case .deny:
-            denials += denialList(entity, relationship, destination, pairs)
+            denials += denialList(entity, relationship, destination, rows.map { ($0.owner, $0.key) })
           case .cascade:
-            let groups = try keysByEntity(destination, pairs.map(\.1), connection)
             try history.willDelete(
               HistoryRows(table: destination.tableName, whereClause: selection, arguments: [keyList]),
               groups: groups.map { ($0.entity, $0.primaryKeys) })
@@ -217,7 +217,6 @@ extension PersistentStore {
             outcome.deleted += groups.map { ($0.entity.name, $0.primaryKeys) }
             queue += groups.filter { !$0.entity.relationships.isEmpty }
           case .nullify:
-            let groups = try keysByEntity(destination, pairs.map(\.1), connection)
             for group in groups {
               try history.didUpdate(
                 group.entity, primaryKeys: group.primaryKeys, changedAttributes: [relationship.inverseName])
@@ -272,6 +271,21 @@ extension PersistentStore {
   }
 
   // MARK: - Helpers
+
+  /// Related rows' keys by concrete entity, each group in key order.
+  private static func grouped(_ rows: [RelatedRow]) -> [(entity: EntityDescription, primaryKeys: [Int64])] {
+    var order: [ObjectIdentifier] = []
+    var groups: [ObjectIdentifier: (entity: EntityDescription, primaryKeys: [Int64])] = [:]
+    for row in rows {
+      let id = ObjectIdentifier(row.entity)
+      if groups[id] == nil {
+        order.append(id)
+        groups[id] = (row.entity, [])
+      }
+      groups[id]?.primaryKeys.append(row.key)
+    }
+    return order.compactMap { id in groups[id].map { ($0.entity, $0.primaryKeys.sorted()) } }
+  }
 
   private func denialList(
     _ entity: EntityDescription, _ relationship: RelationshipDescription, _ destination: EntityDescription,
