@@ -60,6 +60,50 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
   static let headerSize = 32
   static let frameHeaderSize = 24
 
+  /// The frames SQLite's WAL index (the `-shm` file) says are committed and published (its
+  /// `mxFrame`) and the log generation it describes, when the index header is initialized,
+  /// its two copies agree and its salt is the log's; nil otherwise.
+  ///
+  /// SQLite writes a transaction's frames, then publishes them by raising `mxFrame` in the
+  /// index; readers and the next writer use the index, and the next writer overwrites from
+  /// `mxFrame + 1`. A writer killed between the two leaves frames that were never
+  /// acknowledged, and a later, shorter transaction can overwrite the start of them: an
+  /// invalid frame, then an old commit frame, past `mxFrame`. That is no loss. Read it before
+  /// opening: a connection's first read may rebuild the index from the log (recovery, which
+  /// stops at damage), after which it no longer says what was published.
+  /// What a WAL index published: `mxFrame`, and the salt of the log generation it describes.
+  struct Published: Sendable, Equatable {
+    var frames: Int
+    var salt: Data
+  }
+
+  /// The salt of the log at `walPath` (its generation), or nil.
+  static func salt(walPath: String) -> Data? {
+    guard let wal = FileHandle(forReadingAtPath: walPath) else { return nil }
+    defer { try? wal.close() }
+    guard let header = try? wal.read(upToCount: headerSize), header.count == headerSize else { return nil }
+    return header.subdata(in: 16..<24)
+  }
+
+  static func publishedFrames(walPath: String, shmPath: String) -> Published? {
+    guard let shm = FileHandle(forReadingAtPath: shmPath) else { return nil }
+    defer { try? shm.close() }
+    guard let index = try? shm.read(upToCount: 96), index.count == 96,
+      let wal = FileHandle(forReadingAtPath: walPath)
+    else { return nil }
+    defer { try? wal.close() }
+    guard let walHeader = try? wal.read(upToCount: headerSize), walHeader.count == headerSize else { return nil }
+    let first = index.prefix(48)
+    let second = index.suffix(48)
+    func nativeWord(_ data: Data, _ offset: Int) -> UInt32 {
+      data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }
+    }
+    guard first.elementsEqual(second), nativeWord(Data(first), 0) == 3_007_000, first[first.startIndex + 12] == 1,
+      Data(first).subdata(in: 32..<40) == walHeader.subdata(in: 16..<24)
+    else { return nil }
+    return Published(frames: Int(nativeWord(Data(first), 16)), salt: walHeader.subdata(in: 16..<24))
+  }
+
   /// Reads the WAL at `path`; nil when there is no such file or it holds no frame.
   ///
   /// The file is read with a descriptor of its own: SQLite keeps no lock on a `-wal` file

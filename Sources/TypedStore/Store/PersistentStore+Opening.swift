@@ -38,6 +38,9 @@ extension PersistentStore {
     try checkPath(path, options: options)
     var damagedWALCopied = false
     try checkWALBeforeOpening(path: path, options: options, copied: &damagedWALCopied)
+    // What the WAL index said was published, read before this connection's first read can
+    // rebuild the index from the log (SQLite's recovery, which stops at damage).
+    let published = WALInspection.publishedFrames(walPath: path + "-wal", shmPath: path + "-shm")
 
     let connection: SQLiteConnection
     do {
@@ -56,13 +59,13 @@ extension PersistentStore {
       let identifier: UUID
       if options.isReadOnly {
         identifier = try readStore(connection: connection, path: path, model: model, deadline: deadline)
-        try checkWALWithoutLock(path: path, options: options, copied: &damagedWALCopied)
+        try checkWALWithoutLock(path: path, options: options, published: published, copied: &damagedWALCopied)
       } else {
         // Refuse another application's database before switching it to WAL.
         _ = try connection.readTransaction { try existingStore(connection: connection, path: path, model: model) }
         try connection.enableWAL(deadline: deadline)
         identifier = try connection.writeTransaction(deadline: deadline) {
-          try checkWAL(path: path, options: options, copied: &damagedWALCopied)
+          try checkWAL(path: path, options: options, published: published, copied: &damagedWALCopied)
           if let identifier = try existingStore(connection: connection, path: path, model: model) {
             return identifier
           }
@@ -247,20 +250,41 @@ extension PersistentStore {
 
   /// Under the write lock no other connection can append to the WAL or restart it, so what
   /// is read is what SQLite would replay.
-  private static func checkWAL(path: String, options: StoreOptions, copied: inout Bool) throws {
-    guard let inspection = try WALInspection(path: path + "-wal"), inspection.isDamaged else { return }
+  private static func checkWAL(
+    path: String, options: StoreOptions, published: WALInspection.Published?, copied: inout Bool
+  ) throws {
+    guard let inspection = try WALInspection(path: path + "-wal"), inspection.isDamaged,
+      !isUnpublishedLeftover(inspection, path: path, published: published)
+    else { return }
     try handleDamage(inspection, path: path, options: options, copied: &copied)
+  }
+
+  /// Whether the damage lies wholly past the frames the WAL index had published before this
+  /// open (and the log is of the same generation): frames of a writer killed before it
+  /// published its commit, partly overwritten by a later commit
+  /// (`WALInspection.publishedFrames`). SQLite never replays them, and no one was told they
+  /// were committed.
+  private static func isUnpublishedLeftover(
+    _ inspection: WALInspection, path: String, published: WALInspection.Published?
+  ) -> Bool {
+    guard inspection.headerIsValid, let invalid = inspection.firstInvalidFrame, let published,
+      WALInspection.salt(walPath: path + "-wal") == published.salt
+    else { return false }
+    return invalid > published.frames
   }
 
   /// For a read-only open, which cannot take the write lock: damage must be seen in three
   /// reads 10 ms apart with the WAL unchanged in between (a writer appending meanwhile can
   /// make one read look damaged; real damage stays).
-  private static func checkWALWithoutLock(path: String, options: StoreOptions, copied: inout Bool) throws {
+  private static func checkWALWithoutLock(
+    path: String, options: StoreOptions, published: WALInspection.Published?, copied: inout Bool
+  ) throws {
     var last: WALInspection?
     for attempt in 0..<3 {
       let before = fileSignature(path + "-wal")
       guard let inspection = try WALInspection(path: path + "-wal"), inspection.isDamaged,
-        fileSignature(path + "-wal") == before, attempt == 0 || inspection == last
+        !isUnpublishedLeftover(inspection, path: path, published: published), fileSignature(path + "-wal") == before,
+        attempt == 0 || inspection == last
       else { return }
       last = inspection
       if attempt < 2 { Thread.sleep(forTimeInterval: 0.01) }
