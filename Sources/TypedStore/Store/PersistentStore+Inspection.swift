@@ -92,6 +92,8 @@ public struct StoreProblem: Sendable, Equatable, CustomStringConvertible {
     case history
     /// Consumers' checkpoints.
     case consumer
+    /// Relationships: key columns and join rows that name rows which do not exist.
+    case relationships
   }
 
   public var kind: Kind
@@ -337,6 +339,35 @@ extension PersistentStore {
           )
         }
         if reported > 20 { problem(.history, "\(reported - 20) more problem(s) of \(root.name) rows not listed") }
+      }
+
+      // Relationships, from the schema the store keeps (so a tool without the classes checks
+      // them too): every key column and join row must name an existing row.
+      let tables = Dictionary(uniqueKeysWithValues: model.schema.entities.map { ($0.name, $0.table) })
+      for entity in model.schema.entities {
+        for relationship in entity.relationships ?? [] {
+          guard let destination = tables[relationship.destination] else { continue }
+          if let column = relationship.column {
+            let dangling =
+              try connection.scalarInt(
+                "SELECT count(*) FROM \"\(entity.table)\" WHERE \"\(column)\" IS NOT NULL "
+                  + "AND \"\(column)\" NOT IN (SELECT pk FROM \"\(destination)\")") ?? 0
+            if dangling > 0 {
+              problem(
+                .relationships,
+                "\(dangling) \(entity.name) row(s) name a missing \(relationship.destination) in \(relationship.name)")
+            }
+          }
+          if let join = relationship.joinTable, relationship.joinColumn == "source" {
+            let orphans =
+              try connection.scalarInt(
+                "SELECT count(*) FROM \"\(join)\" WHERE source NOT IN (SELECT pk FROM \"\(entity.table)\") "
+                  + "OR target NOT IN (SELECT pk FROM \"\(destination)\")") ?? 0
+            if orphans > 0 {
+              problem(.relationships, "\(orphans) link(s) of \(entity.name).\(relationship.name) name a missing row")
+            }
+          }
+        }
       }
 
       // Consumers.

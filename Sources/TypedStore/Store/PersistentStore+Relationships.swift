@@ -84,6 +84,9 @@ extension PersistentStore {
           try statement.run()
         }
       case .joinTable(let table, let own, let other, let orderColumn, let owns):
+        // An owner another process deleted meanwhile keeps no links.
+        let ownerTable = model.entities[Int(write.entityIndex)]
+        guard try !existingKeys(of: ownerTable, [write.owner], connection: connection).isEmpty else { continue }
         if owns {
           let stored = try integers(
             "SELECT \(other) FROM \"\(table)\" WHERE \(own) = ?", [.integer(write.owner)], connection)
@@ -271,6 +274,16 @@ extension PersistentStore {
   }
 
   // MARK: - Helpers
+
+  /// Those of `keys` whose rows exist in `entity`'s table, in the order given.
+  func existingKeys(of entity: EntityDescription, _ keys: [Int64], connection: SQLiteConnection) throws -> [Int64] {
+    guard !keys.isEmpty else { return [] }
+    let present = Set(
+      try integers(
+        "SELECT pk FROM \"\(entity.tableName)\" WHERE pk IN (SELECT value FROM json_each(?))",
+        [.text(HistorySchema.jsonArray(keys))], connection))
+    return keys.filter(present.contains)
+  }
 
   /// Related rows' keys by concrete entity, each group in key order.
   private static func grouped(_ rows: [RelatedRow]) -> [(entity: EntityDescription, primaryKeys: [Int64])] {

@@ -273,8 +273,10 @@ extension PersistentStore {
       let entity = model.entities[Int(group.key.entityIndex)]
       let changedNames = group.key.slots.map { entity.storedAttributes[Int($0)].name } + group.key.relationshipNames
       guard !group.key.slots.isEmpty else {
-        // Only relationships whose links other rows hold: history, no row to write.
-        try history.didUpdate(entity, primaryKeys: group.rows.map(\.primaryKey), changedAttributes: changedNames)
+        // Only relationships whose links other rows hold: history, no row to write. A row
+        // another process deleted meanwhile has nothing left to record.
+        let keys = try existingKeys(of: entity, group.rows.map(\.primaryKey), connection: connection)
+        try history.didUpdate(entity, primaryKeys: keys, changedAttributes: changedNames)
         continue
       }
       let statement = try connection.statement(layout(of: entity).updateSQL(entity: entity, slots: group.key.slots))
