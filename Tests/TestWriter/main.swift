@@ -35,6 +35,9 @@ import TypedStore
 //       a context that merges automatically holds that event; prints "ready". When history it
 //       had not read is pruned while it sleeps (the test stops it with SIGSTOP), it prints
 //       "expired <horizon> sequence <the held event's sequence after the refresh>".
+//   typedstore-test-writer graph-writer <store> <author> <seconds>
+//       random relationship edits, cascades and batch deletes of a graph of crates, items
+//       and stickers (GraphWriter.swift); prints "ops <n> dangling <d>" or "error: <error>".
 //   Any of these after "as-user <uid>" runs as that user (the tests run as root, which may
 //   write any file).
 
@@ -322,6 +325,12 @@ case "open":
   } catch {
     say("open failed: \(error)")
   }
+
+case "graph-writer":
+  guard arguments.count == 4, let seconds = Double(arguments[3]) else {
+    fail("usage: graph-writer <store> <author> <seconds>", code: 64)
+  }
+  runGraphWriter(path: arguments[1], author: arguments[2], seconds: seconds)
 
 default:
   guard arguments.count == 3, let count = Int(arguments[2]) else {
