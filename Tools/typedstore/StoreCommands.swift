@@ -131,7 +131,7 @@ enum StoreCommands {
     } else if report.passed {
       print(
         "ok: integrity_check, metadata, \(report.rowsChecked) rows against \(report.transactionsChecked) "
-          + "transactions of history, consumers' checkpoints")
+          + "transactions of history, relationships, consumers' checkpoints")
     } else {
       for problem in report.problems { print("problem: \(problem)") }
       print("\(report.problems.count) problem(s) found")

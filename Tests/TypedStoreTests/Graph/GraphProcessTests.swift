@@ -51,6 +51,22 @@ final class Sticker: ManagedObject {
     try await Self.checkGraph(url)
   }
 
+  @Test func checkConsistencyReportsAKeyThatNamesAMissingRow() async throws {
+    let container = try PersistentContainer.makeTest(model: Self.model)
+    try await container.newBackgroundContext().perform { context in
+      let crate = Crate(context: context)
+      crate.$items.insert(Item(context: context))
+      try context.save()
+    }
+    #expect(try container.persistentStore.checkConsistency().passed)
+    // Another tool writes a key to a crate that does not exist.
+    let connection = try SQLiteConnection(
+      path: container.persistentStore.url.path, mode: .readWrite, busyTimeout: .seconds(5))
+    try connection.execute("UPDATE \"Item\" SET crate = 9999")
+    let problems = try container.persistentStore.checkConsistency().problems
+    #expect(problems.contains { $0.kind == .relationships && $0.message.contains("Item") })
+  }
+
   private struct Outcome {
     var operations = 0
     var dangling = 0
