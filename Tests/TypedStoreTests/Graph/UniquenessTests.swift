@@ -152,3 +152,42 @@ final class Badge: ManagedObject {
     }
   }
 }
+
+final class Hall: ManagedObject {
+  @Attribute var name: String = ""
+  @Relationship(deleteRule: .cascade) var seats: Set<Seat>
+}
+
+final class Seat: ManagedObject {
+  override class var uniquenessConstraints: [UniquenessConstraint] {
+    [UniquenessConstraint(\Seat.hall, \Seat.number)]
+  }
+  @Attribute var number: Int = 0
+  @Relationship(inverse: \Hall.seats) var hall: Hall?
+}
+
+extension UniquenessTests {
+  @Test func aToOneWhoseKeyTheRowHoldsCanBePartOfAConstraint() async throws {
+    let model = try ManagedObjectModel(Hall.self, Seat.self)
+    #expect(model.entity(for: Seat.self)?.uniquenessConstraints == [["hall", "number"]])
+    let container = try PersistentContainer.makeTest(model: model)
+    try await container.newBackgroundContext().perform { context in
+      let (left, right) = (Hall(context: context), Hall(context: context))
+      for hall in [left, right] {
+        let seat = Seat(context: context)
+        seat.number = 1
+        seat.hall = hall  // the same number in two halls: allowed
+      }
+      try context.save()
+      let twin = Seat(context: context)
+      twin.number = 1
+      twin.hall = left
+      do {
+        try context.save()
+        Issue.record("the save should have failed")
+      } catch StoreError.uniquenessConflict(let conflicts) {
+        #expect(conflicts.map(\.constraint) == [["hall", "number"]])
+      }
+    }
+  }
+}
