@@ -185,7 +185,7 @@ public final class ManagedObjectModel: Sendable {
       for (field, declaration) in zip(relationshipFields, relationshipDeclarations) {
         let property = field.name.hasPrefix("_") ? String(field.name.dropFirst()) : field.name
         guard let fieldType = field.type as? any RelationshipField.Type,
-          let accessor = fieldType.makeAccessor(offset: field.offset)
+          let accessor = fieldType.makeAccessor(offset: field.offset, makeValue: declaration.makeValue)
         else {
           throw ModelError(entity: name, property: property, reason: .unsupportedType(String(describing: field.type)))
         }

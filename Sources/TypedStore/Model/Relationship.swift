@@ -95,10 +95,10 @@ public struct Relationship<Value> {
   }
 
   @usableFromInline
-  init(value: Value, declaration: RelationshipDeclaration) {
+  init(value: Value, declaration: @autoclosure () -> RelationshipDeclaration) {
     self.value = value
     if DeclarationRecorder.isActive.load(ordering: .relaxed) {
-      DeclarationRecorder.record(declaration)
+      DeclarationRecorder.record(declaration())
     }
   }
 }
@@ -135,17 +135,22 @@ struct RelationshipDeclaration: Sendable {
   @usableFromInline var minimumCount: Int?
   @usableFromInline var maximumCount: Int?
   @usableFromInline var isRequired: Bool
+  /// For a `Set` relationship: builds its value from objects. Made in the initializer, which is
+  /// inlined into the entity's module where the element type is known, so the set's insertions
+  /// are specialized there (the library's own generic code would not be).
+  @usableFromInline var makeValue: (@Sendable ([ManagedObject]) -> Any)?
 
   @inlinable
   init(
     inverse: (AnyKeyPath & Sendable)?, deleteRule: DeleteRule, minimumCount: Int? = nil, maximumCount: Int? = nil,
-    isRequired: Bool = false
+    isRequired: Bool = false, makeValue: (@Sendable ([ManagedObject]) -> Any)? = nil
   ) {
     self.inverse = inverse
     self.deleteRule = deleteRule
     self.minimumCount = minimumCount
     self.maximumCount = maximumCount
     self.isRequired = isRequired
+    self.makeValue = makeValue
   }
 }
 
@@ -198,7 +203,8 @@ extension Relationship {
     self.init(
       value: [],
       declaration: RelationshipDeclaration(
-        inverse: inverse, deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount))
+        inverse: inverse, deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount,
+        makeValue: makeSet(Destination.self)))
   }
 
   /// Declares an unordered to-many relationship whose inverse names it.
@@ -213,7 +219,8 @@ extension Relationship {
     self.init(
       value: [],
       declaration: RelationshipDeclaration(
-        inverse: nil, deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount))
+        inverse: nil, deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount,
+        makeValue: makeSet(Destination.self)))
   }
 
   /// Declares an ordered to-many relationship: its order is stored.
@@ -243,6 +250,19 @@ extension Relationship {
       value: [],
       declaration: RelationshipDeclaration(
         inverse: nil, deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount))
+  }
+}
+
+/// Builds a `Set<Element>` from objects, specialized where it is inlined (see
+/// `RelationshipDeclaration.makeValue`).
+@inlinable
+func makeSet<Element: ManagedObject>(_: Element.Type) -> @Sendable ([ManagedObject]) -> Any {
+  { objects in
+    var set = Set<Element>(minimumCapacity: objects.count)
+    for object in objects {
+      if let element = object as? Element { set.insert(element) }
+    }
+    return set
   }
 }
 

@@ -99,8 +99,10 @@ final class RelationshipFieldAccessor<Value: RelationshipValue>: RelationshipAcc
   private let slotOffset: Int
   private let faultOffset: Int
   private let keyOffset: Int
+  private let makeValue: (@Sendable ([ManagedObject]) -> Any)?
 
-  init(offset: Int) {
+  init(offset: Int, makeValue: (@Sendable ([ManagedObject]) -> Any)?) {
+    self.makeValue = makeValue
     valueOffset = offset + (MemoryLayout<Relationship<Value>>.offset(of: \Relationship<Value>.value) ?? 0)
     slotOffset = offset + (MemoryLayout<Relationship<Value>>.offset(of: \Relationship<Value>.slot) ?? 0)
     faultOffset = offset + (MemoryLayout<Relationship<Value>>.offset(of: \Relationship<Value>.isFault) ?? 0)
@@ -119,7 +121,7 @@ final class RelationshipFieldAccessor<Value: RelationshipValue>: RelationshipAcc
     withExtendedLifetime(object) { part(object, valueOffset, Value.self).pointee.objects }
   }
   func setObjects(_ objects: [ManagedObject], in object: ManagedObject) {
-    withExtendedLifetime(object) { part(object, valueOffset, Value.self).pointee = Value(objects: objects) }
+    withExtendedLifetime(object) { part(object, valueOffset, Value.self).pointee = value(holding: objects) }
   }
   func insert(_ element: ManagedObject, at index: Int?, in object: ManagedObject) {
     withExtendedLifetime(object) { part(object, valueOffset, Value.self).pointee.insert(element, at: index) }
@@ -142,9 +144,17 @@ final class RelationshipFieldAccessor<Value: RelationshipValue>: RelationshipAcc
       part(object, keyOffset, Int64.self).pointee = foreignKey
     }
   }
+  /// The value holding `objects`: through the specialized builder when the declaration
+  /// made one (one dynamic cast for the whole value, not one generic call per element).
+  @inline(__always)
+  private func value(holding objects: [ManagedObject]) -> Value {
+    if let makeValue, let value = makeValue(objects) as? Value { return value }
+    return Value(objects: objects)
+  }
+
   func fulfill(_ object: ManagedObject, with objects: [ManagedObject]) {
     withExtendedLifetime(object) {
-      part(object, valueOffset, Value.self).pointee = Value(objects: objects)
+      part(object, valueOffset, Value.self).pointee = value(holding: objects)
       part(object, keyOffset, Int64.self).pointee = 0
       part(object, faultOffset, Bool.self).pointee = false
     }
@@ -159,19 +169,23 @@ final class RelationshipFieldAccessor<Value: RelationshipValue>: RelationshipAcc
 
 /// Implemented by `Relationship` so the model can recognise its fields among a class's fields.
 protocol RelationshipField {
-  static func makeAccessor(offset: Int) -> (any RelationshipAccessor)?
+  static func makeAccessor(offset: Int, makeValue: (@Sendable ([ManagedObject]) -> Any)?)
+    -> (any RelationshipAccessor)?
 }
 
 extension Relationship: RelationshipField {
-  static func makeAccessor(offset: Int) -> (any RelationshipAccessor)? {
+  static func makeAccessor(offset: Int, makeValue: (@Sendable ([ManagedObject]) -> Any)?)
+    -> (any RelationshipAccessor)?
+  {
     guard let valueType = Value.self as? any RelationshipValue.Type else { return nil }
-    return makeRelationshipAccessor(valueType, offset: offset)
+    return makeRelationshipAccessor(valueType, offset: offset, makeValue: makeValue)
   }
 }
 
-private func makeRelationshipAccessor<Value: RelationshipValue>(_: Value.Type, offset: Int) -> any RelationshipAccessor
-{
-  RelationshipFieldAccessor<Value>(offset: offset)
+private func makeRelationshipAccessor<Value: RelationshipValue>(
+  _: Value.Type, offset: Int, makeValue: (@Sendable ([ManagedObject]) -> Any)?
+) -> any RelationshipAccessor {
+  RelationshipFieldAccessor<Value>(offset: offset, makeValue: makeValue)
 }
 
 /// Reads and writes the key column of a to-one relationship whose key the object's row holds:
