@@ -87,6 +87,8 @@ protocol RelationshipAccessor: AnyObject, Sendable {
   func fulfill(_ object: ManagedObject, with objects: [ManagedObject])
   func foreignKey(in object: ManagedObject) -> Int64
   func setSlot(_ slot: Int32, in object: ManagedObject)
+  /// The relationship's Swift value holding `objects` (a `Set`, an array or an optional).
+  func boxedValue(holding objects: [ManagedObject]) -> Any
 }
 
 /// The `Relationship<Value>` field at `offset` in objects of one class.
@@ -151,6 +153,8 @@ final class RelationshipFieldAccessor<Value: RelationshipValue>: RelationshipAcc
     if let makeValue, let value = makeValue(objects) as? Value { return value }
     return Value(objects: objects)
   }
+
+  func boxedValue(holding objects: [ManagedObject]) -> Any { value(holding: objects) }
 
   func fulfill(_ object: ManagedObject, with objects: [ManagedObject]) {
     withExtendedLifetime(object) {

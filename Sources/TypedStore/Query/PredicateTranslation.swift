@@ -65,6 +65,8 @@ struct SQLFragment {
   var codec: (any ValueCodec)?
   var literal: Any?
   var isNullable: Bool
+  /// Set for a related object or a to-many relationship (`PredicateTranslation+Relationships`).
+  var graph: GraphReference? = nil
 }
 
 /// Translates a `Predicate<Entity>`'s expression tree, node by node: each Foundation
@@ -76,6 +78,8 @@ struct PredicateTranslator<Entity: ManagedObject> {
   let root: PredicateExpressions.VariableID
   var variables: [PredicateExpressions.VariableID: SQLFragment] = [:]
   var slots: Set<Int32> = []
+  /// Subquery aliases handed out so far.
+  var aliasCount = 0
 
   static func translate(_ predicate: Predicate<Entity>, model: ManagedObjectModel) throws -> TranslatedPredicate {
     guard let entity = model.entity(for: Entity.self) else {
@@ -129,19 +133,18 @@ struct PredicateTranslator<Entity: ManagedObject> {
     return (try bind(left, like: right), try bind(right, like: left))
   }
 
+  /// A key path's value: on the predicate's object, an attribute's column or a relationship;
+  /// on a related object or a to-many, see `PredicateTranslation+Relationships.swift`.
   mutating func column(_ keyPath: AnyKeyPath, root: Any) throws -> SQLFragment {
-    guard let variable = root as? PredicateExpressions.Variable<Entity>, variable.key == self.root,
-      let typed = keyPath as? PartialKeyPath<Entity>
-    else {
-      throw PredicateTranslationError.unsupportedExpression("a key path that does not start at the predicate's object")
+    if let variable = root as? PredicateExpressions.Variable<Entity>, variable.key == self.root {
+      return try property(keyPath, of: entity, key: nil, alias: nil, arguments: [])
     }
-    guard let found = model.attributeSlots(for: typed), found.count == 1, let slot = found.first,
-      Int(slot) < entity.storedAttributes.count
-    else {
-      throw PredicateTranslationError.unknownKeyPath(String(describing: keyPath))
-    }
-    let attribute = entity.storedAttributes[Int(slot)]
-    slots.insert(slot)
+    return try graphProperty(keyPath, of: try fragment(root))
+  }
+
+  /// An attribute's column of the predicate's entity (or of a related entity, whose caller
+  /// rewrites the SQL), with how it compares.
+  func attributeFragment(_ attribute: AttributeDescription, of entity: EntityDescription) throws -> SQLFragment {
     let kind: SQLValueKind
     switch attribute.attributeType {
     case .string: kind = .text
@@ -161,6 +164,11 @@ struct PredicateTranslator<Entity: ManagedObject> {
   /// A Swift value as SQLite stores it, and how it compares.
   static func encode(_ value: Any) throws -> (PrimitiveValue, SQLValueKind) {
     if let optional = value as? any AnyOptional, optional.isNone { return (.null, .unknown) }
+    if let object = value as? ManagedObject {
+      // Its row's key; an object never saved is no row's (keys start at 1).
+      guard let key = object.objectKey, !key.isTemporary else { return (.integer(0), .number) }
+      return (.integer(key.value), .number)
+    }
     if let unwrapped = unwrapOptional(value) { return try encode(unwrapped) }
     if let attributeValue = value as? any AttributeValue {
       let kind: SQLValueKind
@@ -353,7 +361,7 @@ extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
     return SQLFragment(
       sql: "(CASE WHEN \(unwrapped.sql) IS NULL THEN NULL ELSE \(body.sql) END)",
       arguments: unwrapped.arguments + body.arguments, kind: body.kind == .boolean ? .number : body.kind,
-      codec: nil, literal: nil, isNullable: true)
+      codec: nil, literal: nil, isNullable: true, graph: body.graph)  // a chain goes on: $0.book?.shelf?.name
   }
 }
 
