@@ -191,3 +191,31 @@ extension UniquenessTests {
     }
   }
 }
+
+extension UniquenessTests {
+  @Test func anUpdateThatCollidesWithAStoredRowIsAnErrorUnderEveryPolicy() async throws {
+    let (container, _) = try await seeded()
+    let otherID = try await container.newBackgroundContext().perform { context in
+      let other = Member(context: context)
+      other.givenName = "Ada"
+      other.familyName = "Byron"
+      try context.save()
+      return other.managedID
+    }
+    for policy in [MergePolicy.error, .objectTrump, .storeTrump, .overwrite, .rollback] {
+      let outcome = await container.newBackgroundContext().perform { context -> String in
+        context.mergePolicy = policy
+        do {
+          try context.existingObject(with: otherID).familyName = "Lovelace"
+          try context.save()
+          return "saved"
+        } catch StoreError.uniquenessConflict(let conflicts) {
+          return conflicts.first?.objectID == otherID.untyped ? "conflict" : "conflict naming \(conflicts)"
+        } catch {
+          return "\(error)"
+        }
+      }
+      #expect(outcome == "conflict", "\(policy)")
+    }
+  }
+}
