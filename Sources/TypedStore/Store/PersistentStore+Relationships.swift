@@ -74,15 +74,9 @@ extension PersistentStore {
         guard let orderColumn, let destination = model.entity(named: relationship.destinationEntityName) else {
           continue
         }
-        let statement = try connection.statement(
-          "UPDATE \"\(destination.tableName)\" SET \"\(orderColumn)\" = ? WHERE pk = ?")
-        defer { statement.reset() }
-        for (position, target) in write.targets.enumerated() {
-          statement.rewind()
-          statement.bind(Int64(position), at: 1)
-          statement.bind(target, at: 2)
-          try statement.run()
-        }
+        try writePositions(
+          "UPDATE \"\(destination.tableName)\" SET \"\(orderColumn)\" = ? WHERE pk = ?", of: write.targets,
+          connection)
       case .joinTable(let table, let own, let other, let orderColumn, let owns):
         // An owner another process deleted meanwhile keeps no links.
         let ownerTable = model.entities[Int(write.entityIndex)]
@@ -112,17 +106,26 @@ extension PersistentStore {
           }
         }
         guard let orderColumn else { continue }
-        let statement = try connection.statement(
-          "UPDATE \"\(table)\" SET \(orderColumn) = ? WHERE \(own) = ? AND \(other) = ?")
-        defer { statement.reset() }
-        for (position, target) in write.targets.enumerated() {
-          statement.rewind()
-          statement.bind(Int64(position), at: 1)
-          statement.bind(write.owner, at: 2)
-          statement.bind(target, at: 3)
-          try statement.run()
-        }
+        try writePositions(
+          "UPDATE \"\(table)\" SET \(orderColumn) = ? WHERE \(other) = ? AND \(own) = ?", of: write.targets,
+          owner: write.owner, connection)
       }
+    }
+  }
+
+  /// Gives each target its position in a list with `sql`, whose parameters are the position,
+  /// the target's key and, when given, the owner's key.
+  private func writePositions(_ sql: String, of targets: [Int64], owner: Int64? = nil, _ connection: SQLiteConnection)
+    throws
+  {
+    let statement = try connection.statement(sql)
+    defer { statement.reset() }
+    for (position, target) in targets.enumerated() {
+      statement.rewind()  // every parameter is bound again
+      statement.bind(Int64(position), at: 1)
+      statement.bind(target, at: 2)
+      if let owner { statement.bind(owner, at: 3) }
+      try statement.run()
     }
   }
 

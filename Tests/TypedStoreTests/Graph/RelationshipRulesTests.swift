@@ -190,3 +190,46 @@ final class Right: ManagedObject {
     }
   }
 }
+
+final class Playlist: ManagedObject {
+  @Attribute var name: String = ""
+  @Relationship() var songs: [Song]  // ordered many-to-many: the order is in the join table
+}
+
+final class Song: ManagedObject {
+  @Attribute var title: String = ""
+  @Relationship(inverse: \Playlist.songs) var playlists: Set<Playlist>
+}
+
+extension RelationshipRulesTests {
+  @Test func anOrderedManyToManyKeepsEachListsOrderAcrossSaveAndFetch() async throws {
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    let model = try ManagedObjectModel(Playlist.self, Song.self)
+    let container = try PersistentContainer(name: "Music", model: model, storeURL: url)
+    let (morningID, eveningID) = try await container.newBackgroundContext().perform { context in
+      let songs = ["a", "b", "c", "d"].map { title in
+        let song = Song(context: context)
+        song.title = title
+        return song
+      }
+      let morning = Playlist(context: context)
+      morning.songs = [songs[2], songs[0], songs[3]]
+      let evening = Playlist(context: context)
+      evening.songs = [songs[3], songs[2]]
+      #expect(songs[3].playlists == [morning, evening])
+      try context.save()
+      morning.$songs.insert(songs[1], at: 0)  // b, c, a, d
+      morning.$songs.remove(songs[0])  // b, c, d
+      try context.save()
+      return (morning.managedID, evening.managedID)
+    }
+    let other = try PersistentContainer(name: "Music", model: model, storeURL: url)
+    try await other.newBackgroundContext().perform { context in
+      #expect(try context.existingObject(with: morningID).songs.map(\.title) == ["b", "c", "d"])
+      #expect(try context.existingObject(with: eveningID).songs.map(\.title) == ["d", "c"])
+      let a = try context.fetch(FetchRequest<Song>(predicate: #Predicate { $0.title == "a" }))
+      #expect(a.first?.playlists.isEmpty == true)
+    }
+  }
+}
