@@ -28,7 +28,8 @@ import Foundation
 ///
 /// A relationship is a fault until touched: reading a to-many loads its objects with one
 /// query (faults themselves until their attributes are read); reading a to-one costs no query
-/// when this object's row holds the key. To change a to-many, assign the whole value (also
+/// when this object's row holds the key (but one small read, of the related row's entity, when
+/// the destination has subentities). To change a to-many, assign the whole value (also
 /// through a mutating method, `folder.notes.insert(note)`: the old and new values are compared,
 /// so its cost grows with the size of the relationship), or use the typed helpers of its
 /// projected value, which cost the same whatever the size: `folder.$notes.insert(note)`,

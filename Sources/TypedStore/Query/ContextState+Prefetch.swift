@@ -32,7 +32,6 @@ extension ContextState {
     }
     guard !owners.isEmpty else { return }
     guard let destination = model.entity(named: relationship.destinationEntityName) else { return }
-    let keyList: [PrimitiveValue]
 
     switch relationship.storage {
     case .foreignKey:
@@ -55,7 +54,7 @@ extension ContextState {
       return
     case .inverseForeignKey(let column, let orderColumn):
       // The related rows hold the owners' keys: one query, grouped by that key.
-      keyList = [.text(HistorySchema.jsonArray(owners.compactMap { $0.objectKey?.value }))]
+      let keyList: [PrimitiveValue] = [.text(HistorySchema.jsonArray(owners.compactMap { $0.objectKey?.value }))]
       let order = orderColumn.map { "\"\($0)\", " } ?? ""
       let related = try fetchObjects(
         ManagedObject.self, of: destination,

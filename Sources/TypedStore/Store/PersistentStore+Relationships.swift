@@ -199,6 +199,26 @@ extension PersistentStore {
     var outcome = DeletePropagation()
     var queue = deleted.filter { !$0.entity.relationships.isEmpty && !$0.primaryKeys.isEmpty }
     var denials: [DeleteDenial] = []
+    /// Deletes related rows by the rules of a cascade: tombstones first, then the rows, which
+    /// then apply their own rules.
+    func cascade(
+      _ groups: [(entity: EntityDescription, primaryKeys: [Int64])], from table: String, _ selection: String,
+      _ arguments: [PrimitiveValue]
+    ) throws {
+      try history.willDelete(
+        HistoryRows(table: table, whereClause: selection, arguments: arguments),
+        groups: groups.map { ($0.entity, $0.primaryKeys) })
+      try run("DELETE FROM \"\(table)\"\(selection)", arguments, connection)
+      outcome.deleted += groups.map { ($0.entity.name, $0.primaryKeys) }
+      queue += groups.filter { !$0.entity.relationships.isEmpty }
+    }
+    /// Records that related rows no longer point at the deleted ones through `inverseName`.
+    func nullified(_ groups: [(entity: EntityDescription, primaryKeys: [Int64])], _ inverseName: String) throws {
+      for group in groups {
+        try history.didUpdate(group.entity, primaryKeys: group.primaryKeys, changedAttributes: [inverseName])
+      }
+      outcome.updated += groups.map { ($0.entity.name, $0.primaryKeys) }
+    }
     while let (entity, keys) = queue.popLast() {
       let keyList = PrimitiveValue.text(HistorySchema.jsonArray(keys))
       for relationship in entity.relationships {
@@ -216,22 +236,13 @@ extension PersistentStore {
           case .deny:
             denials += denialList(entity, relationship, destination, rows.map { ($0.owner, $0.key) })
           case .cascade:
-            try history.willDelete(
-              HistoryRows(table: destination.tableName, whereClause: selection, arguments: [keyList]),
-              groups: groups.map { ($0.entity, $0.primaryKeys) })
-            try run("DELETE FROM \"\(destination.tableName)\"\(selection)", [keyList], connection)
-            outcome.deleted += groups.map { ($0.entity.name, $0.primaryKeys) }
-            queue += groups.filter { !$0.entity.relationships.isEmpty }
+            try cascade(groups, from: destination.tableName, selection, [keyList])
           case .nullify:
-            for group in groups {
-              try history.didUpdate(
-                group.entity, primaryKeys: group.primaryKeys, changedAttributes: [relationship.inverseName])
-            }
+            try nullified(groups, relationship.inverseName)
             let order = orderColumn.map { ", \"\($0)\" = NULL" } ?? ""
             try run(
               "UPDATE \"\(destination.tableName)\" SET \"\(column)\" = NULL\(order), _version = _version + 1\(selection)",
               [keyList], connection)
-            outcome.updated += groups.map { ($0.entity.name, $0.primaryKeys) }
           }
         case .joinTable(let table, let own, let other, _, _):
           let isSelfInverse =
@@ -254,20 +265,11 @@ extension PersistentStore {
           guard !related.isEmpty else { continue }
           let groups = try keysByEntity(destination, related, connection)
           if relationship.deleteRule == .cascade {
-            let relatedList = PrimitiveValue.text(HistorySchema.jsonArray(related))
-            let rowSelection = " WHERE pk IN (SELECT value FROM json_each(?))"
-            try history.willDelete(
-              HistoryRows(table: destination.tableName, whereClause: rowSelection, arguments: [relatedList]),
-              groups: groups.map { ($0.entity, $0.primaryKeys) })
-            try run("DELETE FROM \"\(destination.tableName)\"\(rowSelection)", [relatedList], connection)
-            outcome.deleted += groups.map { ($0.entity.name, $0.primaryKeys) }
-            queue += groups.filter { !$0.entity.relationships.isEmpty }
+            try cascade(
+              groups, from: destination.tableName, " WHERE pk IN (SELECT value FROM json_each(?))",
+              [.text(HistorySchema.jsonArray(related))])
           } else {
-            for group in groups {
-              try history.didUpdate(
-                group.entity, primaryKeys: group.primaryKeys, changedAttributes: [relationship.inverseName])
-            }
-            outcome.updated += groups.map { ($0.entity.name, $0.primaryKeys) }
+            try nullified(groups, relationship.inverseName)
           }
         }
       }
