@@ -262,6 +262,7 @@ extension ContextState {
         let inverse = otherEntity.relationships[Int(relationship.inverseIndex)]
         guard !inverse.accessor.isFault(other), inverse.accessor.contains(object, in: other) else { continue }
         inverse.accessor.remove(object, in: other)
+        other.observationChanged(slots: [ManagedObject.relationshipMarker(relationship.inverseIndex)])
       }
     }
   }

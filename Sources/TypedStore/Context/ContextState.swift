@@ -98,6 +98,7 @@ final class ContextState: ObjectTracking {
     object.lifecycle = status
     object.objectKey = key
     object.assignSlots()
+    if entity.observationKeyPaths != nil { object.observeAccess() }
     registered[key] = object
   }
 
@@ -113,7 +114,9 @@ final class ContextState: ObjectTracking {
       if let existingEntity = existing.entity,
         existing.isFault || (!existing.hasChanges && existing.rowVersion != row.version)
       {
+        let snapshot = existing.isFault ? nil : existing.observationSnapshot()
         try row.decode(into: existing, entity: existingEntity)
+        if let snapshot { existing.reportObservedChanges(since: snapshot) }
       }
       return existing
     }
@@ -126,6 +129,7 @@ final class ContextState: ObjectTracking {
     object.trackerLink = link
     object.lifecycle = .persisted
     object.objectKey = ObjectKey(rootIndex: entity.rootIndex, isTemporary: false, value: primaryKey)
+    if concrete.observationKeyPaths != nil { object.observeAccess() }
     if concrete === entity {
       try row.decode(into: object, reader: reader, assigningSlots: true)
     } else {
@@ -513,12 +517,14 @@ final class ContextState: ObjectTracking {
     }
     for object in updated {
       guard let entity = object.entity else { continue }
+      let observed = object.observation == nil ? [] : object.committedValues.keys.map { entity.observedSlot(of: $0) }
       for (slot, value) in object.committedValues where slot >= 0 {
         try? entity.accessors[Int(slot)].decode(value, into: object)
       }
       object.committedValues.removeAll()
       // The store holds the links as they were: loaded sides load again when next read.
       object.makeRelationshipsFaults()
+      object.observationChanged(slots: observed)
     }
     for object in deleted { object.isDeleted = false }
     inserted.removeAll()
@@ -545,6 +551,10 @@ final class ContextState: ObjectTracking {
   /// is gone is marked deleted (or, with `shouldDeleteInaccessibleFaults` off, stays a fault).
   func refresh(_ object: ManagedObject, mergeChanges: Bool) {
     guard object.trackerLink === link, object.lifecycle == .persisted, let entity = object.entity else { return }
+    // Observers hear what changed once the new values are in (or, for an object left a
+    // fault, that everything they saw may have).
+    let snapshot = object.observationSnapshot()
+    defer { if let snapshot { object.reportObservedChanges(since: snapshot, assumeChanged: !mergeChanges) } }
     var pending: [(Int32, PrimitiveValue)] = []
     // Changed relationship sides keep their objects (which may not be saved yet).
     var pendingLinks: [(slot: Int32, index: Int, objects: [ManagedObject])] = []

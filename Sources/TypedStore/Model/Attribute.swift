@@ -45,8 +45,10 @@ public struct Attribute<Value> {
       return object[keyPath: storageKeyPath].value
     }
     @inline(__always) set {
-      object._willChangeValue(slot: object[keyPath: storageKeyPath].slot)
+      let slot = object[keyPath: storageKeyPath].slot
+      let observed = object._willChangeValue(slot: slot)
       object[keyPath: storageKeyPath].value = newValue
+      if observed { object._observationDidSet(slot: slot) }
     }
   }
 

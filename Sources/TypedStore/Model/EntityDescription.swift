@@ -1,3 +1,5 @@
+import Observation
+
 /// One attribute of an entity, as the model describes it.
 ///
 /// ```swift
@@ -80,6 +82,9 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   let ownCompoundUniqueness: [[Int32]]
   /// The slots of the attributes declared with bounds.
   let boundedSlots: [Int32]
+  /// For an entity whose class declares `Observable`: the key paths its objects' observation
+  /// registrars hear, by slot. Nil for other entities, whose objects report nothing.
+  let observationKeyPaths: ObservationKeyPaths?
   /// Whether `save()` has rules to check for this entity's objects.
   var hasValidationRules: Bool {
     !boundedSlots.isEmpty
@@ -110,6 +115,9 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     self.rootIndex = rootIndex
     self.objectType = objectType ?? ManagedObject.self
     self.hasClass = objectType != nil
+    self.observationKeyPaths =
+      objectType is any Observable.Type
+      ? ObservationKeyPaths(attributeCount: storedAttributes.count, relationshipCount: relationships.count) : nil
     self.attributeIndexByName = Dictionary(
       storedAttributes.enumerated().filter { $1.foreignKeyOf == nil }.map { ($1.name, $0) },
       uniquingKeysWith: { first, _ in first })
@@ -129,6 +137,15 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   /// The slot of the attribute with this Swift name.
   func attributeSlot(named name: String) -> Int32? {
     attributeIndexByName[name].map(Int32.init)
+  }
+
+  /// The slot observers hear for a change recorded under `slot` in `committedValues`: the
+  /// relationship's marker for a to-one's key column, the slot itself otherwise.
+  func observedSlot(of slot: Int32) -> Int32 {
+    guard slot >= 0, let name = storedAttributes[Int(slot)].foreignKeyOf,
+      let index = relationshipIndexByName[name]
+    else { return slot }
+    return ManagedObject.relationshipMarker(Int32(index))
   }
 
   /// The name of the attribute (or key column's relationship) in `slot`, or of the

@@ -21,6 +21,7 @@ extension ManagedObject {
     }
     guard slot >= 0 else { return }
     loadRelationship(Int(slot))
+    if observesAccess { observationAccess(slot: Self.relationshipMarker(slot)) }
   }
 
   @usableFromInline
@@ -34,6 +35,7 @@ extension ManagedObject {
   final func _relationshipDidChange(slot: Int32, from old: Any) {
     guard let entity, tracker != nil else { return }
     let relationship = entity.relationships[Int(slot)]
+    defer { _observationDidSet(slot: Self.relationshipMarker(slot)) }
     var current = relationship.accessor.objects(in: self)
     if relationship.kind == .ordered {
       var seen = Set<ObjectIdentifier>()
@@ -63,8 +65,7 @@ extension ManagedObject {
     loadRelationship(Int(slot))
     let wasMember = relationship.accessor.contains(element, in: self)
     if wasMember && relationship.kind != .ordered { return }
-    recordRelationshipChange(relationship, index: slot)
-    relationship.accessor.insert(element, at: index, in: self)
+    changeSide(relationship, index: slot) { relationship.accessor.insert(element, at: index, in: self) }
     if !wasMember { link(element, through: relationship) }
   }
 
@@ -76,8 +77,7 @@ extension ManagedObject {
     let relationship = entity.relationships[Int(slot)]
     loadRelationship(Int(slot))
     guard relationship.accessor.contains(element, in: self) else { return }
-    recordRelationshipChange(relationship, index: slot)
-    relationship.accessor.remove(element, in: self)
+    changeSide(relationship, index: slot) { relationship.accessor.remove(element, in: self) }
     unlink(element, through: relationship)
   }
 
@@ -92,8 +92,18 @@ extension ManagedObject {
     }
   }
 
-  /// Notes, before it happens, that this object's side of `relationship` changes.
+  /// Changes this object's side of `relationship` with `write`, recorded before and
+  /// reported to observers around it.
+  private func changeSide(_ relationship: RelationshipDescription, index: Int32, _ write: () -> Void) {
+    recordRelationshipChange(relationship, index: index)
+    write()
+    _observationDidSet(slot: Self.relationshipMarker(index))
+  }
+
+  /// Notes, before it happens, that this object's side of `relationship` changes (and tells
+  /// observers it will).
   final func recordRelationshipChange(_ relationship: RelationshipDescription, index: Int32) {
+    observationWillSet(slot: Self.relationshipMarker(index))
     if let slot = relationship.foreignKeySlot {
       _willChangeValue(slot: slot)
       return
@@ -128,13 +138,11 @@ extension ManagedObject {
         previous.loadRelationship(index)
         let previousSide = previousEntity.relationships[index]
         if previousSide.accessor.contains(other, in: previous) {
-          previous.recordRelationshipChange(previousSide, index: Int32(index))
-          previousSide.accessor.remove(other, in: previous)
+          previous.changeSide(previousSide, index: Int32(index)) { previousSide.accessor.remove(other, in: previous) }
         }
       }
     }
-    other.recordRelationshipChange(inverse, index: inverseIndex)
-    inverse.accessor.insert(self, at: nil, in: other)
+    other.changeSide(inverse, index: inverseIndex) { inverse.accessor.insert(self, at: nil, in: other) }
   }
 
   /// `other` left this object's side of `relationship`: its inverse no longer points here.
@@ -148,8 +156,7 @@ extension ManagedObject {
     else { return }
     other.loadRelationship(Int(inverseIndex))
     guard inverse.accessor.contains(self, in: other) else { return }
-    other.recordRelationshipChange(inverse, index: inverseIndex)
-    inverse.accessor.remove(self, in: other)
+    other.changeSide(inverse, index: inverseIndex) { inverse.accessor.remove(self, in: other) }
   }
 
   /// The index of `relationship` (declared by this object's entity or a superentity) in

@@ -38,6 +38,11 @@ open class ManagedObject: Hashable {
   final var lifecycle: ObjectStatus = .detached
   /// The context lists (updated, deleted) the object is in, one bit each.
   final var listMembership: UInt8 = 0
+  /// True for an object of an entity that declares `Observable`: its reads are reported.
+  final var observesAccess = false
+  /// The object's observation registrar, made when a property is first read; nil for objects
+  /// of entities that do not declare `Observable`, and until then.
+  final var observation: ObjectObservation?
 
   /// True while reading an attribute must first do something: fulfil a fault, or record which
   /// attribute a key path reads. Kept in one flag so the common read costs one test.
@@ -45,7 +50,7 @@ open class ManagedObject: Hashable {
 
   /// True when the object's attribute values have not been loaded yet.
   public internal(set) final var isFault = false {
-    didSet { _needsAccessHook = isFault || keyPathRecorder != nil }
+    didSet { _needsAccessHook = isFault || keyPathRecorder != nil || observesAccess }
   }
 
   /// True when the object is marked for deletion at the next save.
@@ -113,25 +118,39 @@ open class ManagedObject: Hashable {
 
   @usableFromInline
   final func _willAccessValue(slot: Int32) {
+    if observesAccess && !isFault {  // the common case for objects of Observable entities
+      observationAccess(slot: slot)
+      return
+    }
     if keyPathRecorder != nil {
       keyPathRecorder?.append(slot)
       return
     }
-    guard isFault else { return }
-    guard let tracker else {
-      fatalError("TypedStore: an attribute of a fault was read after its context was deallocated or reset")
+    if isFault {
+      guard let tracker else {
+        fatalError("TypedStore: an attribute of a fault was read after its context was deallocated or reset")
+      }
+      tracker.fulfillFault(of: self)
     }
-    tracker.fulfillFault(of: self)
+    if observesAccess { observationAccess(slot: slot) }
   }
 
+  /// Records the attribute's committed value before its first change, and tells observers it
+  /// will change. Returns whether observers must hear `_observationDidSet` after the write:
+  /// the setter asks this, not the object's fields, because a field read from inlined code
+  /// in the user's module costs a run-time exclusivity check.
   @usableFromInline
-  final func _willChangeValue(slot: Int32) {
-    guard slot >= 0, let tracker else { return }  // an object in no context tracks nothing
+  @discardableResult
+  final func _willChangeValue(slot: Int32) -> Bool {
+    guard slot >= 0, let tracker else { return false }  // an object in no context tracks nothing
     if isFault { tracker.fulfillFault(of: self) }
-    guard lifecycle == .persisted, committedValues[slot] == nil, let entity else { return }
+    let observed = observation != nil
+    if observed { observationWillSet(slot: slot) }
+    guard lifecycle == .persisted, committedValues[slot] == nil, let entity else { return observed }
     let wasUpdated = !committedValues.isEmpty
     committedValues[slot] = (try? entity.accessors[Int(slot)].encode(self)) ?? .null
     if !wasUpdated { tracker.objectDidBecomeUpdated(self) }
+    return observed
   }
 
   /// Gives every attribute and relationship field its slot, so that later writes are tracked.
