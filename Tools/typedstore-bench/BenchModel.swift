@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 import TypedStore
 
 /// The benchmark's entity: five attributes (integer, text, text, double, date).
@@ -19,7 +20,17 @@ final class BenchIndexedItem: ManagedObject {
   @Attribute var created: Date = Date(timeIntervalSinceReferenceDate: 0)
 }
 
-/// The five attributes the fetch rows read, on either item entity.
+/// `BenchItem` declared `Observable`: what reading attributes costs an entity that opts in to
+/// Swift's Observation.
+final class BenchObservedItem: ManagedObject, Observable {
+  @Attribute var number: Int = 0
+  @Attribute var name: String = ""
+  @Attribute var category: String = ""
+  @Attribute var score: Double = 0
+  @Attribute var created: Date = Date(timeIntervalSinceReferenceDate: 0)
+}
+
+/// The five attributes the fetch rows read, on any of the item entities.
 protocol BenchItemFields {
   var number: Int { get }
   var name: String { get }
@@ -30,6 +41,7 @@ protocol BenchItemFields {
 
 extension BenchItem: BenchItemFields {}
 extension BenchIndexedItem: BenchItemFields {}
+extension BenchObservedItem: BenchItemFields {}
 
 /// An entity whose deletes keep a tombstone: the history of a batch delete of it has one
 /// change row per deleted row.

@@ -65,7 +65,7 @@ let options: Options = {
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-bench-\(getpid())")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: directory) }
-let model = try ManagedObjectModel(BenchItem.self, BenchRecord.self, BenchIndexedItem.self)
+let model = try ManagedObjectModel(BenchItem.self, BenchRecord.self, BenchIndexedItem.self, BenchObservedItem.self)
 
 /// A new file name for every store: a store of an earlier run may still be open while its
 /// contexts wind down, and must never share a file (or its -shm) with a new one.
@@ -464,12 +464,14 @@ do {
     }
   }
 
-  do {
+  let fetchName = "fetch \(n) objects, every attribute read"
+  let observedFetchName = "fetch \(n) objects of an Observable entity, every attribute read"
+  if selected(fetchName) || selected(observedFetchName) {
     let raw = try freshRaw("fetch", rows: n)
     let container = try freshContainer("fetch")
     try seed(container, rows: n)
     let expected = try raw.fetchAll()
-    try run("fetch \(n) objects, every attribute read", goal: 2.0) {
+    try run(fetchName, goal: 2.0) {
       try time { try verify("fetch raw", try raw.fetchAll(), expected) }
     } typed: {
       let context = container.newBackgroundContext()
@@ -485,6 +487,37 @@ do {
           return "\(checksum)"
         }
         try verify("fetch", checksum, "\(expected)")
+      }
+    }
+
+    // The same with an entity that declares `Observable`: each object gets an observation
+    // registrar when first read, and each read is reported to Observation. No goal: the cost
+    // of opting in, for the docs.
+    if selected(observedFetchName) {
+      _ = try container.newBackgroundContext().performAndWait { context in
+        try context.execute(
+          BatchInsertRequest<BenchObservedItem>(count: n) { index, item in
+            let row = BenchRow(index)
+            item.number = Int(row.number)
+            item.name = row.name
+            item.category = row.category
+            item.score = row.score
+            item.created = Date(timeIntervalSinceReferenceDate: row.created)
+          }
+        ).count
+      }
+      try container.persistentStore.checkpoint()
+    }
+    try run(observedFetchName, goal: nil) {
+      try time { try verify("fetch raw", try raw.fetchAll(), expected) }
+    } typed: {
+      let context = container.newBackgroundContext()
+      _ = try context.performAndWait { context in try context.count(for: FetchRequest<BenchObservedItem>()) }
+      return try time {
+        let checksum = try context.performAndWait { context in
+          "\(itemChecksum(try context.fetch(FetchRequest<BenchObservedItem>())))"
+        }
+        try verify("observed fetch", checksum, "\(expected)")
       }
     }
   }
