@@ -248,6 +248,27 @@ private func fired(_ changes: Changes) async -> Bool {
     }
   }
 
+  @Test func aFetchThatReturnsANewerRowOfAnUnchangedObjectFiresForWhatDiffers() async throws {
+    let container = try PersistentContainer.makeTest(model: lampModel)
+    let id = try await makeLamp(container)
+    let viewer = container.newBackgroundContext()  // does not merge automatically
+    let (name, watts) = try await viewer.perform { context in
+      let lamp = try context.existingObject(with: id)
+      return (observe { _ = lamp.name }, observe { _ = lamp.watts })
+    }
+    try await container.newBackgroundContext().perform { context in
+      try context.existingObject(with: id).watts = 75
+      try context.save()
+    }
+    try await viewer.perform { context in
+      #expect(watts.value == 0)
+      let lamps = try context.fetch(FetchRequest<Lamp>())
+      #expect(lamps.first?.watts == 75)
+      #expect(watts.value == 1)
+      #expect(name.value == 0)
+    }
+  }
+
   @Test func refreshingWithoutMergingFiresForWhatWasRead() async throws {
     let container = try PersistentContainer.makeTest(model: lampModel)
     let id = try await makeLamp(container)
