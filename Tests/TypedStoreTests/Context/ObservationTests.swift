@@ -17,6 +17,15 @@ final class Bulb: ManagedObject, Observable {
   @Relationship(inverse: \Lamp.bulbs) var lamp: Lamp?
 }
 
+class Fixture: ManagedObject, Observable {
+  @Attribute var room: String = ""
+}
+
+/// A subentity: observable because its class inherits the conformance.
+final class Spotlight: Fixture {
+  @Attribute var beam: Double = 0
+}
+
 final class Switch: ManagedObject {
   @Attribute var label: String = ""
 }
@@ -50,7 +59,7 @@ private actor LampWatcher: ModelActor {
 
 private let lampModel: ManagedObjectModel = {
   do {
-    return try ManagedObjectModel(Lamp.self, Bulb.self, Switch.self)
+    return try ManagedObjectModel(Lamp.self, Bulb.self, Switch.self, Fixture.self, Spotlight.self)
   } catch {
     fatalError("the observation tests' model: \(error)")
   }
@@ -109,6 +118,19 @@ private func fired(_ changes: Changes) async -> Bool {
       lamp.name = "bedside"
       #expect(changes.value == 1)
       #expect(lamp.name == "bedside")
+    }
+  }
+
+  @Test func aSubentityOfAnObservableEntityReportsItsOwnAndInheritedAttributes() async throws {
+    let container = try PersistentContainer.makeTest(model: lampModel)
+    await container.newBackgroundContext().perform { context in
+      let spot = Spotlight(context: context)
+      let room = observe { _ = spot.room }
+      let beam = observe { _ = spot.beam }
+      spot.room = "hall"
+      spot.beam = 30
+      #expect(room.value == 1)
+      #expect(beam.value == 1)
     }
   }
 
