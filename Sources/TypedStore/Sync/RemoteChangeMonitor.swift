@@ -93,17 +93,23 @@ final class RemoteChangeMonitor: Sendable {
     defer { if inotify >= 0 { close(inotify) } }
 
     var version = (try? connection.dataVersion()) ?? 0
-    let timeout = Int32(clamping: pollInterval.inMilliseconds)
     var buffer = [UInt8](repeating: 0, count: 4096)
     // What was committed before the thread started; a failed read is retried at the poll.
     if !readHistory(connection) { version = -1 }
+    let clock = ContinuousClock()
+    var nextPoll = clock.now.advanced(by: pollInterval)
     while isRunning.load(ordering: .acquiring) {
       var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
       if inotify >= 0 { fds.append(pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)) }
-      let ready = poll(&fds, nfds_t(fds.count), max(1, timeout))
+      let timeout = Int32(clamping: max(1, clock.now.duration(to: nextPoll).inMilliseconds))
+      let ready = poll(&fds, nfds_t(fds.count), timeout)
       guard isRunning.load(ordering: .acquiring) else { break }
       var asked = false
-      var hinted = ready == 0  // the slow poll looks every time
+      // The slow poll looks once per interval, however often other files in the folder wake
+      // the thread: events about them must not put off the look that retries a failed read.
+      let pollDue = ready == 0 || clock.now >= nextPoll
+      if pollDue { nextPoll = clock.now.advanced(by: pollInterval) }
+      var hinted = false  // an event names the store's files
       if fds[0].revents != 0 {
         while read(wakeRead, &buffer, buffer.count) > 0 { asked = true }
       }
@@ -114,7 +120,7 @@ final class RemoteChangeMonitor: Sendable {
           if !hinted { hinted = Self.namesAny(of: names, in: buffer, count: count) }
         }
       }
-      guard asked || hinted else { continue }
+      guard asked || hinted || pollDue else { continue }
       // A commit's last frame is written before it becomes visible: look again shortly.
       for delay in [0, 200, 1_000, 5_000] as [UInt32] {
         if delay > 0 { usleep(delay) }
@@ -125,7 +131,7 @@ final class RemoteChangeMonitor: Sendable {
           version = readHistory(connection) ? current : -1
           break
         }
-        if ready == 0 { break }  // a timeout: no hint to wait for
+        if !hinted { break }  // the poll, not a hint: no commit to wait for
       }
     }
   }
