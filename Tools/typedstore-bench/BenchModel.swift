@@ -31,12 +31,12 @@ final class BenchObservedItem: ManagedObject, Observable {
 }
 
 /// The five attributes the fetch rows read, on any of the item entities.
-protocol BenchItemFields {
-  var number: Int { get }
-  var name: String { get }
-  var category: String { get }
-  var score: Double { get }
-  var created: Date { get }
+protocol BenchItemFields: AnyObject {
+  var number: Int { get set }
+  var name: String { get set }
+  var category: String { get set }
+  var score: Double { get set }
+  var created: Date { get set }
 }
 
 extension BenchItem: BenchItemFields {}

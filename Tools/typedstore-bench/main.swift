@@ -95,10 +95,12 @@ func freshRaw(_ name: String, rows: Int = 0) throws -> RawDatabase {
 /// Fills a store with `rows` rows through a batch insert, and checkpoints it (setup, not
 /// timed): otherwise the writer's background checkpoint of the seed runs during the timed
 /// operation, which waits for it (the raw side's setup checkpoints as well).
-func seed(_ container: PersistentContainer, rows: Int) throws {
+func seed<Item: ManagedObject & BenchItemFields>(
+  _ container: PersistentContainer, rows: Int, of type: Item.Type = BenchItem.self
+) throws {
   _ = try container.newBackgroundContext().performAndWait { context in
     try context.execute(
-      BatchInsertRequest<BenchItem>(count: rows) { index, item in fill(item, BenchRow(index)) }
+      BatchInsertRequest<Item>(count: rows) { index, item in fill(item, BenchRow(index)) }
     ).count
   }
   try container.persistentStore.checkpoint()
@@ -151,7 +153,7 @@ func timeOnFetched(
   return (ms, container)
 }
 
-func fill(_ item: BenchItem, _ row: BenchRow) {
+func fill(_ item: some BenchItemFields, _ row: BenchRow) {
   item.number = Int(row.number)
   item.name = row.name
   item.category = row.category
@@ -493,21 +495,7 @@ do {
     // The same with an entity that declares `Observable`: each object gets an observation
     // registrar when first read, and each read is reported to Observation. No goal: the cost
     // of opting in, for the docs.
-    if selected(observedFetchName) {
-      _ = try container.newBackgroundContext().performAndWait { context in
-        try context.execute(
-          BatchInsertRequest<BenchObservedItem>(count: n) { index, item in
-            let row = BenchRow(index)
-            item.number = Int(row.number)
-            item.name = row.name
-            item.category = row.category
-            item.score = row.score
-            item.created = Date(timeIntervalSinceReferenceDate: row.created)
-          }
-        ).count
-      }
-      try container.persistentStore.checkpoint()
-    }
+    if selected(observedFetchName) { try seed(container, rows: n, of: BenchObservedItem.self) }
     try run(observedFetchName, goal: nil) {
       try time { try verify("fetch raw", try raw.fetchAll(), expected) }
     } typed: {
@@ -546,19 +534,7 @@ do {
     }
 
     try raw.execute("CREATE INDEX raw_number ON raw(number)")
-    _ = try container.newBackgroundContext().performAndWait { context in
-      try context.execute(
-        BatchInsertRequest<BenchIndexedItem>(count: n) { index, item in
-          let row = BenchRow(index)
-          item.number = Int(row.number)
-          item.name = row.name
-          item.category = row.category
-          item.score = row.score
-          item.created = Date(timeIntervalSinceReferenceDate: row.created)
-        }
-      ).count
-    }
-    try container.persistentStore.checkpoint()
+    try seed(container, rows: n, of: BenchIndexedItem.self)
     let (low, high) = (n / 2, n / 2 + n / 10)
     // The same SQL as TypedStore's, which returns rows in primary key order.
     let range = " WHERE number >= \(low) AND number < \(high) ORDER BY pk"
