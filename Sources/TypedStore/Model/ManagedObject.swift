@@ -35,14 +35,14 @@ open class ManagedObject: Hashable {
   final var committedValues = CommittedValues()
   /// Set while the model resolves a key path: the slots read.
   final var keyPathRecorder: [Int32]?
+  /// The object's observation registrar, made when a property is first read; nil for objects
+  /// of entities that do not declare `Observable`, and until then.
+  final var observation: ObjectObservation?
   final var lifecycle: ObjectStatus = .detached
   /// The context lists (updated, deleted) the object is in, one bit each.
   final var listMembership: UInt8 = 0
   /// True for an object of an entity that declares `Observable`: its reads are reported.
   final var observesAccess = false
-  /// The object's observation registrar, made when a property is first read; nil for objects
-  /// of entities that do not declare `Observable`, and until then.
-  final var observation: ObjectObservation?
 
   /// True while reading an attribute must first do something: fulfil a fault, or record which
   /// attribute a key path reads. Kept in one flag so the common read costs one test.
