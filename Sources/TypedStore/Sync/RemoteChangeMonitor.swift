@@ -35,6 +35,9 @@ final class RemoteChangeMonitor: Sendable {
   /// For tests: by store path, how many of the next history reads of that store's monitor
   /// fail as a transient SQLite error would.
   static let failingReads = Mutex<[String: Int]>([:])
+  /// For tests: by store path, how many of the monitor's next attempts to open its read
+  /// connection fail.
+  static let failingOpens = Mutex<[String: Int]>([:])
   private let wakeRead: Int32
   private let wakeWrite: Int32
 
@@ -84,7 +87,9 @@ final class RemoteChangeMonitor: Sendable {
       close(wakeRead)
       close(wakeWrite)
     }
-    guard let connection = try? store.makeReadConnection() else { return }
+    // A connection that cannot be opened now (a transient error) is tried again at each
+    // poll: a monitor that gave up would leave its listeners without remote commits for good.
+    guard let connection = openConnection() else { return }
     let path = store.url.path
     let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
     let names: Set<String> = [store.url.lastPathComponent, store.url.lastPathComponent + "-wal"]
@@ -134,6 +139,23 @@ final class RemoteChangeMonitor: Sendable {
         if !hinted { break }  // the poll, not a hint: no commit to wait for
       }
     }
+  }
+
+  /// The monitor's read connection, retried once per poll interval until it opens; nil when
+  /// the monitor is stopped first.
+  private func openConnection() -> SQLiteConnection? {
+    let path = store.url.path
+    while isRunning.load(ordering: .acquiring) {
+      let injected = Self.failingOpens.withLock { failing -> Bool in
+        guard let count = failing[path], count > 0 else { return false }
+        failing[path] = count - 1
+        return true
+      }
+      if !injected, let connection = try? store.makeReadConnection() { return connection }
+      var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+      _ = poll(&fds, 1, Int32(clamping: max(1, pollInterval.inMilliseconds)))
+    }
+    return nil
   }
 
   /// Reads the history after the publisher's position and delivers it, page by page; false

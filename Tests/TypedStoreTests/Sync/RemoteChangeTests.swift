@@ -167,6 +167,26 @@ private func eventually(
     #expect(RemoteChangeMonitor.failingReads.withLock { $0[path] } == 0)
   }
 
+  @Test func aMonitorWhoseReadConnectionFailsToOpenTriesAgainAtEachPoll() async throws {
+    var options = StoreOptions()
+    options.remoteChangePollInterval = .milliseconds(100)
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    RemoteChangeMonitor.failingOpens.withLock { $0[url.path] = 3 }
+    defer { _ = RemoteChangeMonitor.failingOpens.withLock { $0.removeValue(forKey: url.path) } }
+    let container = try PersistentContainer(
+      name: "Test", model: ManagedObjectModel(Event.self), storeURL: url, options: options)
+    let seen = Recorder<Int>()
+    let observation = container.addStoreChangesObserver { changes in
+      if changes.isRemote { seen.add(changes.inserted(Event.self).count) }
+    }
+    defer { observation.cancel() }
+    _ = try runWriter([url.path, "other", "2"]).finish()  // while the monitor cannot open yet
+    #expect(await seen.wait(for: 2, seconds: 10))
+    #expect(seen.all == [1, 1])
+    #expect(RemoteChangeMonitor.failingOpens.withLock { $0[url.path] } == 0)
+  }
+
   @Test(arguments: [true, false])
   func withoutInotifyThePollAloneDeliversRemoteCommits(fastPoll: Bool) async throws {
     var options = StoreOptions()
