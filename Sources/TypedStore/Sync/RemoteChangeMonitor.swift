@@ -153,7 +153,12 @@ final class RemoteChangeMonitor: Sendable {
       }
       if !injected, let connection = try? store.makeReadConnection() { return connection }
       var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-      _ = poll(&fds, 1, Int32(clamping: max(1, pollInterval.inMilliseconds)))
+      if poll(&fds, 1, Int32(clamping: max(1, pollInterval.inMilliseconds))) > 0 {
+        // A wake-up (to stop, or to read now): drained, or the next poll would not wait. The
+        // first read after the open reads everything anyway.
+        var byte: UInt8 = 0
+        while read(wakeRead, &byte, 1) > 0 {}
+      }
     }
     return nil
   }
