@@ -27,6 +27,9 @@ final class ChangePublisher: Sendable {
     var nextKey: UInt64 = 0
     /// The number of the last transaction published; nil until someone listens.
     var lastPublished: Int64?
+    /// The newest local commit published while `lastPublished` was nil: a position taken
+    /// later starts after it, so the monitor does not publish it again.
+    var publishedWithoutPosition: Int64 = 0
     /// Local commits waiting for remote ones before them.
     var heldBack: [Int64: CommittedTransaction] = [:]
     var store: PersistentStore?
@@ -74,6 +77,9 @@ final class ChangePublisher: Sendable {
     let monitor: RemoteChangeMonitor? = state.withLock { state in
       guard let number = committed.number, let last = state.lastPublished else {
         emit(StoreChanges(committed), in: &state)  // nobody listens yet, or no history: no order to keep
+        if let number = committed.number {
+          state.publishedWithoutPosition = max(state.publishedWithoutPosition, number)
+        }
         return nil
       }
       if number <= last { return nil }  // the monitor read it from history first
@@ -182,15 +188,39 @@ final class ChangePublisher: Sendable {
     callbacks.sorted { $0.key < $1.key }.map(\.value)
   }
 
-  /// Takes the position and starts the monitor, for the first listener.
+  /// For tests: by store path, how many of the next reads of the position when listening
+  /// starts fail, as a transient SQLite error would.
+  static let failingStarts = Mutex<[String: Int]>([:])
+
+  /// Takes the position and starts the monitor, for the first listener. When the position
+  /// cannot be read now (a transient error), the monitor takes it at its first read instead:
+  /// remote commits are published from then on, rather than never.
   private func startListening(_ state: inout State) {
-    guard state.lastPublished == nil, let store = state.store else { return }
-    guard store.options.recordsHistory, let current = try? store.currentHistoryToken() else { return }
-    state.lastPublished = current.transactionNumber
+    guard state.lastPublished == nil, let store = state.store, store.options.recordsHistory else { return }
+    let path = store.url.path
+    let injected = Self.failingStarts.withLock { failing -> Bool in
+      guard let count = failing[path], count > 0 else { return false }
+      failing[path] = count - 1
+      return true
+    }
+    if !injected, let current = try? store.currentHistoryToken() {
+      state.lastPublished = current.transactionNumber
+    }
     guard state.monitor == nil else { return }
     state.monitor = RemoteChangeMonitor(
       store: store, pollInterval: pollInterval,
-      position: { [weak self] in self?.state.withLock { $0.lastPublished } ?? Int64.max },
+      position: { [weak self] in
+        guard let self else { return Int64.max }  // nobody to deliver to: read nothing
+        return self.state.withLock { $0.lastPublished }
+      },
+      takePosition: { [weak self] newest in
+        self?.state.withLock { state in
+          if state.lastPublished == nil && state.hasListeners {
+            state.lastPublished = max(newest, state.publishedWithoutPosition)
+          }
+          return state.lastPublished ?? Int64.max
+        } ?? Int64.max
+      },
       deliver: { [weak self] event in self?.publish(event) })
   }
 }

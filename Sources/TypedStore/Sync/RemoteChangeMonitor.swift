@@ -29,7 +29,12 @@ final class RemoteChangeMonitor: Sendable {
 
   private let store: PersistentStore
   private let pollInterval: Duration
-  private let position: @Sendable () -> Int64
+  /// The publisher's position: the last transaction published; nil when it could not be read
+  /// as listening started.
+  private let position: @Sendable () -> Int64?
+  /// Gives the publisher the store's newest transaction as its position, when it has none yet;
+  /// returns the position.
+  private let takePosition: @Sendable (Int64) -> Int64
   private let deliver: @Sendable (Event) -> Void
   private let isRunning = Atomic<Bool>(true)
   /// For tests: by store path, how many of the next history reads of that store's monitor
@@ -44,12 +49,14 @@ final class RemoteChangeMonitor: Sendable {
   /// Starts monitoring `store`: `position` says after which transaction to read (the last
   /// one published), `deliver` receives what was read, on the monitor's thread.
   init(
-    store: PersistentStore, pollInterval: Duration, position: @escaping @Sendable () -> Int64,
+    store: PersistentStore, pollInterval: Duration, position: @escaping @Sendable () -> Int64?,
+    takePosition: @escaping @Sendable (Int64) -> Int64,
     deliver: @escaping @Sendable (Event) -> Void
   ) {
     self.store = store
     self.pollInterval = pollInterval
     self.position = position
+    self.takePosition = takePosition
     self.deliver = deliver
     var fds: [Int32] = [-1, -1]
     if pipe(&fds) == 0 {
@@ -167,10 +174,11 @@ final class RemoteChangeMonitor: Sendable {
   /// when a read failed before the end.
   private func readHistory(_ connection: SQLiteConnection) -> Bool {
     while true {
-      var request = HistoryRequest(
-        after: HistoryToken(storeIdentifier: store.identifier, transactionNumber: position()))
-      request.transactionLimit = 1000
       do {
+        let after = try position() ?? takePosition(HistoryReader.currentNumber(connection))
+        var request = HistoryRequest(
+          after: HistoryToken(storeIdentifier: store.identifier, transactionNumber: after))
+        request.transactionLimit = 1000
         let path = store.url.path
         let injected = Self.failingReads.withLock { failing -> Bool in
           guard let count = failing[path], count > 0 else { return false }

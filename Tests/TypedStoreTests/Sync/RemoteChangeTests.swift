@@ -187,6 +187,25 @@ private func eventually(
     #expect(RemoteChangeMonitor.failingOpens.withLock { $0[url.path] } == 0)
   }
 
+  @Test func listenersWhosePositionCannotBeReadAtFirstStillHearLaterRemoteCommits() async throws {
+    var options = StoreOptions()
+    options.remoteChangePollInterval = .milliseconds(100)
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self), options: options)
+    let path = container.persistentStore.url.path
+    ChangePublisher.failingStarts.withLock { $0[path] = 1 }
+    defer { _ = ChangePublisher.failingStarts.withLock { $0.removeValue(forKey: path) } }
+    let seen = Recorder<Int>()
+    let observation = container.addStoreChangesObserver { changes in
+      if changes.isRemote { seen.add(changes.inserted(Event.self).count) }
+    }
+    defer { observation.cancel() }
+    #expect(ChangePublisher.failingStarts.withLock { $0[path] } == 0)
+    try await Task.sleep(for: .milliseconds(300))  // the monitor has taken the position
+    _ = try runWriter([path, "other", "2"]).finish()
+    #expect(await seen.wait(for: 2, seconds: 10))
+    #expect(seen.all == [1, 1])
+  }
+
   @Test(arguments: [true, false])
   func withoutInotifyThePollAloneDeliversRemoteCommits(fastPoll: Bool) async throws {
     var options = StoreOptions()
