@@ -116,7 +116,7 @@ final class ContextState: ObjectTracking {
       {
         let snapshot = existing.isFault ? nil : existing.observationSnapshot()
         try row.decode(into: existing, entity: existingEntity)
-        if let snapshot { existing.reportObservedChanges(since: snapshot) }
+        if let snapshot { refetchedObservations.append((existing, snapshot)) }
       }
       return existing
     }
@@ -150,7 +150,10 @@ final class ContextState: ObjectTracking {
     let rowReader = store.layout(of: entity).reader(for: entity)
     // Nothing below touches the identity map except through `table`.
     var table = registered.take(root: entity.rootIndex)
-    defer { registered.restore(table, root: entity.rootIndex) }
+    defer {
+      registered.restore(table, root: entity.rootIndex)
+      reportRefetchedObservations()
+    }
     _ = table.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
     // The loop collects unretained references: every object it returns is held by `table`
     // until the result below holds it too. Appending to an `[Object]` in the loop looked its
@@ -224,6 +227,17 @@ final class ContextState: ObjectTracking {
   var shouldDeleteInaccessibleFaults = true
   /// How a save resolves conflicts (`ManagedObjectContext.mergePolicy`).
   var mergePolicy: MergePolicy = .error
+  /// Observed objects a fetch reloaded, with what they held before: reported once the fetch
+  /// is done, not while its rows are read and its table is out of the identity map (an
+  /// observer's callback, or reloading a relationship to compare it, would miss objects).
+  var refetchedObservations: [(ManagedObject, ObservationSnapshot)] = []
+
+  func reportRefetchedObservations() {
+    guard !refetchedObservations.isEmpty else { return }
+    let reports = refetchedObservations
+    refetchedObservations.removeAll()
+    for (object, snapshot) in reports { object.reportObservedChanges(since: snapshot) }
+  }
 
   func fulfillFault(of object: ManagedObject) {
     do {
