@@ -198,11 +198,7 @@ final class ChangePublisher: Sendable {
   private func startListening(_ state: inout State) {
     guard state.lastPublished == nil, let store = state.store, store.options.recordsHistory else { return }
     let path = store.url.path
-    let injected = Self.failingStarts.withLock { failing -> Bool in
-      guard let count = failing[path], count > 0 else { return false }
-      failing[path] = count - 1
-      return true
-    }
+    let injected = takeInjectedFailure(from: Self.failingStarts, path: path)
     if !injected, let current = try? store.currentHistoryToken() {
       state.lastPublished = current.transactionNumber
     }

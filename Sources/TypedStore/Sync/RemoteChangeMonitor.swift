@@ -153,11 +153,7 @@ final class RemoteChangeMonitor: Sendable {
   private func openConnection() -> SQLiteConnection? {
     let path = store.url.path
     while isRunning.load(ordering: .acquiring) {
-      let injected = Self.failingOpens.withLock { failing -> Bool in
-        guard let count = failing[path], count > 0 else { return false }
-        failing[path] = count - 1
-        return true
-      }
+      let injected = takeInjectedFailure(from: Self.failingOpens, path: path)
       if !injected, let connection = try? store.makeReadConnection() { return connection }
       var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
       if poll(&fds, 1, Int32(clamping: max(1, pollInterval.inMilliseconds))) > 0 {
@@ -180,11 +176,7 @@ final class RemoteChangeMonitor: Sendable {
           after: HistoryToken(storeIdentifier: store.identifier, transactionNumber: after))
         request.transactionLimit = 1000
         let path = store.url.path
-        let injected = Self.failingReads.withLock { failing -> Bool in
-          guard let count = failing[path], count > 0 else { return false }
-          failing[path] = count - 1
-          return true
-        }
+        let injected = takeInjectedFailure(from: Self.failingReads, path: path)
         if injected { throw SQLiteError(code: 5, message: "database is locked (injected by a test)") }
         let transactions = try HistoryReader.fetch(
           request, storeIdentifier: store.identifier, model: store.model, connection: connection)
@@ -214,5 +206,15 @@ final class RemoteChangeMonitor: Sendable {
       offset = start + length
     }
     return false
+  }
+}
+
+/// For the failures tests inject by store path (`failingReads` and the like): whether the
+/// next operation on `path` fails, counting it off.
+func takeInjectedFailure(from failures: borrowing Mutex<[String: Int]>, path: String) -> Bool {
+  failures.withLock { failing in
+    guard let count = failing[path], count > 0 else { return false }
+    failing[path] = count - 1
+    return true
   }
 }
