@@ -9,8 +9,8 @@ import Observation
 // - Only entities that declare `Observable` take part. Their objects read attributes through
 //   the access hook (the one flag test every attribute read makes already), and each gets its
 //   registrar the first time one of its properties is read. Objects of other entities carry
-//   a nil reference and a false flag, nothing else: a registrar is two allocations, and `access` a call
-//   into Observation, on every read of every fetched object.
+//   a nil reference and a false flag, nothing else: a registrar is two allocations, and
+//   `access` a call into Observation, on every read of every fetched object.
 // - The registrar hears key paths of its own, one per slot (`\ObservedSlots.[slot]`), made once
 //   per entity, instead of the user's key paths: the context knows changes by slot (a merge
 //   reloads a row; a rollback restores committed values) and has no key path of the class at
