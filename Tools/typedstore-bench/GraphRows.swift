@@ -109,14 +109,18 @@ private func rawPrefetch(_ raw: RawDatabase) throws -> [Int] {
     "SELECT pk, title, folder FROM note WHERE folder IN (SELECT value FROM json_each(?)) ORDER BY folder, pk")
   defer { sqlite3_finalize(noteStatement) }
   sqlite3_bind_text(noteStatement, 1, keys, -1, transientDestructor)
-  var notes = 0
-  var length = 0
   while sqlite3_step(noteStatement) == SQLITE_ROW {
     guard let folder = byKey[sqlite3_column_int64(noteStatement, 2)] else { continue }
-    let note = RawNote(title: String(cString: sqlite3_column_text(noteStatement, 1)), folder: folder)
-    folder.notes.append(note)
-    notes += 1
-    length += note.title.utf8.count
+    folder.notes.append(RawNote(title: String(cString: sqlite3_column_text(noteStatement, 1)), folder: folder))
+  }
+  // The result is read as TypedStore's is: by walking the graph once it is built.
+  var notes = 0
+  var length = 0
+  for folder in folders {
+    for note in folder.notes {
+      notes += 1
+      length += note.title.utf8.count
+    }
   }
   return [folders.count, notes, length]
 }

@@ -275,13 +275,21 @@ func time(_ setup: () throws -> Void = {}, _ body: () throws -> Void) rethrows -
   return Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
 }
 
-/// The median of `runs` timings after one warm-up run.
-func median(_ measure: () throws -> Double) rethrows -> Double {
-  _ = try measure()
-  var times: [Double] = []
-  for _ in 0..<options.runs { times.append(try measure()) }
-  times.sort()
-  return times[times.count / 2]
+/// The medians of `runs` timings of each side, after one warm-up run of each. The sides take
+/// turns (raw, TypedStore, raw, ...), so that a slow spell of a shared machine falls on both
+/// rather than on all the runs of one.
+func medians(_ raw: () throws -> Double, _ typed: () throws -> Double) rethrows -> (raw: Double, typed: Double) {
+  _ = try raw()
+  _ = try typed()
+  var rawTimes: [Double] = []
+  var typedTimes: [Double] = []
+  for _ in 0..<options.runs {
+    rawTimes.append(try raw())
+    typedTimes.append(try typed())
+  }
+  rawTimes.sort()
+  typedTimes.sort()
+  return (rawTimes[rawTimes.count / 2], typedTimes[typedTimes.count / 2])
 }
 
 /// Whether `--only` selects the row `name` (every row without `--only`), for rows whose
@@ -293,8 +301,7 @@ func selected(_ name: String) -> Bool {
 var results: [Result] = []
 @MainActor func run(_ name: String, goal: Double?, raw: () throws -> Double, typed: () throws -> Double) throws {
   guard selected(name) else { return }
-  let rawTime = try median(raw)
-  let typedTime = try median(typed)
+  let (rawTime, typedTime) = try medians(raw, typed)
   results.append(Result(name: name, rawMilliseconds: rawTime, typedStoreMilliseconds: typedTime, goal: goal))
 }
 @MainActor func unavailable(_ name: String, goal: Double?, note: String) {
