@@ -177,6 +177,29 @@ final class ContextState: ObjectTracking {
     }
   }
 
+  /// Calls `visit` with the object for each row a SELECT over `entity`'s table returns, as
+  /// soon as it is loaded: for a caller that files the objects somewhere (a prefetch builds
+  /// relationship values) while each is still in the processor's cache, and without an
+  /// array of them. `visit` must not touch the identity map; each object it gets is
+  /// registered, and stays so at least until the next fetch.
+  func forEachFetchedObject(
+    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue],
+    _ visit: (ManagedObject) throws -> Void
+  ) throws {
+    let rowReader = store.layout(of: entity).reader(for: entity)
+    var table = registered.take(root: entity.rootIndex)
+    defer {
+      registered.restore(table, root: entity.rootIndex)
+      reportRefetchedObservations()
+    }
+    _ = table.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
+    try store.withRows(of: entity, clauses: clauses, arguments: arguments, connection: reader()) { rows in
+      while try rows.next() {
+        try visit(try materialize(rows.row, requested: entity, reader: rowReader, table: &table))
+      }
+    }
+  }
+
   /// The object for a row that must exist, loaded: the registered one (a fault is loaded now)
   /// or a new one of the row's entity. Errors are thrown here, where the caller can handle
   /// them, rather than when an attribute of a fault is read; a new object that cannot be

@@ -97,7 +97,10 @@ public struct Relationship<Value> {
   }
 
   /// Inlinable, so that it is specialized in the entity's module: called generically, it
-  /// cost every new object about 470 instructions per relationship.
+  /// cost every new object about 470 instructions per relationship. The declaration (and the
+  /// inverse's key path, an autoclosure in the public initializers) is made only while the
+  /// model records it: a key path made for every new object cost a runtime lookup, a retain
+  /// and a release.
   @inlinable
   init(value: Value, declaration: @autoclosure () -> RelationshipDeclaration) {
     self.value = value
@@ -142,12 +145,12 @@ struct RelationshipDeclaration: Sendable {
   /// For a `Set` relationship: builds its value from objects. Made in the initializer, which is
   /// inlined into the entity's module where the element type is known, so the set's insertions
   /// are specialized there (the library's own generic code would not be).
-  @usableFromInline var makeValue: (@Sendable ([ManagedObject]) -> Any)?
+  @usableFromInline var makeValue: RelationshipValueBuilder?
 
   @inlinable
   init(
     inverse: (AnyKeyPath & Sendable)?, deleteRule: DeleteRule, minimumCount: Int? = nil, maximumCount: Int? = nil,
-    isRequired: Bool = false, makeValue: (@Sendable ([ManagedObject]) -> Any)? = nil
+    isRequired: Bool = false, makeValue: RelationshipValueBuilder? = nil
   ) {
     self.inverse = inverse
     self.deleteRule = deleteRule
@@ -173,11 +176,12 @@ extension Relationship {
   ///   - required: a save throws `StoreError.validationFailed` while the relationship is nil.
   @inlinable
   public init<Destination: ManagedObject, Inverse>(
-    inverse: KeyPath<Destination, Inverse> & Sendable, deleteRule: DeleteRule = .nullify,
+    inverse: @autoclosure () -> KeyPath<Destination, Inverse> & Sendable, deleteRule: DeleteRule = .nullify,
     required: Bool = false
   ) where Value == Destination? {
     self.init(
-      value: nil, declaration: RelationshipDeclaration(inverse: inverse, deleteRule: deleteRule, isRequired: required))
+      value: nil, declaration: RelationshipDeclaration(inverse: inverse(), deleteRule: deleteRule, isRequired: required)
+    )
   }
 
   /// Declares a to-one relationship whose inverse names it (`inverse:` on the other side).
@@ -201,13 +205,13 @@ extension Relationship {
   ///   - maximumCount: a save throws `StoreError.validationFailed` for more objects.
   @inlinable
   public init<Destination: ManagedObject, Inverse>(
-    inverse: KeyPath<Destination, Inverse> & Sendable, deleteRule: DeleteRule = .nullify,
+    inverse: @autoclosure () -> KeyPath<Destination, Inverse> & Sendable, deleteRule: DeleteRule = .nullify,
     minimumCount: Int? = nil, maximumCount: Int? = nil
   ) where Value == Set<Destination> {
     self.init(
       value: [],
       declaration: RelationshipDeclaration(
-        inverse: inverse, deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount,
+        inverse: inverse(), deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount,
         makeValue: makeSet(Destination.self)))
   }
 
@@ -236,13 +240,13 @@ extension Relationship {
   /// An object appears at most once: assigning an array with repeats keeps the first of each.
   @inlinable
   public init<Destination: ManagedObject, Inverse>(
-    inverse: KeyPath<Destination, Inverse> & Sendable, deleteRule: DeleteRule = .nullify,
+    inverse: @autoclosure () -> KeyPath<Destination, Inverse> & Sendable, deleteRule: DeleteRule = .nullify,
     minimumCount: Int? = nil, maximumCount: Int? = nil
   ) where Value == [Destination] {
     self.init(
       value: [],
       declaration: RelationshipDeclaration(
-        inverse: inverse, deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount))
+        inverse: inverse(), deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount))
   }
 
   /// Declares an ordered to-many relationship whose inverse names it.
@@ -257,14 +261,19 @@ extension Relationship {
   }
 }
 
+/// Builds a relationship's value from objects the caller keeps alive: passed unretained, so
+/// that the value's own reference is the only one taken per object.
+@usableFromInline
+typealias RelationshipValueBuilder = @Sendable (UnsafeBufferPointer<Unmanaged<ManagedObject>>) -> Any
+
 /// Builds a `Set<Element>` from objects, specialized where it is inlined (see
 /// `RelationshipDeclaration.makeValue`).
 @inlinable
-func makeSet<Element: ManagedObject>(_: Element.Type) -> @Sendable ([ManagedObject]) -> Any {
+func makeSet<Element: ManagedObject>(_: Element.Type) -> RelationshipValueBuilder {
   { objects in
     var set = Set<Element>(minimumCapacity: objects.count)
     for object in objects {
-      if let element = object as? Element { set.insert(element) }
+      if let element = object.takeUnretainedValue() as? Element { set.insert(element) }
     }
     return set
   }

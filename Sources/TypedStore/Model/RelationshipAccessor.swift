@@ -85,6 +85,8 @@ protocol RelationshipAccessor: AnyObject, Sendable {
   func makeFault(_ object: ManagedObject, foreignKey: Int64)
   /// Marks a fault as loaded, holding `objects`.
   func fulfill(_ object: ManagedObject, with objects: [ManagedObject])
+  /// Marks a fault as loaded, holding `objects`, which the caller keeps alive meanwhile.
+  func fulfill(_ object: ManagedObject, withUnretained objects: UnsafeBufferPointer<Unmanaged<ManagedObject>>)
   func foreignKey(in object: ManagedObject) -> Int64
   func setSlot(_ slot: Int32, in object: ManagedObject)
   /// The relationship's Swift value holding `objects` (a `Set`, an array or an optional).
@@ -101,9 +103,9 @@ final class RelationshipFieldAccessor<Value: RelationshipValue>: RelationshipAcc
   private let slotOffset: Int
   private let faultOffset: Int
   private let keyOffset: Int
-  private let makeValue: (@Sendable ([ManagedObject]) -> Any)?
+  private let makeValue: RelationshipValueBuilder?
 
-  init(offset: Int, makeValue: (@Sendable ([ManagedObject]) -> Any)?) {
+  init(offset: Int, makeValue: RelationshipValueBuilder?) {
     self.makeValue = makeValue
     valueOffset = offset + (MemoryLayout<Relationship<Value>>.offset(of: \Relationship<Value>.value) ?? 0)
     slotOffset = offset + (MemoryLayout<Relationship<Value>>.offset(of: \Relationship<Value>.slot) ?? 0)
@@ -150,8 +152,18 @@ final class RelationshipFieldAccessor<Value: RelationshipValue>: RelationshipAcc
   /// made one (one dynamic cast for the whole value, not one generic call per element).
   @inline(__always)
   private func value(holding objects: [ManagedObject]) -> Value {
+    guard makeValue != nil else { return Value(objects: objects) }
+    return withExtendedLifetime(objects) {
+      objects.withUnsafeBufferPointer { buffer in
+        buffer.withMemoryRebound(to: Unmanaged<ManagedObject>.self) { value(holdingUnretained: $0) }
+      }
+    }
+  }
+
+  @inline(__always)
+  private func value(holdingUnretained objects: UnsafeBufferPointer<Unmanaged<ManagedObject>>) -> Value {
     if let makeValue, let value = makeValue(objects) as? Value { return value }
-    return Value(objects: objects)
+    return Value(objects: objects.map { $0.takeUnretainedValue() })
   }
 
   func boxedValue(holding objects: [ManagedObject]) -> Any { value(holding: objects) }
@@ -159,6 +171,13 @@ final class RelationshipFieldAccessor<Value: RelationshipValue>: RelationshipAcc
   func fulfill(_ object: ManagedObject, with objects: [ManagedObject]) {
     withExtendedLifetime(object) {
       part(object, valueOffset, Value.self).pointee = value(holding: objects)
+      part(object, keyOffset, Int64.self).pointee = 0
+      part(object, faultOffset, Bool.self).pointee = false
+    }
+  }
+  func fulfill(_ object: ManagedObject, withUnretained objects: UnsafeBufferPointer<Unmanaged<ManagedObject>>) {
+    withExtendedLifetime(object) {
+      part(object, valueOffset, Value.self).pointee = value(holdingUnretained: objects)
       part(object, keyOffset, Int64.self).pointee = 0
       part(object, faultOffset, Bool.self).pointee = false
     }
@@ -173,12 +192,12 @@ final class RelationshipFieldAccessor<Value: RelationshipValue>: RelationshipAcc
 
 /// Implemented by `Relationship` so the model can recognise its fields among a class's fields.
 protocol RelationshipField {
-  static func makeAccessor(offset: Int, makeValue: (@Sendable ([ManagedObject]) -> Any)?)
+  static func makeAccessor(offset: Int, makeValue: RelationshipValueBuilder?)
     -> (any RelationshipAccessor)?
 }
 
 extension Relationship: RelationshipField {
-  static func makeAccessor(offset: Int, makeValue: (@Sendable ([ManagedObject]) -> Any)?)
+  static func makeAccessor(offset: Int, makeValue: RelationshipValueBuilder?)
     -> (any RelationshipAccessor)?
   {
     guard let valueType = Value.self as? any RelationshipValue.Type else { return nil }
@@ -187,7 +206,7 @@ extension Relationship: RelationshipField {
 }
 
 private func makeRelationshipAccessor<Value: RelationshipValue>(
-  _: Value.Type, offset: Int, makeValue: (@Sendable ([ManagedObject]) -> Any)?
+  _: Value.Type, offset: Int, makeValue: RelationshipValueBuilder?
 ) -> any RelationshipAccessor {
   RelationshipFieldAccessor<Value>(offset: offset, makeValue: makeValue)
 }

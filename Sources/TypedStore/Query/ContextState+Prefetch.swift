@@ -53,46 +53,20 @@ extension ContextState {
       }
       return
     case .inverseForeignKey(let column, let orderColumn):
-      // The related rows hold the owners' keys: one query, grouped by that key.
-      let keyList: [PrimitiveValue] = [.text(HistorySchema.jsonArray(owners.compactMap { $0.objectKey?.value }))]
-      let order = orderColumn.map { "\"\($0)\", " } ?? ""
-      let related = try fetchObjects(
-        ManagedObject.self, of: destination,
-        clauses: " WHERE \"\(column)\" IN (SELECT value FROM json_each(?)) ORDER BY \"\(column)\", \(order)pk",
-        arguments: keyList)
+      // The related rows hold the owners' keys: one query, sorted by that key, so each
+      // owner's objects come as one run, which becomes its owner's value as soon as it ends,
+      // while its objects are still in the processor's cache.
       guard Int(relationship.inverseIndex) < destination.relationships.count else { return }
-      let inverse = destination.relationships[Int(relationship.inverseIndex)].accessor
-      // The rows come sorted by owner: each owner's objects are one run.
-      var ownersByKey: [Int64: ManagedObject] = [:]
-      ownersByKey.reserveCapacity(owners.count)
-      for owner in owners {
-        if let key = owner.objectKey?.value { ownersByKey[key] = owner }
-      }
-      var filled: [Int64: ManagedObject] = [:]
-      var runOwner: Int64 = 0
-      var run: [ManagedObject] = []
-      func flush() {
-        guard !run.isEmpty else { return }
-        if let owner = ownersByKey.removeValue(forKey: runOwner) {
-          accessor.fulfill(owner, with: run)
-          filled[runOwner] = owner
-        } else if let owner = filled[runOwner] {  // a second run of one owner: never split by SQL, but safe
-          for object in run { accessor.insert(object, at: nil, in: owner) }
-        }
-      }
-      for object in related {
-        let owner =
-          inverse.isFault(object)
-          ? inverse.foreignKey(in: object) : (inverse.objects(in: object).first?.objectKey?.value ?? 0)
-        if owner != runOwner {
-          flush()
-          run.removeAll(keepingCapacity: true)
-          runOwner = owner
-        }
-        run.append(object)
-      }
-      flush()
-      for owner in ownersByKey.values { accessor.fulfill(owner, with: []) }  // owners with no related rows
+      var runs = OwnerRuns(
+        accessor: accessor, inverse: destination.relationships[Int(relationship.inverseIndex)].accessor,
+        owners: owners)
+      let order = orderColumn.map { "\"\($0)\", " } ?? ""
+      try forEachFetchedObject(
+        of: destination,
+        clauses: " WHERE \"\(column)\" IN (SELECT value FROM json_each(?)) ORDER BY \"\(column)\", \(order)pk",
+        arguments: [.text(HistorySchema.jsonArray(owners.compactMap { $0.objectKey?.value }))]
+      ) { runs.add($0) }
+      runs.finish()
     case .joinTable:
       // The links, then the related rows not loaded yet.
       let links = try store.relatedRows(
@@ -114,5 +88,57 @@ extension ContextState {
         accessor.fulfill(owner, with: owner.objectKey.flatMap { byOwner[$0.value] } ?? [])
       }
     }
+  }
+}
+
+/// Files the related objects of a prefetch, which come sorted by owner, into their owners'
+/// relationship: each owner's objects are one run, held unretained until it ends (the
+/// identity map holds every one of them meanwhile).
+private struct OwnerRuns {
+  let accessor: any RelationshipAccessor
+  /// The related objects' side of the relationship: where each names its owner.
+  let inverse: any RelationshipAccessor
+  /// The owners whose run has not come yet.
+  var waiting: [Int64: ManagedObject] = [:]
+  var filled: [Int64: ManagedObject] = [:]
+  var runOwner: Int64 = 0
+  var run: [Unmanaged<ManagedObject>] = []
+
+  init(accessor: any RelationshipAccessor, inverse: any RelationshipAccessor, owners: [ManagedObject]) {
+    self.accessor = accessor
+    self.inverse = inverse
+    waiting.reserveCapacity(owners.count)
+    for owner in owners {
+      if let key = owner.objectKey?.value { waiting[key] = owner }
+    }
+  }
+
+  mutating func add(_ object: ManagedObject) {
+    let owner =
+      inverse.isFault(object)
+      ? inverse.foreignKey(in: object) : (inverse.objects(in: object).first?.objectKey?.value ?? 0)
+    if owner != runOwner {
+      endRun()
+      runOwner = owner
+    }
+    run.append(.passUnretained(object))
+  }
+
+  private mutating func endRun() {
+    guard !run.isEmpty else { return }
+    if let owner = waiting.removeValue(forKey: runOwner) {
+      run.withUnsafeBufferPointer { accessor.fulfill(owner, withUnretained: $0) }
+      filled[runOwner] = owner
+    } else if let owner = filled[runOwner] {  // a second run of one owner: never split by SQL, but safe
+      for object in run { accessor.insert(object.takeUnretainedValue(), at: nil, in: owner) }
+    }
+    run.removeAll(keepingCapacity: true)
+  }
+
+  /// Ends the last run, and gives the owners with no related rows an empty value.
+  mutating func finish() {
+    endRun()
+    for owner in waiting.values { accessor.fulfill(owner, with: []) }
+    waiting.removeAll()
   }
 }

@@ -64,6 +64,48 @@ import Testing
     }
   }
 
+  /// What a prefetch files under each owner is what touching the relationship loads: for an
+  /// owner with no related rows, for an ordered relationship (its order), and with a related
+  /// object moved to another owner in memory and not saved.
+  @Test func prefetchedRelationshipsHoldWhatLoadingThemOneByOneHolds() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    try await fill(container)
+    try await container.newBackgroundContext().perform { context in
+      let empty = Shelf(context: context)
+      empty.name = "empty"
+      let book = try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.title == "s3b1" }))[0]
+      book.chapters = book.chapters.reversed() + [Chapter(context: context)]
+      try context.save()
+    }
+    /// Each shelf's book titles, and each book's chapter keys in order, after moving one book
+    /// (unsaved) from shelf s1 to shelf s2.
+    @Sendable func snapshot(prefetching: Bool) async throws -> [String: [String]] {
+      try await container.newBackgroundContext().perform { context in
+        let moved = try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.title == "s1b0" }))[0]
+        let target = try context.fetch(FetchRequest<Shelf>(predicate: #Predicate { $0.name == "s2" }))[0]
+        moved.shelf = target
+        var shelves = FetchRequest<Shelf>()
+        var books = FetchRequest<Book>()
+        if prefetching {
+          shelves.relationshipKeyPathsForPrefetching = [\.books]
+          books.relationshipKeyPathsForPrefetching = [\.chapters]
+        }
+        var result: [String: [String]] = [:]
+        for shelf in try context.fetch(shelves) { result[shelf.name] = shelf.books.map(\.title).sorted() }
+        for book in try context.fetch(books) {
+          result["chapters of " + book.title] = book.chapters.map { "\($0.managedID)" }
+        }
+        return result
+      }
+    }
+    let prefetched = try await snapshot(prefetching: true)
+    let loaded = try await snapshot(prefetching: false)
+    #expect(prefetched == loaded)
+    #expect(prefetched["empty"] == [])
+    #expect(prefetched["s1"]?.count == 4 && prefetched["s2"]?.count == 6)
+    #expect(prefetched["chapters of s3b1"]?.count == 3)
+  }
+
   @Test func aRelationshipFormThatDoesNotTranslateThrowsATypedErrorBeforeReading() async throws {
     let container = try PersistentContainer.makeTest(model: graphModel)
     let error = await container.newBackgroundContext().perform { context -> (any Error)? in
