@@ -29,7 +29,9 @@ open class ManagedObject: Hashable {
   final var entityStorage: EntityDescription?
   /// The way back to the context's state (shared by the context's objects); nil outside one.
   final var trackerLink: TrackerLink?
-  final var objectKey: ObjectKey?
+  /// The parts of `objectKey`, stored apart so that its root index and state fill bytes that
+  /// an optional `ObjectKey` would leave as padding (8 bytes less in every object).
+  private final var keyValue: Int64 = 0
   final var rowVersion: Int64 = 0
   /// The committed values of the attributes changed since the last save, by slot.
   final var committedValues = CommittedValues()
@@ -38,6 +40,9 @@ open class ManagedObject: Hashable {
   /// The object's observation registrar, made when a property is first read; nil for objects
   /// of entities that do not declare `Observable`, and until then.
   final var observation: ObjectObservation?
+  private final var keyRoot: Int32 = 0
+  /// 0 for no key, 1 for a permanent one, 2 for a temporary one.
+  private final var keyState: UInt8 = 0
   final var lifecycle: ObjectStatus = .detached
   /// The context lists (updated, deleted) the object is in, one bit each.
   final var listMembership: UInt8 = 0
@@ -55,6 +60,16 @@ open class ManagedObject: Hashable {
 
   /// True when the object is marked for deletion at the next save.
   public internal(set) final var isDeleted = false
+
+  /// The row the object stands for in its context's identity map; nil outside a context.
+  final var objectKey: ObjectKey? {
+    get { keyState == 0 ? nil : ObjectKey(rootIndex: keyRoot, isTemporary: keyState == 2, value: keyValue) }
+    set {
+      keyValue = newValue?.value ?? 0
+      keyRoot = newValue?.rootIndex ?? 0
+      keyState = newValue.map { $0.isTemporary ? 2 : 1 } ?? 0
+    }
+  }
 
   /// The context's state, if the object belongs to a context that still exists.
   final var tracker: (any ObjectTracking)? { trackerLink?.tracker }
