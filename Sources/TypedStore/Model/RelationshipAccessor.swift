@@ -23,7 +23,12 @@ protocol RelationshipValue {
 extension Optional: RelationshipValue where Wrapped: ManagedObject {
   static var kind: RelationshipKind { .toOne }
   static var destinationType: ManagedObject.Type { Wrapped.self }
-  var objects: [ManagedObject] { map { [$0] } ?? [] }
+  var objects: [ManagedObject] {
+    // Not `map`: unspecialized (Wrapped is the user's class), it looked up generic metadata on
+    // every call, several times the cost of the array itself.
+    guard let object = self else { return [] }
+    return [object]
+  }
   init(objects: [ManagedObject]) { self = objects.first as? Wrapped }
   mutating func insert(_ object: ManagedObject, at index: Int?) { self = object as? Wrapped }
   mutating func remove(_ object: ManagedObject) { if self === object { self = nil } }
