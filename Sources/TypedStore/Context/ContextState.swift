@@ -354,7 +354,8 @@ final class ContextState: ObjectTracking {
     let needsAllValues = mergePolicy == .objectTrump || mergePolicy == .overwrite
     let needsOriginals = mergePolicy == .storeTrump
     var savedUpdates: [ManagedObject] = []
-    var rewrittenRows = Set<ObjectIdentifier>()
+    /// By position in `savedUpdates`: whether the object's row is rewritten (its version moves).
+    var rewritesRow: [Bool] = []
     for object in updatedObjects {
       guard let entity = object.entity, let key = object.objectKey else { continue }
       var slots: [Int32] = []
@@ -386,7 +387,7 @@ final class ContextState: ObjectTracking {
       }
       guard !slots.isEmpty || !relationshipNames.isEmpty else { continue }
       savedUpdates.append(object)
-      if !slots.isEmpty { rewrittenRows.insert(ObjectIdentifier(object)) }
+      rewritesRow.append(!slots.isEmpty)
       changes.updates.append(
         ChangeSet.Update(
           entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion, slots: slots, values: values,
@@ -439,7 +440,7 @@ final class ContextState: ObjectTracking {
       // Every inserted object now has its permanent key; what had a temporary key was one of
       // them, so the temporary keys go at once.
       registered.removeAllTemporary()
-      for object in savedUpdates where rewrittenRows.contains(ObjectIdentifier(object)) { object.rowVersion += 1 }
+      for (object, rewritten) in zip(savedUpdates, rewritesRow) where rewritten { object.rowVersion += 1 }
       propagation = applied.propagation
       for object in deletedObjects {
         if let entity = object.entity, let key = object.objectKey,

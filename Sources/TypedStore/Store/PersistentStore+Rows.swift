@@ -383,6 +383,11 @@ extension PersistentStore {
 
   /// Rows with the same key, keys in order of first appearance.
   private func grouped<Row, Key: Hashable>(_ rows: [Row], by key: (Row) -> Key) -> [(key: Key, rows: [Row])] {
+    // Most saves have one group: then the rows are the group, with no copy of each row (a
+    // copy of an update retains its arrays, and a large save's copies cost fresh pages).
+    guard let first = rows.first else { return [] }
+    let firstKey = key(first)
+    if rows.allSatisfy({ key($0) == firstKey }) { return [(firstKey, rows)] }
     var order: [Key] = []
     var groups: [Key: [Row]] = [:]
     // Rows of one save usually share their key: collect runs before touching the dictionary.
