@@ -356,6 +356,9 @@ final class ContextState: ObjectTracking {
     var savedUpdates: [ManagedObject] = []
     /// By position in `savedUpdates`: whether the object's row is rewritten (its version moves).
     var rewritesRow: [Bool] = []
+    changes.updates.reserveCapacity(updatedObjects.count)
+    savedUpdates.reserveCapacity(updatedObjects.count)
+    rewritesRow.reserveCapacity(updatedObjects.count)
     for object in updatedObjects {
       guard let entity = object.entity, let key = object.objectKey else { continue }
       var slots: [Int32] = []

@@ -16,7 +16,11 @@ struct CommittedValues: Sequence {
       if let index = entries.firstIndex(where: { $0.key == slot }) {
         if let newValue { entries[index].value = newValue } else { entries.remove(at: index) }
       } else if let newValue {
-        entries.insert((slot, newValue), at: entries.firstIndex { $0.key > slot } ?? entries.count)
+        if let later = entries.firstIndex(where: { $0.key > slot }) {
+          entries.insert((slot, newValue), at: later)
+        } else {
+          entries.append((slot, newValue))
+        }
       }
     }
   }
