@@ -148,27 +148,21 @@ final class ContextState: ObjectTracking {
     _ type: Object.Type, of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue]
   ) throws -> [Object] {
     let rowReader = store.layout(of: entity).reader(for: entity)
-    // Nothing below touches the identity map except through `table`.
-    var table = registered.take(root: entity.rootIndex)
-    defer {
-      registered.restore(table, root: entity.rootIndex)
-      reportRefetchedObservations()
-    }
-    _ = table.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
-    // The loop collects unretained references: every object it returns is held by `table`
-    // until the result below holds it too. Appending to an `[Object]` in the loop looked its
-    // generic metadata up on every row (as costly as the identity map); one conversion at
-    // the end does not.
-    let objects = try store.withRows(of: entity, clauses: clauses, arguments: arguments, connection: reader()) { rows in
-      var objects: [Unmanaged<ManagedObject>] = []
-      while try rows.next() {
-        let object = try materialize(rows.row, requested: entity, reader: rowReader, table: &table)
-        if Swift.type(of: object) == Object.self || object is Object { objects.append(.passUnretained(object)) }
+    return try withFetchTable(of: entity) { table in
+      // The loop collects unretained references: every object it returns is held by `table`
+      // until the result below holds it too. Appending to an `[Object]` in the loop looked
+      // its generic metadata up on every row (as costly as the identity map); one conversion
+      // at the end does not.
+      let objects = try store.withRows(of: entity, clauses: clauses, arguments: arguments, connection: reader()) {
+        rows in
+        var objects: [Unmanaged<ManagedObject>] = []
+        while try rows.next() {
+          let object = try materialize(rows.row, requested: entity, reader: rowReader, table: &table)
+          if Swift.type(of: object) == Object.self || object is Object { objects.append(.passUnretained(object)) }
+        }
+        return objects
       }
-      return objects
-    }
-    return withExtendedLifetime(table) {
-      [Object](unsafeUninitializedCapacity: objects.count) { buffer, initialized in
+      return [Object](unsafeUninitializedCapacity: objects.count) { buffer, initialized in
         for (index, object) in objects.enumerated() {
           buffer.initializeElement(at: index, to: unsafeDowncast(object.takeUnretainedValue(), to: Object.self))
         }
@@ -187,17 +181,28 @@ final class ContextState: ObjectTracking {
     _ visit: (ManagedObject) throws -> Void
   ) throws {
     let rowReader = store.layout(of: entity).reader(for: entity)
+    try withFetchTable(of: entity) { table in
+      try store.withRows(of: entity, clauses: clauses, arguments: arguments, connection: reader()) { rows in
+        while try rows.next() {
+          try visit(try materialize(rows.row, requested: entity, reader: rowReader, table: &table))
+        }
+      }
+    }
+  }
+
+  /// Runs a fetch's loop over the identity map's table of `entity`'s root, moved out of the map
+  /// meanwhile (nothing in `body` may touch the map except through it), after dropping the
+  /// objects nobody uses; then puts it back and reports the observed objects it reloaded.
+  private func withFetchTable<Result>(
+    of entity: EntityDescription, _ body: (inout KeyTable) throws -> Result
+  ) rethrows -> Result {
     var table = registered.take(root: entity.rootIndex)
     defer {
       registered.restore(table, root: entity.rootIndex)
       reportRefetchedObservations()
     }
     _ = table.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
-    try store.withRows(of: entity, clauses: clauses, arguments: arguments, connection: reader()) { rows in
-      while try rows.next() {
-        try visit(try materialize(rows.row, requested: entity, reader: rowReader, table: &table))
-      }
-    }
+    return try body(&table)
   }
 
   /// The object for a row that must exist, loaded: the registered one (a fault is loaded now)
