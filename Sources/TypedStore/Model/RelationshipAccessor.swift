@@ -174,15 +174,15 @@ final class RelationshipFieldAccessor<Value: RelationshipValue>: RelationshipAcc
   func boxedValue(holding objects: [ManagedObject]) -> Any { value(holding: objects) }
 
   func fulfill(_ object: ManagedObject, with objects: [ManagedObject]) {
-    withExtendedLifetime(object) {
-      part(object, valueOffset, Value.self).pointee = value(holding: objects)
-      part(object, keyOffset, Int64.self).pointee = 0
-      part(object, faultOffset, Bool.self).pointee = false
-    }
+    setLoaded(value(holding: objects), in: object)
   }
   func fulfill(_ object: ManagedObject, withUnretained objects: UnsafeBufferPointer<Unmanaged<ManagedObject>>) {
+    setLoaded(value(holdingUnretained: objects), in: object)
+  }
+  @inline(__always)
+  private func setLoaded(_ value: Value, in object: ManagedObject) {
     withExtendedLifetime(object) {
-      part(object, valueOffset, Value.self).pointee = value(holdingUnretained: objects)
+      part(object, valueOffset, Value.self).pointee = value
       part(object, keyOffset, Int64.self).pointee = 0
       part(object, faultOffset, Bool.self).pointee = false
     }

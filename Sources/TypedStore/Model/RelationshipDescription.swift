@@ -4,91 +4,61 @@
 /// let notes = model.entity(for: Folder.self)?.relationship(named: "notes")
 /// print(notes?.kind, notes?.destinationEntityName, notes?.inverseName)   // .toMany, "Note", "folder"
 /// ```
-public struct RelationshipDescription: Sendable {
-  /// The description's values, shared by its copies: the graph code takes a description out
-  /// of its entity for every relationship edit and save, and copying five strings and an
-  /// accessor each time cost a dozen reference-count operations (a profile showed several
-  /// copies per related object saved).
-  private final class Storage: Sendable {
-    let name: String
-    let kind: RelationshipKind
-    let destinationEntityName: String
-    let inverseName: String
-    let deleteRule: DeleteRule
-    let isRequired: Bool
-    let minimumCount: Int?
-    let maximumCount: Int?
-    let entityName: String
-    let storage: RelationshipStorage
-    let accessor: any RelationshipAccessor
-    let inverseIndex: Int32
-    let foreignKeySlot: Int32?
+///
+/// A class, as Core Data's `NSRelationshipDescription` is: the graph code takes a description
+/// out of its entity for every relationship edit and save, and copying a struct of five
+/// strings and an accessor each time cost a dozen reference-count operations.
+public final class RelationshipDescription: Sendable {
+  /// The Swift property name.
+  public let name: String
+  /// To-one, unordered to-many or ordered to-many.
+  public let kind: RelationshipKind
+  /// The entity of the related objects.
+  public let destinationEntityName: String
+  /// The destination's relationship that points back at this one.
+  public let inverseName: String
+  /// What deleting an object does to the objects it is related to by this relationship.
+  public let deleteRule: DeleteRule
+  /// For a to-one: a save fails while it is nil.
+  public let isRequired: Bool
+  /// For a to-many: the fewest related objects a save accepts.
+  public let minimumCount: Int?
+  /// For a to-many: the most related objects a save accepts.
+  public let maximumCount: Int?
+  /// The entity that declares the relationship (a superentity, for an inherited one).
+  public let entityName: String
 
-    init(
-      name: String, kind: RelationshipKind, destinationEntityName: String, inverseName: String,
-      deleteRule: DeleteRule, isRequired: Bool, minimumCount: Int?, maximumCount: Int?, entityName: String,
-      storage: RelationshipStorage, accessor: any RelationshipAccessor, inverseIndex: Int32, foreignKeySlot: Int32?
-    ) {
-      self.name = name
-      self.kind = kind
-      self.destinationEntityName = destinationEntityName
-      self.inverseName = inverseName
-      self.deleteRule = deleteRule
-      self.isRequired = isRequired
-      self.minimumCount = minimumCount
-      self.maximumCount = maximumCount
-      self.entityName = entityName
-      self.storage = storage
-      self.accessor = accessor
-      self.inverseIndex = inverseIndex
-      self.foreignKeySlot = foreignKeySlot
-    }
-  }
-
-  private let values: Storage
+  /// Where the links are stored.
+  let storage: RelationshipStorage
+  let accessor: any RelationshipAccessor
+  /// The inverse's index in the destination's `relationships`.
+  let inverseIndex: Int32
+  /// For `.foreignKey` storage: the key column's slot in the entity's stored attributes.
+  let foreignKeySlot: Int32?
 
   init(
     name: String, kind: RelationshipKind, destinationEntityName: String, inverseName: String,
     deleteRule: DeleteRule, isRequired: Bool, minimumCount: Int?, maximumCount: Int?, entityName: String,
     storage: RelationshipStorage, accessor: any RelationshipAccessor, inverseIndex: Int32, foreignKeySlot: Int32?
   ) {
-    values = Storage(
-      name: name, kind: kind, destinationEntityName: destinationEntityName, inverseName: inverseName,
-      deleteRule: deleteRule, isRequired: isRequired, minimumCount: minimumCount, maximumCount: maximumCount,
-      entityName: entityName, storage: storage, accessor: accessor, inverseIndex: inverseIndex,
-      foreignKeySlot: foreignKeySlot)
+    self.name = name
+    self.kind = kind
+    self.destinationEntityName = destinationEntityName
+    self.inverseName = inverseName
+    self.deleteRule = deleteRule
+    self.isRequired = isRequired
+    self.minimumCount = minimumCount
+    self.maximumCount = maximumCount
+    self.entityName = entityName
+    self.storage = storage
+    self.accessor = accessor
+    self.inverseIndex = inverseIndex
+    self.foreignKeySlot = foreignKeySlot
   }
-
-  /// The Swift property name.
-  public var name: String { values.name }
-  /// To-one, unordered to-many or ordered to-many.
-  public var kind: RelationshipKind { values.kind }
-  /// The entity of the related objects.
-  public var destinationEntityName: String { values.destinationEntityName }
-  /// The destination's relationship that points back at this one.
-  public var inverseName: String { values.inverseName }
-  /// What deleting an object does to the objects it is related to by this relationship.
-  public var deleteRule: DeleteRule { values.deleteRule }
-  /// For a to-one: a save fails while it is nil.
-  public var isRequired: Bool { values.isRequired }
-  /// For a to-many: the fewest related objects a save accepts.
-  public var minimumCount: Int? { values.minimumCount }
-  /// For a to-many: the most related objects a save accepts.
-  public var maximumCount: Int? { values.maximumCount }
-  /// The entity that declares the relationship (a superentity, for an inherited one).
-  public var entityName: String { values.entityName }
-
-  /// Where the links are stored.
-  var storage: RelationshipStorage { values.storage }
-  var accessor: any RelationshipAccessor { values.accessor }
-  /// The inverse's index in the destination's `relationships`.
-  var inverseIndex: Int32 { values.inverseIndex }
-  /// For `.foreignKey` storage: the key column's slot in the entity's stored attributes.
-  var foreignKeySlot: Int32? { values.foreignKeySlot }
 
   /// Whether this object's row holds the related row's key.
   var holdsForeignKey: Bool {
-    if case .foreignKey = values.storage { return true }
+    if case .foreignKey = storage { return true }
     return false
   }
 }
