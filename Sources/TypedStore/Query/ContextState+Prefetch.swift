@@ -98,18 +98,17 @@ private struct OwnerRuns {
   let accessor: any RelationshipAccessor
   /// The related objects' side of the relationship: where each names its owner.
   let inverse: any RelationshipAccessor
-  /// The owners whose run has not come yet.
-  var waiting: [Int64: ManagedObject] = [:]
-  var filled: [Int64: ManagedObject] = [:]
+  /// The owners by key: all faults at first, each loaded when its run ends.
+  var owners: [Int64: ManagedObject] = [:]
   var runOwner: Int64 = 0
   var run: [Unmanaged<ManagedObject>] = []
 
   init(accessor: any RelationshipAccessor, inverse: any RelationshipAccessor, owners: [ManagedObject]) {
     self.accessor = accessor
     self.inverse = inverse
-    waiting.reserveCapacity(owners.count)
+    self.owners.reserveCapacity(owners.count)
     for owner in owners {
-      if let key = owner.objectKey?.value { waiting[key] = owner }
+      if let key = owner.objectKey?.value { self.owners[key] = owner }
     }
   }
 
@@ -126,11 +125,12 @@ private struct OwnerRuns {
 
   private mutating func endRun() {
     guard !run.isEmpty else { return }
-    if let owner = waiting.removeValue(forKey: runOwner) {
-      run.withUnsafeBufferPointer { accessor.fulfill(owner, withUnretained: $0) }
-      filled[runOwner] = owner
-    } else if let owner = filled[runOwner] {  // a second run of one owner: never split by SQL, but safe
-      for object in run { accessor.insert(object.takeUnretainedValue(), at: nil, in: owner) }
+    if let owner = owners[runOwner] {
+      if accessor.isFault(owner) {
+        run.withUnsafeBufferPointer { accessor.fulfill(owner, withUnretained: $0) }
+      } else {  // a second run of one owner (an object moved in memory, not saved): added to the first
+        for object in run { accessor.insert(object.takeUnretainedValue(), at: nil, in: owner) }
+      }
     }
     run.removeAll(keepingCapacity: true)
   }
@@ -138,7 +138,7 @@ private struct OwnerRuns {
   /// Ends the last run, and gives the owners with no related rows an empty value.
   mutating func finish() {
     endRun()
-    for owner in waiting.values { accessor.fulfill(owner, with: []) }
-    waiting.removeAll()
+    for owner in owners.values where accessor.isFault(owner) { accessor.fulfill(owner, with: []) }
+    owners.removeAll()
   }
 }
