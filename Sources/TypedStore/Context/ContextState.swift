@@ -292,6 +292,9 @@ final class ContextState: ObjectTracking {
 
   // MARK: - Changes
 
+  /// The entity of the last object inserted.
+  private var lastInsertedEntity: EntityDescription?
+
   func insert(_ object: ManagedObject) {
     if object.trackerLink === link {
       if object.isDeleted, object.lifecycle == .persisted {  // re-inserting a deleted object undeletes it
@@ -301,8 +304,15 @@ final class ContextState: ObjectTracking {
       return
     }
     precondition(object.lifecycle == .detached, "TypedStore: the object already belongs to another context")
-    guard let entity = model.entity(for: type(of: object)) else {
-      preconditionFailure("TypedStore: \(type(of: object)) is not an entity of this context's model")
+    let entity: EntityDescription
+    if let last = lastInsertedEntity, last.objectType == type(of: object) {
+      entity = last  // inserts usually come in runs of one class: no hashed lookup for each
+    } else {
+      guard let found = model.entity(for: type(of: object)) else {
+        preconditionFailure("TypedStore: \(type(of: object)) is not an entity of this context's model")
+      }
+      entity = found
+      lastInsertedEntity = found
     }
     let number = Self.temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue
     adopt(

@@ -2,11 +2,11 @@
 ///
 /// Loading rows spends a large share of its time here, so permanent keys go to an
 /// open-addressing table per root table, keyed by the primary key with a multiplicative hash
-/// (a profile showed SipHash at twice the cost of the rest of the lookup). Temporary keys are
-/// few and live in a plain dictionary.
+/// (a profile showed SipHash at twice the cost of the rest of the lookup). Temporary keys, one
+/// per inserted object and numbered in sequence, go to one more such table.
 struct IdentityMap {
   private var permanent: [KeyTable] = []
-  private var temporary: [Int64: ManagedObject] = [:]
+  private var temporary = KeyTable()
 
   subscript(key: ObjectKey) -> ManagedObject? {
     get {
@@ -29,22 +29,22 @@ struct IdentityMap {
   }
 
   /// Whether no object is registered.
-  var isEmpty: Bool { temporary.isEmpty && permanent.allSatisfy { $0.count == 0 } }
+  var isEmpty: Bool { temporary.count == 0 && permanent.allSatisfy { $0.count == 0 } }
 
   /// Every registered object.
   var values: [ManagedObject] {
-    Array(temporary.values) + permanent.flatMap(\.values)
+    temporary.values + permanent.flatMap(\.values)
   }
 
   mutating func removeAll() {
     permanent.removeAll()
-    temporary.removeAll()
+    temporary = KeyTable()
   }
 
   /// Forgets every object registered by a temporary key: after a save, which gave each
   /// inserted object its permanent key (one removal per object cost a hash lookup each).
   mutating func removeAllTemporary() {
-    temporary.removeAll()
+    temporary = KeyTable()
   }
 
   /// Drops, from every table that has grown enough since its last look, the objects nothing
