@@ -334,6 +334,33 @@ final class Tag: ManagedObject {
     #expect(after == saved)
   }
 
+  /// Many inserted objects, some deleted before the save: each temporary ID finds its object
+  /// until then (or nothing, once it is deleted), and none after the save.
+  @Test func temporaryIDsFindTheirObjectsUntilTheSave() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let kept = try await container.performBackgroundTask { context in
+      let notes = (0..<1_000).map { index in
+        let note = Note(context: context)
+        note.title = "n\(index)"
+        return note
+      }
+      let ids = notes.map(\.managedID)
+      for (index, note) in notes.enumerated() where index % 3 == 0 { context.delete(note) }
+      for (index, id) in ids.enumerated() {
+        let found = context.registeredObject(for: id)
+        #expect(index % 3 == 0 ? found == nil : found === notes[index], "\(index)")
+      }
+      try context.save()
+      #expect(ids.allSatisfy { context.registeredObject(for: $0) == nil })
+      return notes.filter { !$0.isDeleted }.map(\.managedID)
+    }
+    #expect(kept.count == 666 && kept.allSatisfy { !$0.isTemporaryID })
+    let titles = try await container.performBackgroundTask { context in
+      try context.fetch(FetchRequest<Note>()).map(\.title)
+    }
+    #expect(titles.count == 666 && !titles.contains("n0") && titles.contains("n1"))
+  }
+
   @Test func primaryKeysAreNeverReusedAfterADelete() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let first = try await saveNotes(["a"], in: container)
