@@ -386,6 +386,18 @@ extension PredicateExpressions.Arithmetic: SQLTranslatable {
   }
 }
 
+extension PredicateExpressions.UnaryMinus: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    let operand = try translator.bound(try translator.fragment(wrapped))
+    guard operand.kind == .number || operand.kind == .unknown else {
+      throw PredicateTranslationError.unsupportedValue(type: "non-numeric", operation: "unary minus")
+    }
+    return SQLFragment(
+      sql: "(-\(operand.sql))", arguments: operand.arguments, kind: .number, codec: nil, literal: nil,
+      isNullable: operand.isNullable)
+  }
+}
+
 // MARK: - Strings and collections
 
 extension PredicateExpressions.CollectionContainsCollection: SQLTranslatable {

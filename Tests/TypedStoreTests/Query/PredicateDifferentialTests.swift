@@ -68,6 +68,8 @@ indirect enum Recipe: CustomStringConvertible, Sendable {
     case coalescedInt(Int, PredicateExpressions.ComparisonOperator, Int)
     case intIn([Int])
     case arithmetic(Int, Int, PredicateExpressions.ComparisonOperator)
+    /// `-small op value`, or `small op -value` when `literal` (the literal negated).
+    case negated(Int, PredicateExpressions.ComparisonOperator, literal: Bool)
     case compareDouble(Double, PredicateExpressions.ComparisonOperator)
     case coalescedDouble(Double, PredicateExpressions.ComparisonOperator, Double)
     case equalString(String, negated: Bool)
@@ -132,7 +134,7 @@ extension Recipe.Leaf {
       .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual,
     ]
     let negated = Bool.random(using: &rng)
-    switch Int.random(in: 0..<22, using: &rng) {
+    switch Int.random(in: 0..<23, using: &rng) {
     case 0: return .compareInt(pick(Pools.ints), pick(operators))
     case 1: return .equalOptionalInt(Bool.random(using: &rng) ? nil : pick(Pools.ints), negated: negated)
     case 2: return .coalescedInt(pick(Pools.ints), pick(operators), pick(Pools.ints))
@@ -156,6 +158,7 @@ extension Recipe.Leaf {
     case 18: return .equalUUID(pick(Pools.uuids))
     case 19: return .equalOptionalUUID(Bool.random(using: &rng) ? nil : pick(Pools.uuids), negated: negated)
     case 20: return .equalStatus(pick(Pools.statuses), negated: negated)
+    case 21: return .negated(pick(Pools.smalls), pick(operators), literal: Bool.random(using: &rng))
     default: return .equalPriority(pick(Pools.priorities), negated: negated)
     }
   }
@@ -180,6 +183,14 @@ extension Recipe.Leaf {
           lhs: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.small),
           rhs: PredicateExpressions.Value(add), op: add % 2 == 0 ? .add : .multiply),
         rhs: PredicateExpressions.Value(value), op: op)
+    case .negated(let value, let op, let literal):
+      literal
+        ? PredicateExpressions.Comparison(
+          lhs: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.small),
+          rhs: PredicateExpressions.UnaryMinus(PredicateExpressions.Value(value)), op: op)
+        : PredicateExpressions.Comparison(
+          lhs: PredicateExpressions.UnaryMinus(PredicateExpressions.KeyPath(root: row, keyPath: \Sample.small)),
+          rhs: PredicateExpressions.Value(value), op: op)
     case .compareDouble(let value, let op): Build.compare(row, \.double, op, value)
     case .coalescedDouble(let fallback, let op, let value):
       PredicateExpressions.Comparison(
