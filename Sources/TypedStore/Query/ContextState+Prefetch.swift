@@ -128,7 +128,11 @@ private struct OwnerRuns {
     if let owner = owners[runOwner] {
       if accessor.isFault(owner) {
         run.withUnsafeBufferPointer { accessor.fulfill(owner, withUnretained: $0) }
-      } else {  // a second run of one owner (an object moved in memory, not saved): added to the first
+      } else {
+        // A second run of one owner. The rows come sorted by their stored owner, so only an
+        // owner read from memory could split a run; an object moved in memory loads its new
+        // owner's side, which is then not prefetched, so no known case gets here. Kept so that
+        // such a run would still be added, not lost.
         for object in run { accessor.insert(object.takeUnretainedValue(), at: nil, in: owner) }
       }
     }
