@@ -102,3 +102,35 @@ private func graphEdit(_ choice: Int, author: String, _ context: isolated Manage
     if let sticker = try random(Sticker.self, context) { context.delete(sticker) }
   }
 }
+
+/// Adds stickers to the one item the store holds, `count` times, from one context that loads
+/// the item's stickers, waits until `start` (seconds since 1970, so that every writer's copy
+/// is read before any of them saves) and keeps that copy: stale whenever another process
+/// saved since. Each save inserts a sticker "<author>-<n>" and links it; "linked <text>" is
+/// printed once the save returns. Prints "done", or "error: <error>" and exits 3.
+func runLinkWriter(path: String, author: String, count: Int, start: Double) {
+  do {
+    let container = try PersistentContainer(
+      name: "Graph", model: ManagedObjectModel(Crate.self, Item.self, Sticker.self),
+      storeURL: URL(fileURLWithPath: path))
+    let context = container.newBackgroundContext()
+    try context.performAndWait { context in
+      context.transactionAuthor = author
+      guard let item = try context.fetch(FetchRequest<Item>()).first else { throw CocoaError(.fileNoSuchFile) }
+      _ = item.stickers.count  // loaded once, and never refreshed
+      let wait = start - Date().timeIntervalSince1970
+      if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+      for index in 0..<count {
+        let sticker = Sticker(context: context)
+        sticker.text = "\(author)-\(index)"
+        item.$stickers.insert(sticker)
+        try context.save()
+        say("linked \(sticker.text)")
+      }
+    }
+    say("done")
+  } catch {
+    say("error: \(error)")
+    exit(3)
+  }
+}

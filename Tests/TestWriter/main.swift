@@ -38,6 +38,9 @@ import TypedStore
 //   typedstore-test-writer graph-writer <store> <author> <seconds>
 //       random relationship edits, cascades and batch deletes of a graph of crates, items
 //       and stickers (GraphWriter.swift); prints "ops <n> dangling <d>" or "error: <error>".
+//   typedstore-test-writer link-writer <store> <author> <count> <start, s since 1970>
+//       reads the store's one item's stickers, waits until the start time, then links <count>
+//       new stickers to it from that stale copy; prints "linked <text>" after each save.
 //   Any of these after "as-user <uid>" runs as that user (the tests run as root, which may
 //   write any file).
 
@@ -331,6 +334,12 @@ case "graph-writer":
     fail("usage: graph-writer <store> <author> <seconds>", code: 64)
   }
   runGraphWriter(path: arguments[1], author: arguments[2], seconds: seconds)
+
+case "link-writer":
+  guard arguments.count == 5, let count = Int(arguments[3]), let start = Double(arguments[4]) else {
+    fail("usage: link-writer <store> <author> <count> <start, s since 1970>", code: 64)
+  }
+  runLinkWriter(path: arguments[1], author: arguments[2], count: count, start: start)
 
 default:
   guard arguments.count == 3, let count = Int(arguments[2]) else {

@@ -206,9 +206,15 @@ extension ContextState {
           }
           return targetKey.value
         }
+        // The links the context read: none for an object it inserts; for a saved one, what
+        // its change marker recorded (nil if it recorded none: the links become `targets`).
+        let original =
+          object.lifecycle == .inserted
+          ? [] : object.committedValues[ManagedObject.relationshipMarker(Int32(index))].flatMap(ManagedObject.linkKeys)
         writes.append(
           ChangeSet.LinkWrite(
-            entityIndex: entity.index, relationshipIndex: Int32(index), owner: key.value, targets: targets))
+            entityIndex: entity.index, relationshipIndex: Int32(index), owner: key.value, targets: targets,
+            original: original))
       }
     }
     return writes

@@ -613,11 +613,13 @@ final class ContextState: ObjectTracking {
     defer { if let snapshot { object.reportObservedChanges(since: snapshot, assumeChanged: !mergeChanges) } }
     var pending: [(Int32, PrimitiveValue)] = []
     // Changed relationship sides keep their objects (which may not be saved yet).
-    var pendingLinks: [(slot: Int32, index: Int, objects: [ManagedObject])] = []
+    // A marker keeps what it recorded (the links read before the change, which the save
+    // compares with the side to write only this context's changes).
+    var pendingLinks: [(slot: Int32, index: Int, objects: [ManagedObject], marker: PrimitiveValue)] = []
     if mergeChanges {
-      for slot in object.committedValues.keys {
+      for (slot, committed) in object.committedValues {
         if let index = relationshipIndex(ofSlot: slot, in: entity) {
-          pendingLinks.append((slot, index, entity.relationships[index].accessor.objects(in: object)))
+          pendingLinks.append((slot, index, entity.relationships[index].accessor.objects(in: object), committed))
         } else if let value = try? entity.accessors[Int(slot)].encode(object) {
           pending.append((slot, value))
         }
@@ -644,10 +646,40 @@ final class ContextState: ObjectTracking {
     }
     for link in pendingLinks {
       object.committedValues[link.slot] =
-        link.slot < 0 ? .null : ((try? entity.accessors[Int(link.slot)].encode(object)) ?? .null)
-      entity.relationships[link.index].accessor.fulfill(object, with: link.objects)
+        link.slot < 0 ? link.marker : ((try? entity.accessors[Int(link.slot)].encode(object)) ?? .null)
+      let objects = rebased(link.objects, read: ManagedObject.linkKeys(in: link.marker), of: object, link.index)
+      entity.relationships[link.index].accessor.fulfill(object, with: objects)
     }
     updated.insert(object)
+  }
+
+  /// A changed side after a refresh: with the links it read known (a many-to-many's owning
+  /// side), the store's links now with this context's additions and removals on top, in the
+  /// order the save writes (the context's list, then links it never saw); otherwise the side
+  /// as the context holds it.
+  private func rebased(_ objects: [ManagedObject], read: [Int64]?, of object: ManagedObject, _ index: Int)
+    -> [ManagedObject]
+  {
+    guard let read, let entity = object.entity, let owner = object.objectKey?.value,
+      let stored = try? relatedObjects(of: entity.relationships[index], for: [owner])[owner, default: []]
+    else { return objects }
+    let readKeys = Set(read)
+    func savedKey(_ object: ManagedObject) -> Int64? {
+      object.objectKey.flatMap { $0.isTemporary ? nil : $0.value }
+    }
+    let storedKeys = Set(stored.compactMap(savedKey))
+    // Kept: what the context added, and what it read that the store still links.
+    let kept = objects.filter { object in
+      guard let key = savedKey(object) else { return true }
+      return !readKeys.contains(key) || storedKeys.contains(key)
+    }
+    let keptKeys = Set(kept.compactMap(savedKey))
+    // Then what another writer linked, which the context never read.
+    return kept
+      + stored.filter { object in
+        guard let key = savedKey(object) else { return false }
+        return !keptKeys.contains(key) && !readKeys.contains(key)
+      }
   }
 
   /// The relationship a changed slot stands for: a marker, or a to-one's key column.

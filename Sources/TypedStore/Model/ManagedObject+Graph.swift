@@ -1,3 +1,5 @@
+import Foundation
+
 // Keeping both sides of every relationship consistent in memory.
 //
 // A relationship's setter and its typed helpers call in here. Before anything changes, both
@@ -111,8 +113,34 @@ extension ManagedObject {
     let marker = Self.relationshipMarker(index)
     guard lifecycle == .persisted, committedValues[marker] == nil, let tracker else { return }
     let wasUpdated = !committedValues.isEmpty
-    committedValues[marker] = .null
+    committedValues[marker] = linksRead(relationship)
     if !wasUpdated { tracker.objectDidBecomeUpdated(self) }
+  }
+
+  /// What a marker of `relationship` keeps: for the side that writes a join table's links,
+  /// the keys of the objects it holds before its first change (`linkKeys(in:)` reads them
+  /// back), so that the save writes only this context's additions and removals and keeps
+  /// the links another writer saved meanwhile; `.null` for any other side.
+  private func linksRead(_ relationship: RelationshipDescription) -> PrimitiveValue {
+    guard case .joinTable(_, _, _, _, true) = relationship.storage, !relationship.accessor.isFault(self) else {
+      return .null
+    }
+    var keys: [Int64] = []
+    for object in relationship.accessor.objects(in: self) {
+      // A loaded side of a saved object holds saved objects only: anything else was added by a
+      // change, which would have recorded the marker first.
+      guard let key = object.objectKey, !key.isTemporary else { return .null }
+      keys.append(key.value)
+    }
+    return .blob(keys.withUnsafeBufferPointer { Data(buffer: $0) })
+  }
+
+  /// The keys a marker recorded by `linksRead(_:)` holds, or nil for a marker that holds none.
+  static func linkKeys(in marker: PrimitiveValue) -> [Int64]? {
+    guard case .blob(let data) = marker else { return nil }
+    var keys = [Int64](repeating: 0, count: data.count / MemoryLayout<Int64>.size)
+    keys.withUnsafeMutableBytes { _ = data.copyBytes(to: $0) }
+    return keys
   }
 
   /// The inverse side of `relationship` in `other` (one of its destination's objects).

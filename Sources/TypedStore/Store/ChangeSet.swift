@@ -31,12 +31,17 @@ struct ChangeSet: Sendable {
   }
 
   /// The complete, ordered list of an object's side of a relationship stored in a join table
-  /// or with an order column: what the links (and positions) must become.
+  /// or with an order column, as the context holds it: with `original`, what changes in the
+  /// links, and the order of the positions.
   struct LinkWrite: Sendable {
     var entityIndex: Int32
     var relationshipIndex: Int32
     var owner: Int64
     var targets: [Int64]
+    /// The targets the context read before it changed the side. The write then applies only
+    /// the difference, so links another writer saved meanwhile stay (and links it removed stay
+    /// removed); nil when unknown, and the stored links become `targets`.
+    var original: [Int64]? = nil
   }
 
   struct Delete: Sendable {

@@ -60,9 +60,14 @@ extension PersistentStore {
 
   // MARK: - Writing links
 
-  /// Makes the stored links and positions of each written relationship side equal its list:
-  /// join-table rows for the owning side, then positions for ordered sides. Runs after the
-  /// change set's inserts, so every key exists.
+  /// Writes the links and positions of each changed relationship side: join-table rows for
+  /// the owning side, then positions for ordered sides. Runs after the change set's inserts,
+  /// so every key exists.
+  ///
+  /// A side whose `original` is known changes only by what the context changed: links the
+  /// context did not read (another writer saved them meanwhile) stay, and links it read and
+  /// another writer removed stay removed. Ordered positions follow the context's list, then
+  /// the links it did not know, in their stored order.
   func writeLinks(_ writes: [ChangeSet.LinkWrite], connection: SQLiteConnection) throws {
     let ordered = writes.sorted { lhs, rhs in isOwner(lhs) && !isOwner(rhs) }
     for write in ordered {
@@ -81,34 +86,47 @@ extension PersistentStore {
         // An owner another process deleted meanwhile keeps no links.
         let ownerTable = model.entities[Int(write.entityIndex)]
         guard try !existingKeys(of: ownerTable, [write.owner], connection: connection).isEmpty else { continue }
+        let order = orderColumn.map { " ORDER BY \($0), \(other)" } ?? ""
+        var stored = try integers(
+          "SELECT \(other) FROM \"\(table)\" WHERE \(own) = ?\(order)", [.integer(write.owner)], connection)
         if owns {
-          let stored = try integers(
-            "SELECT \(other) FROM \"\(table)\" WHERE \(own) = ?", [.integer(write.owner)], connection)
           let wanted = Set(write.targets)
-          let removed = stored.filter { !wanted.contains($0) }
+          let read = write.original.map(Set.init)
+          // Removed: what the context read and no longer holds (or, not knowing what it read,
+          // every stored link it does not hold).
+          let removed = Set(stored.filter { !wanted.contains($0) && (read?.contains($0) ?? true) })
           if !removed.isEmpty {
             let statement = try connection.statement(
               "DELETE FROM \"\(table)\" WHERE \(own) = ? AND \(other) IN (SELECT value FROM json_each(?))")
             defer { statement.reset() }
             statement.bind(write.owner, at: 1)
-            statement.bind(HistorySchema.jsonArray(removed), at: 2)
+            statement.bind(HistorySchema.jsonArray(removed.sorted()), at: 2)
             try statement.run()
+            stored.removeAll { removed.contains($0) }
           }
+          // Added: what the context holds and did not read; a link it read that another
+          // writer removed is not written again.
           let present = Set(stored)
+          let added = write.targets.filter { !present.contains($0) && !(read?.contains($0) ?? false) }
           let insert = try connection.statement(
             "INSERT OR IGNORE INTO \"\(table)\" (\(own), \(other)) VALUES (?, ?)")
           defer { insert.reset() }
-          for target in write.targets where !present.contains(target) {
+          for target in added {
             insert.rewind()
             insert.bind(write.owner, at: 1)
             insert.bind(target, at: 2)
             try insert.run()
           }
+          stored += added
         }
         guard let orderColumn else { continue }
+        // The context's list, as far as the links hold it, then the links it did not know.
+        let linked = Set(stored)
+        let listed = write.targets.filter { linked.contains($0) }
+        let inList = Set(listed)
         try writePositions(
-          "UPDATE \"\(table)\" SET \(orderColumn) = ? WHERE \(other) = ? AND \(own) = ?", of: write.targets,
-          owner: write.owner, connection)
+          "UPDATE \"\(table)\" SET \(orderColumn) = ? WHERE \(other) = ? AND \(own) = ?",
+          of: listed + stored.filter { !inList.contains($0) }, owner: write.owner, connection)
       }
     }
   }

@@ -51,6 +51,59 @@ final class Sticker: ManagedObject {
     try await Self.checkGraph(url)
   }
 
+  /// Three processes link new stickers to one item, each from a context whose copy of the
+  /// item's stickers goes stale as the others save; one is killed part way. Every link a
+  /// process saw saved is in the store, and every sticker is linked (each was saved with its
+  /// link). Before a save wrote only its own changes, each one erased the others' links.
+  @Test func processesLinkingToOneObjectFromStaleCopiesKeepEachOthersLinks() async throws {
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    let container = try PersistentContainer(name: "Graph", model: Self.model, storeURL: url)
+    try await container.newBackgroundContext().perform { context in
+      Item(context: context).name = "shared"
+      try context.save()
+    }
+    let count = Self.soak ? 400 : 40
+    // Each reads the item's stickers, then all start saving at once.
+    let start = String(Date().timeIntervalSince1970 + 1.5)
+    let reported = try await offThePool { () throws -> [String] in
+      let processes = try (0..<3).map { index in
+        let process = Process()
+        process.executableURL = builtProduct("typedstore-test-writer")
+        // The third runs until it is killed, once the other two are done.
+        process.arguments = ["link-writer", url.path, "w\(index)", String(index < 2 ? count : 1_000_000), start]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        return (process, output)
+      }
+      for (process, _) in processes.prefix(2) { process.waitUntilExit() }
+      Thread.sleep(forTimeInterval: Double.random(in: 0...0.05))
+      kill(processes[2].0.processIdentifier, SIGKILL)
+      var reported: [String] = []
+      for (index, (process, output)) in processes.enumerated() {
+        process.waitUntilExit()
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+          .split(separator: "\n")
+        if index < 2 { #expect(lines.last == "done", "\(lines.suffix(2))") }
+        let linked = lines.filter { $0.hasPrefix("linked ") }.map { String($0.dropFirst("linked ".count)) }
+        if index == 2 { print("link writers: the killed one had saved \(linked.count)") }
+        reported += linked
+      }
+      return reported
+    }
+    #expect(reported.count > 2 * count)
+    try await container.newBackgroundContext().perform { context in
+      let item = try #require(try context.fetch(FetchRequest<Item>()).first)
+      let linked = Set(item.stickers.map(\.text))
+      #expect(
+        Set(reported).subtracting(linked).isEmpty, "lost: \(Set(reported).subtracting(linked).sorted().prefix(5))")
+      #expect(try context.count(for: FetchRequest<Sticker>()) == linked.count)
+    }
+    #expect(try container.persistentStore.checkConsistency().passed)
+  }
+
   @Test func checkConsistencyReportsAKeyThatNamesAMissingRow() async throws {
     let container = try PersistentContainer.makeTest(model: Self.model)
     try await container.newBackgroundContext().perform { context in

@@ -1,0 +1,193 @@
+import Foundation
+import Testing
+
+@testable import TypedStore
+
+/// Two writers that change one object's many-to-many links from stale copies: each save
+/// writes what its context changed, and keeps the links the other writer added or removed.
+@Suite struct ConcurrentLinkTests {
+  @Test func aStaleManyToManyEditKeepsTheLinksAnotherWriterSaved() async throws {
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    let first = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let second = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let bookID = try await first.performBackgroundTask { context in
+      let book = Book(context: context)
+      book.title = "Dune"
+      for label in ["old", "dropped", "new-a", "new-b"] {
+        let topic = Topic(context: context)
+        topic.label = label
+      }
+      let old = try context.fetch(FetchRequest<Topic>(predicate: #Predicate { $0.label == "old" }))
+      let dropped = try context.fetch(FetchRequest<Topic>(predicate: #Predicate { $0.label == "dropped" }))
+      book.tags = Set(old + dropped)
+      try context.save()
+      return book.managedID
+    }
+    let stale = first.newBackgroundContext()
+    // The stale context loads the book's tags: old and dropped.
+    try stale.performAndWait { context in
+      let book = try context.existingObject(with: bookID)
+      #expect(Set(book.tags.map(\.label)) == ["old", "dropped"])
+    }
+    // Another writer adds new-a and removes dropped.
+    try await second.performBackgroundTask { context in
+      let book = try context.existingObject(with: bookID)
+      let topics = try context.fetch(FetchRequest<Topic>())
+      book.$tags.insert(try #require(topics.first { $0.label == "new-a" }))
+      book.$tags.remove(try #require(topics.first { $0.label == "dropped" }))
+      try context.save()
+    }
+    // The stale context adds new-b, from its copy that still has dropped and lacks new-a.
+    try stale.performAndWait { context in
+      let book = try context.existingObject(with: bookID)
+      let topics = try context.fetch(FetchRequest<Topic>(predicate: #Predicate { $0.label == "new-b" }))
+      book.$tags.insert(try #require(topics.first))
+      try context.save()
+    }
+    try await second.newBackgroundContext().perform { context in
+      let book = try context.existingObject(with: bookID)
+      #expect(Set(book.tags.map(\.label)) == ["old", "new-a", "new-b"])
+    }
+  }
+
+  @Test func aWholeAssignmentFromAStaleCopyChangesOnlyWhatItChanges() async throws {
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    let first = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let second = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let bookID = try await first.performBackgroundTask { context in
+      let book = Book(context: context)
+      for label in ["kept", "unset", "other"] {
+        let topic = Topic(context: context)
+        topic.label = label
+        if label != "other" { book.$tags.insert(topic) }
+      }
+      try context.save()
+      return book.managedID
+    }
+    let stale = first.newBackgroundContext()
+    let read = try stale.performAndWait { context in
+      Set(try context.existingObject(with: bookID).tags.map(\.label))
+    }
+    #expect(read == ["kept", "unset"])
+    try await second.performBackgroundTask { context in
+      let book = try context.existingObject(with: bookID)
+      let other = try #require(
+        try context.fetch(FetchRequest<Topic>(predicate: #Predicate { $0.label == "other" })).first)
+      book.$tags.insert(other)
+      try context.save()
+    }
+    // The stale copy assigns the set it wants: it drops "unset", and never saw "other".
+    try stale.performAndWait { context in
+      let book = try context.existingObject(with: bookID)
+      book.tags = book.tags.filter { $0.label == "kept" }
+      try context.save()
+    }
+    let saved = try await second.newBackgroundContext().perform { context in
+      Set(try context.existingObject(with: bookID).tags.map(\.label))
+    }
+    #expect(saved == ["kept", "other"])
+  }
+
+  /// The ordered many-to-many of `RelationshipRulesTests` (`Playlist.songs`).
+  @Test func anOrderedManyToManyKeepsBothWritersLinksInTheStaleWritersOrderFirst() async throws {
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    let model = try ManagedObjectModel(Playlist.self, Song.self)
+    let first = try PersistentContainer(name: "Music", model: model, storeURL: url)
+    let second = try PersistentContainer(name: "Music", model: model, storeURL: url)
+    let playlistID = try await first.performBackgroundTask { context in
+      let playlist = Playlist(context: context)
+      for title in ["a", "b", "c", "d"] {
+        let song = Song(context: context)
+        song.title = title
+        if title <= "b" { playlist.songs.append(song) }
+      }
+      try context.save()
+      return playlist.managedID
+    }
+    func titles(_ container: PersistentContainer) async throws -> [String] {
+      try await container.newBackgroundContext().perform { context in
+        try context.existingObject(with: playlistID).songs.map(\.title)
+      }
+    }
+    #expect(try await titles(second) == ["a", "b"])
+    let stale = first.newBackgroundContext()
+    let read = try stale.performAndWait { context in
+      try context.existingObject(with: playlistID).songs.map(\.title)
+    }
+    #expect(read == ["a", "b"])
+    // Another writer puts c first and removes a.
+    try await second.performBackgroundTask { context in
+      let playlist = try context.existingObject(with: playlistID)
+      let songs = try context.fetch(FetchRequest<Song>())
+      playlist.$songs.insert(try #require(songs.first { $0.title == "c" }), at: 0)
+      playlist.$songs.remove(try #require(songs.first { $0.title == "a" }))
+      try context.save()
+    }
+    #expect(try await titles(second) == ["c", "b"])
+    // The stale copy ([a, b]) puts d first: the order is its list, less a (which the other
+    // writer removed), then c, which it never saw.
+    try stale.performAndWait { context in
+      let playlist = try context.existingObject(with: playlistID)
+      let d = try #require(try context.fetch(FetchRequest<Song>(predicate: #Predicate { $0.title == "d" })).first)
+      playlist.$songs.insert(d, at: 0)
+      try context.save()
+    }
+    #expect(try await titles(second) == ["d", "b", "c"])
+    try await second.newBackgroundContext().perform { context in
+      let c = try #require(try context.fetch(FetchRequest<Song>(predicate: #Predicate { $0.title == "c" })).first)
+      #expect(c.playlists.map(\.managedID) == [playlistID])
+    }
+  }
+
+  /// `refresh(_:mergeChanges: true)` (what merging another writer's transaction does) shows
+  /// the store's links with the context's unsaved additions and removals on top, and the save
+  /// still writes only those.
+  @Test func aRefreshKeepsTheUnsavedLinkChangesOnTopOfTheStoresLinks() async throws {
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    let first = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let second = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let bookID = try await first.performBackgroundTask { context in
+      let book = Book(context: context)
+      for label in ["kept", "unset", "theirs", "dropped-by-them"] {
+        let topic = Topic(context: context)
+        topic.label = label
+        if label == "kept" || label == "unset" || label == "dropped-by-them" { book.$tags.insert(topic) }
+      }
+      try context.save()
+      return book.managedID
+    }
+    let stale = first.newBackgroundContext()
+    // Unsaved: "unset" removed, a new topic "mine" added.
+    try stale.performAndWait { context in
+      let book = try context.existingObject(with: bookID)
+      book.$tags.remove(try #require(book.tags.first { $0.label == "unset" }))
+      let mine = Topic(context: context)
+      mine.label = "mine"
+      book.$tags.insert(mine)
+    }
+    try await second.performBackgroundTask { context in
+      let book = try context.existingObject(with: bookID)
+      let topics = try context.fetch(FetchRequest<Topic>())
+      book.$tags.insert(try #require(topics.first { $0.label == "theirs" }))
+      book.$tags.remove(try #require(topics.first { $0.label == "dropped-by-them" }))
+      try context.save()
+    }
+    let refreshed = try stale.performAndWait { context in
+      let book = try context.existingObject(with: bookID)
+      context.refresh(book, mergeChanges: true)
+      #expect(book.hasChanges)
+      let labels = Set(book.tags.map(\.label))
+      try context.save()
+      return labels
+    }
+    #expect(refreshed == ["kept", "mine", "theirs"])
+    let saved = try await second.newBackgroundContext().perform { context in
+      Set(try context.existingObject(with: bookID).tags.map(\.label))
+    }
+    #expect(saved == ["kept", "mine", "theirs"])
+  }
+}
