@@ -75,13 +75,18 @@ extension PersistentStore {
       switch relationship.storage {
       case .foreignKey:
         continue
-      case .inverseForeignKey(_, let orderColumn):
+      case .inverseForeignKey(let column, let orderColumn):
         guard let orderColumn, let destination = model.entity(named: relationship.destinationEntityName) else {
           continue
         }
+        // Only rows that name this owner now: another writer may have moved one of the
+        // context's objects to another owner, whose order is not this list's to change.
+        let stored = try integers(
+          "SELECT pk FROM \"\(destination.tableName)\" WHERE \"\(column)\" = ? ORDER BY \"\(orderColumn)\", pk",
+          [.integer(write.owner)], connection)
         try writePositions(
-          "UPDATE \"\(destination.tableName)\" SET \"\(orderColumn)\" = ? WHERE pk = ?", of: write.targets,
-          connection)
+          "UPDATE \"\(destination.tableName)\" SET \"\(orderColumn)\" = ? WHERE pk = ?",
+          of: listedFirst(write.targets, linked: stored), connection)
       case .joinTable(let table, let own, let other, let orderColumn, let owns):
         // An owner another process deleted meanwhile keeps no links.
         let ownerTable = model.entities[Int(write.entityIndex)]
@@ -120,15 +125,20 @@ extension PersistentStore {
           stored += added
         }
         guard let orderColumn else { continue }
-        // The context's list, as far as the links hold it, then the links it did not know.
-        let linked = Set(stored)
-        let listed = write.targets.filter { linked.contains($0) }
-        let inList = Set(listed)
         try writePositions(
           "UPDATE \"\(table)\" SET \(orderColumn) = ? WHERE \(other) = ? AND \(own) = ?",
-          of: listed + stored.filter { !inList.contains($0) }, owner: write.owner, connection)
+          of: listedFirst(write.targets, linked: stored), owner: write.owner, connection)
       }
     }
+  }
+
+  /// The order an ordered side is stored in: the context's list, as far as the stored links
+  /// hold it, then the links it did not know, in their stored order.
+  private func listedFirst(_ targets: [Int64], linked stored: [Int64]) -> [Int64] {
+    let linked = Set(stored)
+    let listed = targets.filter { linked.contains($0) }
+    let inList = Set(listed)
+    return listed + stored.filter { !inList.contains($0) }
   }
 
   /// Gives each target its position in a list with `sql`, whose parameters are the position,

@@ -190,4 +190,53 @@ import Testing
     }
     #expect(saved == ["kept", "mine", "theirs"])
   }
+
+  /// An ordered one-to-many (`Book.chapters`, positions in the chapters' rows): a stale
+  /// reorder does not change the place of a chapter another writer moved to another book, and
+  /// a chapter it never saw comes after its list.
+  @Test func aStaleReorderLeavesAChapterMovedElsewhereWhereItWent() async throws {
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    let first = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let second = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let (oneID, twoID) = try await first.performBackgroundTask { context in
+      let one = Book(context: context)
+      let two = Book(context: context)
+      for number in 1...4 {
+        let chapter = Chapter(context: context)
+        chapter.number = number
+        if number <= 2 { one.chapters.append(chapter) }
+        if number == 3 { two.chapters.append(chapter) }
+      }
+      try context.save()
+      return (one.managedID, two.managedID)
+    }
+    func numbers(_ id: ManagedID<Book>) async throws -> [Int] {
+      try await second.newBackgroundContext().perform { context in
+        try context.existingObject(with: id).chapters.map(\.number)
+      }
+    }
+    let stale = first.newBackgroundContext()
+    let read = try stale.performAndWait { context in try context.existingObject(with: oneID).chapters.map(\.number) }
+    #expect(read == [1, 2])
+    // Another writer moves chapter 2 to the end of book two, and gives book one chapter 4.
+    try await second.performBackgroundTask { context in
+      let one = try context.existingObject(with: oneID)
+      let two = try context.existingObject(with: twoID)
+      let chapters = try context.fetch(FetchRequest<Chapter>())
+      two.$chapters.append(try #require(chapters.first { $0.number == 2 }))
+      one.$chapters.append(try #require(chapters.first { $0.number == 4 }))
+      try context.save()
+    }
+    #expect(try await numbers(oneID) == [1, 4])
+    #expect(try await numbers(twoID) == [3, 2])
+    // The stale copy reverses book one's chapters: [2, 1].
+    try stale.performAndWait { context in
+      let one = try context.existingObject(with: oneID)
+      one.chapters = one.chapters.reversed()
+      try context.save()
+    }
+    #expect(try await numbers(oneID) == [1, 4])
+    #expect(try await numbers(twoID) == [3, 2])
+  }
 }
