@@ -653,33 +653,51 @@ final class ContextState: ObjectTracking {
     updated.insert(object)
   }
 
-  /// A changed side after a refresh: with the links it read known (a many-to-many's owning
-  /// side), the store's links now with this context's additions and removals on top, in the
-  /// order the save writes (the context's list, then links it never saw); otherwise the side
-  /// as the context holds it.
+  /// A changed to-many side after a refresh: the store's objects now, with this context's
+  /// unsaved additions and removals on top, in the order its save writes (the context's
+  /// list, then the objects it never saw). What the context added and removed is what it
+  /// read (a many-to-many's owning side notes it: `read`), or, for a one-to-many, the related
+  /// objects whose key to the owner it changed. Any other side stays as the context holds it.
   private func rebased(_ objects: [ManagedObject], read: [Int64]?, of object: ManagedObject, _ index: Int)
     -> [ManagedObject]
   {
-    guard let read, let entity = object.entity, let owner = object.objectKey?.value,
-      let stored = try? relatedObjects(of: entity.relationships[index], for: [owner])[owner, default: []]
-    else { return objects }
-    let readKeys = Set(read)
+    guard let entity = object.entity, let owner = object.objectKey?.value else { return objects }
+    let relationship = entity.relationships[index]
     func savedKey(_ object: ManagedObject) -> Int64? {
       object.objectKey.flatMap { $0.isTemporary ? nil : $0.value }
     }
+    /// Whether the context put the object on this side (not saved yet).
+    let added: (ManagedObject) -> Bool
+    /// Whether the store's object is off this side in the context (or one it had read).
+    let leftOut: (ManagedObject) -> Bool
+    switch relationship.storage {
+    case .joinTable(_, _, _, _, true):
+      guard let read else { return objects }
+      let readKeys = Set(read)
+      added = { savedKey($0).map { !readKeys.contains($0) } ?? true }
+      leftOut = { savedKey($0).map(readKeys.contains) ?? true }
+    case .inverseForeignKey:
+      guard let destination = model.entity(named: relationship.destinationEntityName),
+        Int(relationship.inverseIndex) < destination.relationships.count,
+        let keySlot = destination.relationships[Int(relationship.inverseIndex)].foreignKeySlot
+      else { return objects }
+      // The related object's key to its owner changed in the context: it moved in or out.
+      added = { $0.lifecycle == .inserted || $0.committedValues[keySlot] != nil }
+      leftOut = { $0.committedValues[keySlot] != nil || $0.isDeleted }
+    default:
+      return objects
+    }
+    guard let stored = try? relatedObjects(of: relationship, for: [owner])[owner, default: []] else {
+      return objects
+    }
     let storedKeys = Set(stored.compactMap(savedKey))
-    // Kept: what the context added, and what it read that the store still links.
+    // Kept: what the context added, and what it holds that the store still has on the side.
     let kept = objects.filter { object in
-      guard let key = savedKey(object) else { return true }
-      return !readKeys.contains(key) || storedKeys.contains(key)
+      added(object) || savedKey(object).map(storedKeys.contains) ?? false
     }
     let keptKeys = Set(kept.compactMap(savedKey))
-    // Then what another writer linked, which the context never read.
-    return kept
-      + stored.filter { object in
-        guard let key = savedKey(object) else { return false }
-        return !keptKeys.contains(key) && !readKeys.contains(key)
-      }
+    // Then what another writer put there, which the context never saw.
+    return kept + stored.filter { !keptKeys.contains(savedKey($0) ?? 0) && !leftOut($0) }
   }
 
   /// The relationship a changed slot stands for: a marker, or a to-one's key column.

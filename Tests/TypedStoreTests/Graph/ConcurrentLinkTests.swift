@@ -239,4 +239,57 @@ import Testing
     #expect(try await numbers(oneID) == [1, 4])
     #expect(try await numbers(twoID) == [3, 2])
   }
+
+  /// A one-to-many (`Shelf.books`, keys in the books' rows) with unsaved moves merges another
+  /// writer's moves: the store's books with the context's moves on top.
+  @Test func mergingKeepsUnsavedMovesOnTopOfAnotherWritersMoves() async throws {
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    let first = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let second = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let (shelfID, otherID) = try await first.performBackgroundTask { context in
+      let shelf = Shelf(context: context)
+      let other = Shelf(context: context)
+      for title in ["stays", "theirs-out", "mine-out", "mine-in", "theirs-in"] {
+        let book = Book(context: context)
+        book.title = title
+        book.shelf = title.hasSuffix("-in") ? other : shelf
+      }
+      try context.save()
+      return (shelf.managedID, other.managedID)
+    }
+    let stale = first.newBackgroundContext()
+    // Unsaved: "mine-out" goes to the other shelf, "mine-in" and a new book come in.
+    try stale.performAndWait { context in
+      let shelf = try context.existingObject(with: shelfID)
+      let other = try context.existingObject(with: otherID)
+      try #require(shelf.books.first { $0.title == "mine-out" }).shelf = other
+      try #require(other.books.first { $0.title == "mine-in" }).shelf = shelf
+      let new = Book(context: context)
+      new.title = "mine-new"
+      shelf.$books.insert(new)
+    }
+    try await second.performBackgroundTask { context in
+      let shelf = try context.existingObject(with: shelfID)
+      let other = try context.existingObject(with: otherID)
+      try #require(shelf.books.first { $0.title == "theirs-out" }).shelf = other
+      try #require(other.books.first { $0.title == "theirs-in" }).shelf = shelf
+      try context.save()
+    }
+    // Merging the other writer's transaction refreshes the shelf (mergeChanges: true).
+    let transaction = try #require(try second.fetchHistory(HistoryRequest()).last)
+    let refreshed = try stale.performAndWait { context in
+      let shelf = try context.existingObject(with: shelfID)
+      _ = context.mergeChanges(transaction)
+      let titles = Set(shelf.books.map(\.title))
+      try context.save()
+      return titles
+    }
+    let expected: Set = ["stays", "mine-in", "mine-new", "theirs-in"]
+    #expect(refreshed == expected)
+    let saved = try await second.newBackgroundContext().perform { context in
+      Set(try context.existingObject(with: shelfID).books.map(\.title))
+    }
+    #expect(saved == expected)
+  }
 }
