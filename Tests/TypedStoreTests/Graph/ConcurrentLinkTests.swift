@@ -3,14 +3,22 @@ import Testing
 
 @testable import TypedStore
 
-/// Two writers that change one object's many-to-many links from stale copies: each save
-/// writes what its context changed, and keeps the links the other writer added or removed.
+/// Two writers that change one object's to-many side from stale copies: each save writes what
+/// its context changed, and keeps what the other writer added or removed; a refresh (or
+/// merge) shows the store's side with the unsaved changes on top.
 @Suite struct ConcurrentLinkTests {
-  @Test func aStaleManyToManyEditKeepsTheLinksAnotherWriterSaved() async throws {
+  /// Two containers on one new file: two writers, each with its own connections.
+  static func twoWriters(_ model: ManagedObjectModel) throws -> (PersistentContainer, PersistentContainer) {
     let url = PersistentContainer.testStoreURL()
     try PersistentContainer.destroyPersistentStore(at: url)
-    let first = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
-    let second = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    return (
+      try PersistentContainer(name: "Links", model: model, storeURL: url),
+      try PersistentContainer(name: "Links", model: model, storeURL: url)
+    )
+  }
+
+  @Test func aStaleManyToManyEditKeepsTheLinksAnotherWriterSaved() async throws {
+    let (first, second) = try Self.twoWriters(graphModel)
     let bookID = try await first.performBackgroundTask { context in
       let book = Book(context: context)
       book.title = "Dune"
@@ -52,10 +60,7 @@ import Testing
   }
 
   @Test func aWholeAssignmentFromAStaleCopyChangesOnlyWhatItChanges() async throws {
-    let url = PersistentContainer.testStoreURL()
-    try PersistentContainer.destroyPersistentStore(at: url)
-    let first = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
-    let second = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let (first, second) = try Self.twoWriters(graphModel)
     let bookID = try await first.performBackgroundTask { context in
       let book = Book(context: context)
       for label in ["kept", "unset", "other"] {
@@ -92,11 +97,7 @@ import Testing
 
   /// The ordered many-to-many of `RelationshipRulesTests` (`Playlist.songs`).
   @Test func anOrderedManyToManyKeepsBothWritersLinksInTheStaleWritersOrderFirst() async throws {
-    let url = PersistentContainer.testStoreURL()
-    try PersistentContainer.destroyPersistentStore(at: url)
-    let model = try ManagedObjectModel(Playlist.self, Song.self)
-    let first = try PersistentContainer(name: "Music", model: model, storeURL: url)
-    let second = try PersistentContainer(name: "Music", model: model, storeURL: url)
+    let (first, second) = try Self.twoWriters(try ManagedObjectModel(Playlist.self, Song.self))
     let playlistID = try await first.performBackgroundTask { context in
       let playlist = Playlist(context: context)
       for title in ["a", "b", "c", "d"] {
@@ -146,10 +147,7 @@ import Testing
   /// the store's links with the context's unsaved additions and removals on top, and the save
   /// still writes only those.
   @Test func aRefreshKeepsTheUnsavedLinkChangesOnTopOfTheStoresLinks() async throws {
-    let url = PersistentContainer.testStoreURL()
-    try PersistentContainer.destroyPersistentStore(at: url)
-    let first = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
-    let second = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let (first, second) = try Self.twoWriters(graphModel)
     let bookID = try await first.performBackgroundTask { context in
       let book = Book(context: context)
       for label in ["kept", "unset", "theirs", "dropped-by-them"] {
@@ -195,10 +193,7 @@ import Testing
   /// reorder does not change the place of a chapter another writer moved to another book, and
   /// a chapter it never saw comes after its list.
   @Test func aStaleReorderLeavesAChapterMovedElsewhereWhereItWent() async throws {
-    let url = PersistentContainer.testStoreURL()
-    try PersistentContainer.destroyPersistentStore(at: url)
-    let first = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
-    let second = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let (first, second) = try Self.twoWriters(graphModel)
     let (oneID, twoID) = try await first.performBackgroundTask { context in
       let one = Book(context: context)
       let two = Book(context: context)
@@ -243,10 +238,7 @@ import Testing
   /// A one-to-many (`Shelf.books`, keys in the books' rows) with unsaved moves merges another
   /// writer's moves: the store's books with the context's moves on top.
   @Test func mergingKeepsUnsavedMovesOnTopOfAnotherWritersMoves() async throws {
-    let url = PersistentContainer.testStoreURL()
-    try PersistentContainer.destroyPersistentStore(at: url)
-    let first = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
-    let second = try PersistentContainer(name: "Graph", model: graphModel, storeURL: url)
+    let (first, second) = try Self.twoWriters(graphModel)
     let (shelfID, otherID) = try await first.performBackgroundTask { context in
       let shelf = Shelf(context: context)
       let other = Shelf(context: context)
