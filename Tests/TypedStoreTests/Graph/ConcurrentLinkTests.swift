@@ -7,9 +7,12 @@ import Testing
 /// its context changed, and keeps what the other writer added or removed; a refresh (or
 /// merge) shows the store's side with the unsaved changes on top.
 @Suite struct ConcurrentLinkTests {
-  /// Two containers on one new file: two writers, each with its own connections.
-  static func twoWriters(_ model: ManagedObjectModel) throws -> (PersistentContainer, PersistentContainer) {
-    let url = PersistentContainer.testStoreURL()
+  /// Two containers on one new file, named after the test: two writers, each with its own
+  /// connections.
+  static func twoWriters(_ model: ManagedObjectModel, function: String = #function) throws -> (
+    PersistentContainer, PersistentContainer
+  ) {
+    let url = PersistentContainer.testStoreURL(function: function)
     try PersistentContainer.destroyPersistentStore(at: url)
     return (
       try PersistentContainer(name: "Links", model: model, storeURL: url),
