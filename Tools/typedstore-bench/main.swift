@@ -65,6 +65,12 @@ let options: Options = {
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-bench-\(getpid())")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: directory) }
+/// Ends the process, removing this process's directory (which `exit` alone, skipping the
+/// `defer` above, would leave behind: one per helper process of every run).
+func finish(_ status: Int32) -> Never {
+  try? FileManager.default.removeItem(at: directory)
+  exit(status)
+}
 let model = try ManagedObjectModel(BenchItem.self, BenchRecord.self, BenchIndexedItem.self, BenchObservedItem.self)
 
 /// A new file name for every store: a store of an earlier run may still be open while its
@@ -341,7 +347,7 @@ if let (path, commits) = options.latencyWriter {
     usleep(1000)
   }
   print(lines.joined(separator: "\n"))
-  exit(0)
+  finish(0)
 }
 
 /// Runs async work from this synchronous program and waits for it.
@@ -370,7 +376,7 @@ if let (path, name, stop) = options.follower {
   print("following")
   while !FileManager.default.fileExists(atPath: stop) { usleep(20_000) }
   try blocking { await merger.stop() }
-  exit(0)
+  finish(0)
 }
 
 // The import memory probe (run by the benchmark in a process of its own): 10 N objects
@@ -393,7 +399,7 @@ if let probeN = options.importMemory {
     return (baseline, peak)
   }
   print(String(format: "%.1f", Double(max(0, peak - baseline)) / 1_048_576))
-  exit(0)
+  finish(0)
 }
 
 // The export memory probe: a process of its own that opens a store the benchmark filled
@@ -417,7 +423,7 @@ if let path = options.exportMemory {
   peak = max(peak, residentBytes())
   guard summary.changes == rows else { throw BenchError.sqlite("exported \(summary.changes) of \(rows) changes") }
   print(String(format: "%.1f %d", Double(max(0, peak - baseline)) / 1_048_576, bytes))
-  exit(0)
+  finish(0)
 }
 
 // The batched-fetch memory probe: a process of its own that opens a store the benchmark
@@ -444,7 +450,7 @@ if let path = options.batchMemory {
     return peak - baseline
   }
   print(String(format: "%.1f", Double(max(0, growth)) / 1_048_576))
-  exit(0)
+  finish(0)
 }
 
 // MARK: - Operations
@@ -862,7 +868,7 @@ do {
   }
 } catch {
   FileHandle.standardError.write(Data("typedstore-bench: \(error)\n".utf8))
-  exit(1)
+  finish(1)
 }
 
 // MARK: - Output

@@ -7,7 +7,17 @@ import Testing
 @Suite struct BenchmarkSmokeTests {
   private var benchURL: URL { builtProduct("typedstore-bench") }
 
+  /// The working directories of benchmark processes (`typedstore-bench-<pid>`), which each
+  /// removes when it ends, its helper processes included.
+  private func benchDirectories() throws -> Set<String> {
+    Set(
+      try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path).filter {
+        $0.hasPrefix("typedstore-bench-") && Int($0.dropFirst("typedstore-bench-".count)) != nil
+      })
+  }
+
   @Test func benchmarkSmokeRunMatchesRawSQLite() throws {
+    let before = try benchDirectories()
     let process = Process()
     process.executableURL = benchURL
     let json = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-bench-smoke.json")
@@ -26,5 +36,8 @@ import Testing
     #expect(rows.allSatisfy { $0["name"] is String && $0["goal"] != nil && $0["ratio"] != nil })
     let measured = rows.filter { $0["ratio"] is Double }
     #expect(measured.count >= 8)
+    // The run and its helper processes (the followers and writers of the sync rows) leave no
+    // directory behind.
+    #expect(try benchDirectories().subtracting(before).isEmpty)
   }
 }
