@@ -287,4 +287,42 @@ import Testing
     }
     #expect(saved == expected)
   }
+
+  /// A delete rule judged on a stale copy: the context saw no curator, another writer gave the
+  /// library one; the store's own check denies the delete, and nothing changes.
+  @Test func aDenyRuleHoldsAgainstALinkTheDeletingContextNeverSaw() async throws {
+    let (first, second) = try Self.twoWriters(graphModel)
+    let libraryID = try await first.performBackgroundTask { context in
+      let library = Library(context: context)
+      library.city = "Lyon"
+      try context.save()
+      return library.managedID
+    }
+    let stale = first.newBackgroundContext()
+    let sawCurator = try stale.performAndWait { context in
+      try context.existingObject(with: libraryID).curator != nil
+    }
+    #expect(!sawCurator)
+    try await second.performBackgroundTask { context in
+      let curator = Curator(context: context)
+      curator.name = "Ada"
+      curator.library = try context.existingObject(with: libraryID)
+      try context.save()
+    }
+    let history = try first.fetchHistory(HistoryRequest()).count
+    try stale.performAndWait { context in
+      context.delete(try context.existingObject(with: libraryID))
+      #expect {
+        try context.save()
+      } throws: { error in
+        guard case StoreError.deleteDenied(let denials) = error else { return false }
+        return denials.first?.objectID == libraryID.untyped && denials.first?.relationship == "curator"
+      }
+    }
+    let (libraries, curators) = try await second.newBackgroundContext().perform { context in
+      (try context.count(for: FetchRequest<Library>()), try context.count(for: FetchRequest<Curator>()))
+    }
+    #expect(libraries == 1 && curators == 1)
+    #expect(try first.fetchHistory(HistoryRequest()).count == history)
+  }
 }
