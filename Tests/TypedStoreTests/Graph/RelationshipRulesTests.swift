@@ -34,17 +34,12 @@ final class Right: ManagedObject {
     }
   }
 
-  /// Type-checks a file that declares a relationship with `@Attribute` against the built
-  /// TypedStore module: the compiler's error says to use `@Relationship`.
-  @Test func declaringARelationshipWithAttributeSaysToUseRelationship() throws {
+  /// Type-checks `lines` against the built TypedStore module; nil when this build's layout
+  /// has no module folder to check against.
+  private func typecheck(_ lines: [String], name: String) throws -> (status: Int32, output: String)? {
     let modules = builtProduct("typedstore").deletingLastPathComponent().appendingPathComponent("Modules")
-    guard FileManager.default.fileExists(atPath: modules.path) else { return }  // another build layout
-    let source = FileManager.default.temporaryDirectory.appendingPathComponent("attribute-on-relationship.swift")
-    let lines = [
-      "import TypedStore",
-      "final class F: ManagedObject { @Attribute var name: String = \"\" }",
-      "final class N: ManagedObject { @Attribute var folder: F? = nil }",
-    ]
+    guard FileManager.default.fileExists(atPath: modules.path) else { return nil }  // another build layout
+    let source = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).swift")
     try lines.joined(separator: "\n").write(to: source, atomically: true, encoding: .utf8)
     let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent().deletingLastPathComponent()
@@ -60,8 +55,51 @@ final class Right: ManagedObject {
     try process.run()
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
-    #expect(process.terminationStatus != 0)
+    return (process.terminationStatus, text)
+  }
+
+  /// Type-checks a file that declares a relationship with `@Attribute` against the built
+  /// TypedStore module: the compiler's error says to use `@Relationship`.
+  @Test func declaringARelationshipWithAttributeSaysToUseRelationship() throws {
+    guard
+      let (status, text) = try typecheck(
+        [
+          "import TypedStore",
+          "final class F: ManagedObject { @Attribute var name: String = \"\" }",
+          "final class N: ManagedObject { @Attribute var folder: F? = nil }",
+        ], name: "attribute-on-relationship")
+    else { return }
+    #expect(status != 0)
     #expect(text.contains("is a relationship: declare it with @Relationship"), "\(text)")
+  }
+
+  /// What docs/relationships.md says of naming the inverse on both sides, checked against this
+  /// toolchain: the pair is a circular reference, while the same pair named on one side
+  /// compiles. (Should a compiler accept the pair, this test fails: then both forms can be
+  /// documented, and DesignExampleTests can use ../shared/DESIGN.md's model unchanged.)
+  @Test func namingTheInverseOnBothSidesIsACircularReferenceAndOnOneSideCompiles() throws {
+    func model(_ folderSide: String) -> [String] {
+      [
+        "import TypedStore",
+        "final class Folder: ManagedObject {",
+        "  @Attribute var name: String = \"\"",
+        "  \(folderSide) var notes: Set<Note>",
+        "}",
+        "final class Note: ManagedObject {",
+        "  @Attribute var title: String = \"\"",
+        "  @Relationship(inverse: \\Folder.notes, deleteRule: .nullify) var folder: Folder?",
+        "}",
+      ]
+    }
+    guard
+      let (bothStatus, bothText) = try typecheck(
+        model("@Relationship(inverse: \\Note.folder, deleteRule: .cascade)"), name: "inverse-on-both-sides"),
+      let (oneStatus, oneText) = try typecheck(
+        model("@Relationship(deleteRule: .cascade)"), name: "inverse-on-one-side")
+    else { return }
+    #expect(bothStatus != 0)
+    #expect(bothText.contains("circular reference"), "\(bothText)")
+    #expect(oneStatus == 0, "\(oneText)")
   }
 
   @Test func aDestinationOutsideTheModelIsRefused() {
