@@ -7,6 +7,7 @@ import TypedStore
 // every other command reads the demo's store without these classes.
 final class Folder: ManagedObject {
   @Attribute var name: String = ""
+  @Relationship(deleteRule: .cascade) var notes: Set<Note>
 }
 
 final class Note: ManagedObject {
@@ -14,6 +15,7 @@ final class Note: ManagedObject {
   @Attribute var done: Bool = false
   @Attribute var revision: Int = 0
   @Attribute(preservedOnDeletion: true) var uuid: UUID = UUID()
+  @Relationship(inverse: \Folder.notes) var folder: Folder?
 }
 
 /// `typedstore demo`: a new store, two writer processes and one merging process (the tool
@@ -137,7 +139,8 @@ enum DemoCommand {
     var lines = [
       "TypedStore demo: \(path)", "",
       StoreCommands.table(rows), "",
-      "The merger's live objects: \(number(merged["liveObjects"])) notes, equal to the store's rows: "
+      "The merger's live objects: \(number(merged["liveObjects"])) notes, equal to the store's rows "
+        + "(values, each note's folder, each folder's notes): "
         + ((merged["matchesStore"] as? Bool) == true ? "yes" : "NO"),
       "History: \(stats.transactions) transactions, \(stats.changes) changes ("
         + stats.changesByEntity.sorted { $0.key < $1.key }.map {
@@ -187,6 +190,7 @@ enum DemoCommand {
           for _ in 0..<Int.random(in: 1...3, using: &generator) {
             let note = Note(context: context)
             note.title = "\(name) note \(counts.inserted)"
+            note.folder = folder
             mine.append(note)
             counts.inserted += 1
           }
@@ -263,13 +267,28 @@ enum DemoCommand {
     // The merger's objects (merged as the writers committed) against a fresh read of the rows.
     let (objects, matches) = try perform("cannot compare with the store") {
       try context.performAndWait { context in
+        // Each note's values and folder, and each folder's notes: both sides of the
+        // relationship, as merged and as stored.
         func values(_ notes: [Note]) -> [ManagedID<Note>: String] {
-          Dictionary(uniqueKeysWithValues: notes.map { ($0.managedID, "\($0.title)|\($0.done)|\($0.revision)") })
+          Dictionary(
+            uniqueKeysWithValues: notes.map {
+              ($0.managedID, "\($0.title)|\($0.done)|\($0.revision)|\($0.folder?.name ?? "-")")
+            })
+        }
+        func contents(_ folders: [Folder]) -> [String: Set<ManagedID<Note>>] {
+          Dictionary(uniqueKeysWithValues: folders.map { ($0.name, Set($0.notes.map(\.managedID))) })
         }
         let merged = try context.fetch(FetchRequest<Note>())
+        let mergedFolders = try context.fetch(FetchRequest<Folder>())
         let fresh = ModelContext(store: container.persistentStore)
         let rows = try fresh.fetch(FetchRequest<Note>())
-        return (merged.count, withExtendedLifetime(fresh) { values(merged) == values(rows) })
+        let storedFolders = try fresh.fetch(FetchRequest<Folder>())
+        return (
+          merged.count,
+          withExtendedLifetime(fresh) {
+            values(merged) == values(rows) && contents(mergedFolders) == contents(storedFolders)
+          }
+        )
       }
     }
     let report = seen.withLock { $0 }

@@ -72,6 +72,17 @@ enum StoreCommands {
               "indexed": attribute.indexed, "unique": attribute.unique,
             ]
           },
+          "relationships": (entity.relationships ?? []).map { relationship -> [String: Any] in
+            [
+              "name": relationship.name, "destination": relationship.destination, "inverse": relationship.inverse,
+              "kind": relationship.kind.rawValue, "manyToMany": relationship.joinTable != nil,
+              "deleteRule": relationship.deleteRule.rawValue, "required": relationship.required,
+              "minimumCount": relationship.minimumCount ?? NSNull(),
+              "maximumCount": relationship.maximumCount ?? NSNull(), "column": relationship.column ?? NSNull(),
+              "orderColumn": relationship.orderColumn ?? NSNull(), "joinTable": relationship.joinTable ?? NSNull(),
+              "links": inspection.linkCounts["\(entity.name).\(relationship.name)"] ?? NSNull(),
+            ]
+          },
         ]
       }
       var files: [String: Any] = ["database": inspection.fileSizes.database]
@@ -103,14 +114,20 @@ enum StoreCommands {
     ]
     for entity in schema.entities {
       let parent = entity.superentity.map { " : \($0)" } ?? ""
-      lines.append(
-        "  \(entity.name)\(parent) — table \"\(entity.table)\", \(inspection.rowCounts[entity.name] ?? 0) rows")
+      let rows = inspection.rowCounts[entity.name] ?? 0
+      lines.append("  \(entity.name)\(parent) — table \"\(entity.table)\", \(rows) \(rows == 1 ? "row" : "rows")")
       for attribute in entity.attributes {
         var traits = [attribute.type.rawValue + (attribute.optional ? "?" : "")]
         if attribute.column != attribute.name { traits.append("column \(attribute.column)") }
         if attribute.preservedOnDeletion { traits.append("preserved on deletion") }
         if attribute.unique { traits.append("unique") } else if attribute.indexed { traits.append("indexed") }
         lines.append("    \(attribute.name): \(traits.joined(separator: ", "))")
+      }
+      for relationship in entity.relationships ?? [] {
+        lines.append(
+          "    \(relationship.name): "
+            + Self.traits(of: relationship, links: inspection.linkCounts["\(entity.name).\(relationship.name)"])
+            .joined(separator: ", "))
       }
     }
     print(lines.joined(separator: "\n"))
@@ -140,6 +157,28 @@ enum StoreCommands {
   }
 
   // MARK: - Helpers
+
+  /// How `inspect` describes a relationship: `to-one → Folder.notes, nullify, column folder,
+  /// 3 links`.
+  static func traits(of relationship: ModelSchema.Relationship, links: Int?) -> [String] {
+    let kind: String
+    switch (relationship.kind, relationship.joinTable != nil) {
+    case (.toOne, _): kind = "to-one"
+    case (.toMany, false): kind = "to-many"
+    case (.ordered, false): kind = "ordered to-many"
+    case (.toMany, true): kind = "many-to-many"
+    case (.ordered, true): kind = "ordered many-to-many"
+    }
+    var traits = ["\(kind) → \(relationship.destination).\(relationship.inverse)", relationship.deleteRule.rawValue]
+    if relationship.required { traits.append("required") }
+    if let minimum = relationship.minimumCount { traits.append("at least \(minimum)") }
+    if let maximum = relationship.maximumCount { traits.append("at most \(maximum)") }
+    if let column = relationship.column { traits.append("column \(column)") }
+    if let table = relationship.joinTable { traits.append("join table \(table)") }
+    if let column = relationship.orderColumn { traits.append("order column \(column)") }
+    if let links { traits.append("\(links) \(links == 1 ? "link" : "links")") }
+    return traits
+  }
 
   static func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18

@@ -66,6 +66,11 @@ public struct StoreInspection: Sendable, Equatable {
   public var metadata: StoreMetadata
   /// Rows by concrete entity name (every entity of the model, 0 included).
   public var rowCounts: [String: Int]
+  /// Stored links by relationship, keyed `"Entity.relationship"` (the declaring entity): rows
+  /// whose key column is set, for a to-one that holds the key; join rows, for the side that
+  /// owns a many-to-many's join table. The other side of each pair stores nothing, and has no
+  /// entry.
+  public var linkCounts: [String: Int] = [:]
   public var fileSizes: StoreFileSizes
   public var pageSize: Int
   public var pageCount: Int
@@ -196,11 +201,27 @@ extension PersistentStore {
             rowCounts[name, default: 0] += Int(statement.int64(1))
           }
         }
+        // From the model's schema, which a store opened without the model's classes (the
+        // tool) has too.
+        var linkCounts: [String: Int] = [:]
+        for entity in model.schema.entities {
+          for relationship in entity.relationships ?? [] {
+            let sql: String
+            if let column = relationship.column {
+              sql = "SELECT count(*) FROM \"\(entity.table)\" WHERE \"\(column)\" IS NOT NULL"
+            } else if let join = relationship.joinTable, relationship.joinColumn == "source" {
+              sql = "SELECT count(*) FROM \"\(join)\""
+            } else {
+              continue
+            }
+            linkCounts["\(entity.name).\(relationship.name)"] = Int(try connection.scalarInt(sql) ?? 0)
+          }
+        }
         func size(_ suffix: String) -> Int? {
           (try? FileManager.default.attributesOfItem(atPath: path + suffix)[.size] as? NSNumber)?.map(\.intValue)
         }
         return StoreInspection(
-          metadata: metadata, rowCounts: rowCounts,
+          metadata: metadata, rowCounts: rowCounts, linkCounts: linkCounts,
           fileSizes: StoreFileSizes(database: size("") ?? 0, writeAheadLog: size("-wal"), sharedMemory: size("-shm")),
           pageSize: Int(try connection.scalarInt("PRAGMA page_size") ?? 0),
           pageCount: Int(try connection.scalarInt("PRAGMA page_count") ?? 0),

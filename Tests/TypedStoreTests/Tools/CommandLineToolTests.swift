@@ -395,6 +395,55 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     #expect(check.json["rowsChecked"] as? Int == 4)
   }
 
+  /// `inspect` lists each entity's relationships (kind, inverse, delete rule, where the links
+  /// are stored) and counts the links of the side that stores them, from the model the store
+  /// keeps: the tool has none of the classes.
+  @Test func inspectListsRelationshipsAndCountsTheirLinks() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    try await container.performBackgroundTask { context in
+      let shelf = Shelf(context: context)
+      let red = Topic(context: context)
+      let blue = Topic(context: context)
+      for index in 0..<3 {
+        let book = Book(context: context)
+        book.shelf = index < 2 ? shelf : nil
+        book.tags = index == 0 ? [red, blue] : [red]
+      }
+      let library = Library(context: context)
+      Curator(context: context).library = library
+      try context.save()
+    }
+    let path = container.persistentStore.url.path
+    let text = try typedstore(["inspect", "--store", path])
+    #expect(text.status == 0, "\(text.stderr)")
+    for line in [
+      "  Book — table \"Book\", 3 rows",
+      "    shelf: to-one → Shelf.books, nullify, column shelf, 2 links",
+      "    tags: many-to-many → Topic.books, nullify, join table _join_Book_tags, 4 links",
+      "    chapters: ordered to-many → Chapter.book, cascade, order column _book_order",
+      "    books: to-many → Book.shelf, cascade",
+      "    curator: to-one → Curator.library, deny",
+      "    library: to-one → Library.curator, nullify, required, column library, 1 link",
+      "  Library — table \"Library\", 1 row",
+    ] {
+      #expect(text.stdout.contains(line + "\n"), "no line \(line) in:\n\(text.stdout)")
+    }
+    let json = try typedstore(["inspect", "--store", path, "--json"])
+    let entities = json.json["entities"] as? [[String: Any]] ?? []
+    let book = entities.first { $0["name"] as? String == "Book" }
+    let relationships = book?["relationships"] as? [[String: Any]] ?? []
+    let tags = relationships.first { $0["name"] as? String == "tags" }
+    #expect(tags?["links"] as? Int == 4 && tags?["manyToMany"] as? Bool == true)
+    #expect(tags?["joinTable"] as? String == "_join_Book_tags" && tags?["destination"] as? String == "Topic")
+    let topic = entities.first { $0["name"] as? String == "Topic" }
+    let books = (topic?["relationships"] as? [[String: Any]])?.first
+    #expect(books?["links"] is NSNull)  // the owning side (Book.tags) stores them
+    #expect(
+      try container.persistentStore.inspect().linkCounts == [
+        "Book.shelf": 2, "Book.tags": 4, "Chapter.book": 0, "Curator.library": 1, "Page.chapter": 0,
+      ])
+  }
+
   @Test func checkFindsRowsWrittenWithoutHistory() async throws {
     let container = try await makeToolStore()
     let url = container.persistentStore.url
@@ -418,7 +467,7 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     try? FileManager.default.removeItem(at: directory)
     let run = try typedstore(["demo", "--dir", directory.path, "--seconds", "1"])
     #expect(run.status == 0, "\(run.stderr)")
-    #expect(run.stdout.contains("equal to the store's rows: yes"))
+    #expect(run.stdout.contains("each folder's notes): yes"))
     #expect(run.stdout.contains("writer-1") && run.stdout.contains("writer-2") && run.stdout.contains("merger"))
     let path = directory.appendingPathComponent("demo.sqlite").path
     #expect(run.stdout.contains("typedstore history export --store \(path)"))
@@ -447,7 +496,7 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     let runs = try await [first, second]
     #expect(runs.map(\.status).sorted() == [0, 1])
     #expect(runs.contains { $0.stderr.contains("exists already") })
-    #expect(runs.contains { $0.stdout.contains("equal to the store's rows: yes") })
+    #expect(runs.contains { $0.stdout.contains("each folder's notes): yes") })
   }
 
   // MARK: - Conventions and bad input
