@@ -93,7 +93,7 @@ final class Sticker: ManagedObject {
       }
       return reported
     }
-    #expect(reported.count > 2 * count)
+    #expect(reported.count >= 2 * count)  // the killed one may have saved none
     try await container.newBackgroundContext().perform { context in
       let item = try #require(try context.fetch(FetchRequest<Item>()).first)
       let linked = Set(item.stickers.map(\.text))
