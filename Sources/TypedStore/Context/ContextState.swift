@@ -656,7 +656,7 @@ final class ContextState: ObjectTracking {
   /// A changed to-many side after a refresh: the store's objects now, with this context's
   /// unsaved additions and removals on top, in the order its save writes (the context's
   /// list, then the objects it never saw). What the context added and removed is what it
-  /// read (a many-to-many's owning side notes it: `read`), or, for a one-to-many, the related
+  /// read (a many-to-many's sides note it: `read`), or, for a one-to-many, the related
   /// objects whose key to the owner it changed. Any other side stays as the context holds it.
   private func rebased(_ objects: [ManagedObject], read: [Int64]?, of object: ManagedObject, _ index: Int)
     -> [ManagedObject]
@@ -671,7 +671,7 @@ final class ContextState: ObjectTracking {
     /// Whether the store's object is off this side in the context (or one it had read).
     let leftOut: (ManagedObject) -> Bool
     switch relationship.storage {
-    case .joinTable(_, _, _, _, true):
+    case .joinTable:
       guard let read else { return objects }
       let readKeys = Set(read)
       added = { savedKey($0).map { !readKeys.contains($0) } ?? true }

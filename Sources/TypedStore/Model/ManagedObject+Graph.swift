@@ -117,12 +117,13 @@ extension ManagedObject {
     if !wasUpdated { tracker.objectDidBecomeUpdated(self) }
   }
 
-  /// What a marker of `relationship` keeps: for the side that writes a join table's links,
-  /// the keys of the objects it holds before its first change (`linkKeys(in:)` reads them
-  /// back), so that the save writes only this context's additions and removals and keeps
-  /// the links another writer saved meanwhile; `.null` for any other side.
+  /// What a marker of `relationship` keeps: for a side of a many-to-many, the keys of the
+  /// objects it holds before its first change (`linkKeys(in:)` reads them back), so that the
+  /// save of the side that writes the join table writes only this context's additions and
+  /// removals, and a refresh of either side shows them on top of the store's links; `.null`
+  /// for any other side.
   private func linksRead(_ relationship: RelationshipDescription) -> PrimitiveValue {
-    guard case .joinTable(_, _, _, _, true) = relationship.storage, !relationship.accessor.isFault(self) else {
+    guard case .joinTable = relationship.storage, !relationship.accessor.isFault(self) else {
       return .null
     }
     var keys: [Int64] = []

@@ -325,4 +325,50 @@ import Testing
     #expect(libraries == 1 && curators == 1)
     #expect(try first.fetchHistory(HistoryRequest()).count == history)
   }
+
+  /// The side of a many-to-many that does not write the join table (`Topic.books`) refreshes
+  /// the same way: the store's links, with the context's unsaved changes on top.
+  @Test func theOtherSideOfAManyToManyRefreshesTheSameWay() async throws {
+    let (first, second) = try Self.twoWriters(graphModel)
+    let topicID = try await first.performBackgroundTask { context in
+      let topic = Topic(context: context)
+      topic.label = "shared"
+      for title in ["b1", "b2", "b3"] {
+        let book = Book(context: context)
+        book.title = title
+        if title != "b3" { topic.$books.insert(book) }
+      }
+      try context.save()
+      return topic.managedID
+    }
+    let stale = first.newBackgroundContext()
+    // Unsaved: b2 removed, a new b4 added.
+    try stale.performAndWait { context in
+      let topic = try context.existingObject(with: topicID)
+      topic.$books.remove(try #require(topic.books.first { $0.title == "b2" }))
+      let b4 = Book(context: context)
+      b4.title = "b4"
+      topic.$books.insert(b4)
+    }
+    // Another writer links b3 and unlinks b1, from the books' side.
+    try await second.performBackgroundTask { context in
+      let topic = try context.existingObject(with: topicID)
+      let books = try context.fetch(FetchRequest<Book>())
+      try #require(books.first { $0.title == "b3" }).$tags.insert(topic)
+      try #require(books.first { $0.title == "b1" }).$tags.remove(topic)
+      try context.save()
+    }
+    let refreshed = try stale.performAndWait { context in
+      let topic = try context.existingObject(with: topicID)
+      context.refresh(topic, mergeChanges: true)
+      let titles = Set(topic.books.map(\.title))
+      try context.save()
+      return titles
+    }
+    #expect(refreshed == ["b3", "b4"])
+    let saved = try await second.newBackgroundContext().perform { context in
+      Set(try context.existingObject(with: topicID).books.map(\.title))
+    }
+    #expect(saved == ["b3", "b4"])
+  }
 }
