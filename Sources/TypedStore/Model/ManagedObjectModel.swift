@@ -99,6 +99,64 @@ public final class ManagedObjectModel: Sendable {
     return slots.isEmpty || slots.contains(where: { $0 < 0 }) ? nil : slots
   }
 
+  /// What a sort key path reads: one attribute of the root object (`\Note.title`), or of an
+  /// object reached through to-one relationships (`\Note.folder?.name`, at most
+  /// `SortPath.maximumDepth` of them); nil for anything else.
+  ///
+  /// The key path is applied to a probe, as in `attributeSlots(for:)`. When it reads a to-one
+  /// relationship, it is applied again to new probes whose relationship holds a probe of its
+  /// destination, so that optional chaining goes on; each probe records what was read of it.
+  func sortPath<Root: ManagedObject>(for keyPath: PartialKeyPath<Root>) -> SortPath? {
+    guard let rootEntity = entity(for: Root.self) else { return nil }
+    var relationships: [Int] = []
+    while relationships.count <= SortPath.maximumDepth {
+      // Probes along the relationships found so far.
+      guard let root = probe(of: rootEntity) else { return nil }
+      var last = root
+      for index in relationships {
+        guard let entity = last.entity,
+          let destination = self.entity(named: entity.relationships[index].destinationEntityName),
+          let next = probe(of: destination)
+        else { return nil }
+        entity.relationships[index].accessor.fulfill(last, with: [next])
+        last = next
+      }
+      guard let typed = root as? Root else { return nil }
+      _ = typed[keyPath: keyPath]
+      // What each probe recorded: a relationship to follow, then one attribute.
+      var node = root
+      for step in 0...relationships.count {
+        guard let read = node.keyPathRecorder, read.count == 1, let slot = read.first, let entity = node.entity else {
+          return nil
+        }
+        if slot >= 0 {
+          return step == relationships.count ? SortPath(relationships: relationships, slot: Int(slot)) : nil
+        }
+        let index = Int(-slot - 1)
+        guard index < entity.relationships.count, !entity.relationships[index].kind.isToMany else { return nil }
+        if step == relationships.count {
+          relationships.append(index)  // read one level deeper, with a probe there
+          break
+        }
+        guard relationships[step] == index, let next = entity.relationships[index].accessor.objects(in: node).first
+        else { return nil }
+        node = next
+      }
+    }
+    return nil
+  }
+
+  /// A detached object of `entity` that records what is read of it.
+  private func probe(of entity: EntityDescription) -> ManagedObject? {
+    guard entity.hasClass else { return nil }
+    let probe = entity.objectType.init()
+    probe.entityStorage = entity
+    probe.assignSlots()
+    probe.keyPathRecorder = []
+    probe._needsAccessHook = true
+    return probe
+  }
+
   /// The index of the relationship a key path reads (`\Folder.notes`), or nil when it reads
   /// anything else.
   func relationshipIndex<Root: ManagedObject>(for keyPath: PartialKeyPath<Root>) -> Int? {

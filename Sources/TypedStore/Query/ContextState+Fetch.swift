@@ -9,7 +9,7 @@ private struct ResolvedFetch {
   let entity: EntityDescription
   let whereClause: String
   let arguments: [PrimitiveValue]
-  let sortSlots: [(slot: Int, ascending: Bool)]
+  let sortKeys: [SortKey]
   let orderBy: String
   /// The attributes the predicate reads (empty without one).
   let predicateSlots: Set<Int32>
@@ -225,18 +225,13 @@ extension ContextState {
     guard request.fetchLimit >= 0, request.fetchOffset >= 0 else {
       throw FetchError.invalidRange("fetchLimit and fetchOffset must not be negative")
     }
-    var sortSlots: [(slot: Int, ascending: Bool)] = []
-    var order: [String] = []
-    for descriptor in request.sortDescriptors {
-      guard let keyPath = descriptor.keyPath,
-        let slots = model.attributeSlots(for: keyPath), slots.count == 1, let slot = slots.first
-      else {
+    let sortKeys = try request.sortDescriptors.map { descriptor in
+      guard let keyPath = descriptor.keyPath, let path = model.sortPath(for: keyPath) else {
         throw FetchError.unsupportedSortKey(String(describing: descriptor))
       }
-      let ascending = descriptor.order == .forward
-      sortSlots.append((Int(slot), ascending))
-      order.append("\"\(entity.storedAttributes[Int(slot)].columnName)\" \(ascending ? "ASC" : "DESC")")
+      return SortKey(path: path, ascending: descriptor.order == .forward)
     }
+    var order = try sortKeys.map { try orderTerm($0, of: entity) }
     order.append("pk ASC")
     var (restriction, arguments) = store.entityRestriction(
       for: entity, includesSubentities: request.includesSubentities)
@@ -249,7 +244,7 @@ extension ContextState {
     }
     return ResolvedFetch(
       entity: entity, whereClause: restriction.isEmpty ? "" : " WHERE \(restriction)", arguments: arguments,
-      sortSlots: sortSlots, orderBy: " ORDER BY " + order.joined(separator: ", "), predicateSlots: predicateSlots)
+      sortKeys: sortKeys, orderBy: " ORDER BY " + order.joined(separator: ", "), predicateSlots: predicateSlots)
   }
 
   private func clauses(_ resolved: ResolvedFetch, limit: Int, offset: Int) -> String {
@@ -274,7 +269,12 @@ extension ContextState {
     if inserted.contains(where: inHierarchy) || deleted.contains(where: inHierarchy) { return true }
     // An unsaved edit of an attribute the predicate reads can move an object in or out.
     var watched = resolved.predicateSlots
-    if orderMatters { watched.formUnion(resolved.sortSlots.map { Int32($0.slot) }) }
+    if orderMatters {
+      watched.formUnion(resolved.sortKeys.compactMap(\.ownSlot).map(Int32.init))
+      // A key that reads a related object: any unsaved edit may move an object (its key to
+      // the related object, or the related object's attribute).
+      if resolved.sortKeys.contains(where: { $0.ownSlot == nil }) && !updated.isEmpty { return true }
+    }
     guard !watched.isEmpty else { return false }
     return updated.contains { object in
       inHierarchy(object) && object.committedValues.keys.contains(where: watched.contains)
@@ -306,7 +306,7 @@ extension ContextState {
       }
     }
     objects += candidates
-    if resolved.sortSlots.isEmpty && request.predicate != nil {
+    if resolved.sortKeys.isEmpty && request.predicate != nil {
       // Primary key order, as the SQL gives it; inserted objects (no key yet) last.
       func rank(_ object: ManagedObject) -> (Int, Int64) {
         guard let key = object.objectKey, !key.isTemporary else { return (1, object.objectKey?.value ?? 0) }
@@ -316,12 +316,10 @@ extension ContextState {
         let (a, b) = (rank(left.element), rank(right.element))
         return a != b ? a < b : left.offset < right.offset
       }.map(\.element)
-    } else if !resolved.sortSlots.isEmpty {
-      let keys = try objects.map { object in
-        try resolved.sortSlots.map { try resolved.entity.accessors[$0.slot].encode(object) }
-      }
+    } else if !resolved.sortKeys.isEmpty {
+      let keys = objects.map { object in resolved.sortKeys.map { sortValue($0, of: object) } }
       let order = objects.indices.sorted { left, right in
-        for (index, sort) in resolved.sortSlots.enumerated() {
+        for (index, sort) in resolved.sortKeys.enumerated() {
           let comparison = compareSQLite(keys[left][index], keys[right][index])
           if comparison != 0 { return sort.ascending ? comparison < 0 : comparison > 0 }
         }

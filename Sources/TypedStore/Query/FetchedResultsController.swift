@@ -50,7 +50,7 @@ public final class FetchedResultsController<Entity: ManagedObject> {
   private let entity: EntityDescription?
   private var objects: [Entity] = []
   private var sectionNames: [String] = []
-  private var sortSlots: [(slot: Int, ascending: Bool)] = []
+  private var sortKeys: [SortKey] = []
   private var isFetched = false
   private let stream: AsyncStream<FetchedResultsDiff>
   private let continuation: AsyncStream<FetchedResultsDiff>.Continuation
@@ -126,11 +126,11 @@ public final class FetchedResultsController<Entity: ManagedObject> {
   ///   that is not one attribute.
   public func performFetch() throws {
     guard entity != nil else { throw FetchError.unknownEntity(String(describing: Entity.self)) }
-    sortSlots = try fetchRequest.sortDescriptors.map { descriptor in
-      guard let keyPath = descriptor.keyPath, let slots = state.store.model.attributeSlots(for: keyPath),
-        slots.count == 1, let slot = slots.first
-      else { throw FetchError.unsupportedSortKey(String(describing: descriptor)) }
-      return (Int(slot), descriptor.order == .forward)
+    sortKeys = try fetchRequest.sortDescriptors.map { descriptor in
+      guard let keyPath = descriptor.keyPath, let path = state.store.model.sortPath(for: keyPath) else {
+        throw FetchError.unsupportedSortKey(String(describing: descriptor))
+      }
+      return SortKey(path: path, ascending: descriptor.order == .forward)
     }
     if let sectionKeyPath {
       guard let slots = state.store.model.attributeSlots(for: sectionKeyPath), slots.count == 1 else {
@@ -233,26 +233,27 @@ public final class FetchedResultsController<Entity: ManagedObject> {
   /// stored values, then primary key; unsaved objects last among equals).
   private func insertionIndex(of object: Entity, in objects: [Entity]) -> Int {
     guard let entity else { return objects.count }
-    let keys = sortKeys(object, entity)
+    let keys = position(object, entity)
     var low = 0
     var high = objects.count
     while low < high {
       let middle = (low + high) / 2
-      if precedes(sortKeys(objects[middle], entity), keys) { low = middle + 1 } else { high = middle }
+      if precedes(position(objects[middle], entity), keys) { low = middle + 1 } else { high = middle }
     }
     return low
   }
 
-  private typealias SortKey = (values: [PrimitiveValue], key: Int64)
+  /// Where an object sorts: its sort keys' values, then its primary key.
+  private typealias Position = (values: [PrimitiveValue], key: Int64)
 
-  private func sortKeys(_ object: Entity, _ entity: EntityDescription) -> SortKey {
-    let values = sortSlots.map { (try? entity.accessors[$0.slot].encode(object)) ?? .null }
+  private func position(_ object: Entity, _ entity: EntityDescription) -> Position {
+    let values = sortKeys.map { state.sortValue($0, of: object) }
     let key = object.objectKey.map { $0.isTemporary ? Int64.max : $0.value } ?? Int64.max
     return (values, key)
   }
 
-  private func precedes(_ left: SortKey, _ right: SortKey) -> Bool {
-    for (index, sort) in sortSlots.enumerated() {
+  private func precedes(_ left: Position, _ right: Position) -> Bool {
+    for (index, sort) in sortKeys.enumerated() {
       let comparison = compareSQLite(left.values[index], right.values[index])
       if comparison != 0 { return sort.ascending ? comparison < 0 : comparison > 0 }
     }
