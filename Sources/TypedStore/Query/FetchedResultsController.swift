@@ -29,8 +29,9 @@ import Foundation
 /// answer as the SQL, `docs/queries.md`), their place the request's order as SQLite sorts.
 /// After `reset()` of the context, call `performFetch()` again.
 ///
-/// With `sectionKeyPath`, objects are grouped into sections by that attribute's value, in
-/// result order: sort by the section key first, as Core Data asks.
+/// With `sectionKeyPath`, objects are grouped into sections by that attribute's value (a
+/// related object's too: `\Note.folder?.name`), in result order: sort by the section key
+/// first, as Core Data asks.
 public final class FetchedResultsController<Entity: ManagedObject> {
   /// A group of results that share the section key's value.
   public struct Section {
@@ -123,7 +124,8 @@ public final class FetchedResultsController<Entity: ManagedObject> {
   /// Fetches the results and starts following the context's saves and merges.
   ///
   /// - Throws: as `fetch(_:)`, with `FetchError.unsupportedSortKey` for a section key path
-  ///   that is not one attribute.
+  ///   that is not one attribute (of the object, or of a related object through to-one
+  ///   relationships, as a sort key may be).
   public func performFetch() throws {
     guard entity != nil else { throw FetchError.unknownEntity(String(describing: Entity.self)) }
     sortKeys = try fetchRequest.sortDescriptors.map { descriptor in
@@ -133,7 +135,7 @@ public final class FetchedResultsController<Entity: ManagedObject> {
       return SortKey(path: path, ascending: descriptor.order == .forward)
     }
     if let sectionKeyPath {
-      guard let slots = state.store.model.attributeSlots(for: sectionKeyPath), slots.count == 1 else {
+      guard state.store.model.sortPath(for: sectionKeyPath) != nil else {
         throw FetchError.unsupportedSortKey(String(describing: sectionKeyPath))
       }
     }

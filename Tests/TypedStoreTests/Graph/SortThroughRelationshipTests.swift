@@ -139,6 +139,36 @@ import Testing
     }
   }
 
+  /// Sections by a related attribute (Core Data's `sectionNameKeyPath` "shelf.name"): books
+  /// without a shelf form the section with the empty name, first.
+  @Test func sectionsMayGroupByARelatedAttribute() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    let context = container.newBackgroundContext()
+    try context.performAndWait { context in
+      let shelves = ["A", "B"].map { name in
+        let shelf = Shelf(context: context)
+        shelf.name = name
+        return shelf
+      }
+      for (title, shelf) in [("a1", 0), ("b1", 1), ("none", -1), ("a2", 0)] {
+        let book = Book(context: context)
+        book.title = title
+        book.shelf = shelf < 0 ? nil : shelves[shelf]
+      }
+      try context.save()
+      let controller = FetchedResultsController(
+        fetchRequest: FetchRequest<Book>(sortBy: [SortDescriptor(\.shelf?.name), SortDescriptor(\.title)]),
+        context: context, sectionKeyPath: \Book.shelf?.name)
+      try controller.performFetch()
+      #expect(controller.sections.map(\.name) == ["", "A", "B"])
+      #expect(controller.sections.map { $0.objects.map(\.title) } == [["none"], ["a1", "a2"], ["b1"]])
+      // A book moved to another shelf moves to that section.
+      try #require(controller.sections[1].objects.first).shelf = shelves[1]
+      try context.save()
+      #expect(controller.sections.map { $0.objects.map(\.title) } == [["none"], ["a2"], ["a1", "b1"]])
+    }
+  }
+
   @Test func aKeyPathThatReadsNoSingleAttributeThrowsBeforeReading() async throws {
     let container = try PersistentContainer.makeTest(model: graphModel)
     await container.newBackgroundContext().perform { context in
