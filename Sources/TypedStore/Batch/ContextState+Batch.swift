@@ -62,7 +62,8 @@ extension ContextState {
   /// The predicate as SQL, translated before anything is written.
   private func filter<Entity: ManagedObject>(_ predicate: Predicate<Entity>?) throws -> RowFilter? {
     guard let predicate else { return nil }
-    let translated = try PredicateTranslator<Entity>.translate(predicate, model: store.model)
+    let translated = try PredicateTranslator<Entity>.translate(
+      predicate, model: store.model, storeIdentifier: store.identifier)
     return RowFilter(sql: translated.sql, arguments: translated.arguments)
   }
 

@@ -395,6 +395,12 @@ extension ManagedObjectIdentity where Self: ManagedObject {
   /// let id: ManagedID<Note> = note.managedID
   /// ```
   public var managedID: ManagedID<Self> {
+    if keyPathRecorder != nil {
+      // A probe finding what a key path reads (`#Predicate { $0.folder?.managedID == id }`).
+      recordedIdentityRead = true
+      return ManagedID(
+        unchecked: AnyManagedID(storeIdentifier: UUID(), entityName: entity?.name ?? "", key: .permanent(0)))
+    }
     guard let state = tracker as? ContextState, let id = state.anyID(of: self) else {
       preconditionFailure("TypedStore: \(type(of: self)) has no ID before it is inserted into a context")
     }

@@ -197,3 +197,16 @@ public enum ManagedIDError: Error, Sendable, Equatable, CustomStringConvertible 
     }
   }
 }
+
+/// A typed or untyped ID, as a predicate's captured value.
+protocol ManagedIDConvertible {
+  var untypedManagedID: AnyManagedID { get }
+}
+
+extension AnyManagedID: ManagedIDConvertible {
+  var untypedManagedID: AnyManagedID { self }
+}
+
+extension ManagedID: ManagedIDConvertible {
+  var untypedManagedID: AnyManagedID { untyped }
+}

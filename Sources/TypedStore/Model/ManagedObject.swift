@@ -53,6 +53,10 @@ open class ManagedObject: Hashable {
   /// attribute a key path reads. Kept in one flag so the common read costs one test.
   @usableFromInline final var _needsAccessHook = false
 
+  /// Set when a key path applied to a probe (`keyPathRecorder` set) read `managedID`: the
+  /// row's key, which a predicate compares as `pk`.
+  final var recordedIdentityRead = false
+
   /// True when the object's attribute values have not been loaded yet.
   public internal(set) final var isFault = false {
     didSet { _needsAccessHook = isFault || keyPathRecorder != nil || observesAccess }

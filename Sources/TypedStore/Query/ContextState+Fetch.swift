@@ -237,7 +237,8 @@ extension ContextState {
       for: entity, includesSubentities: request.includesSubentities)
     var predicateSlots: Set<Int32> = []
     if let predicate = request.predicate {
-      let translated = try PredicateTranslator<Entity>.translate(predicate, model: model)
+      let translated = try PredicateTranslator<Entity>.translate(
+        predicate, model: model, storeIdentifier: store.identifier)
       restriction = restriction.isEmpty ? translated.sql : "\(restriction) AND \(translated.sql)"
       arguments += translated.arguments
       predicateSlots = translated.slots

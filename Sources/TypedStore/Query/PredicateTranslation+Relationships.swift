@@ -28,15 +28,16 @@ enum GraphReference {
 extension PredicateTranslator {
   /// The slots a key path reads on an object of `entity` (a relationship as its negative
   /// marker), found on a probe object like `ManagedObjectModel.attributeSlots(for:)`.
-  func slotsRead(by keyPath: AnyKeyPath, on entity: EntityDescription) -> [Int32] {
-    guard entity.hasClass else { return [] }
+  /// `identity` is true when the key path read `managedID` (and nothing else is recorded).
+  func slotsRead(by keyPath: AnyKeyPath, on entity: EntityDescription) -> (slots: [Int32], identity: Bool) {
+    guard entity.hasClass else { return ([], false) }
     let probe = entity.objectType.init()
     probe.entityStorage = entity
     probe.assignSlots()
     probe.keyPathRecorder = []
     probe._needsAccessHook = true
     _ = probe[keyPath: keyPath]
-    return probe.keyPathRecorder ?? []
+    return (probe.keyPathRecorder ?? [], probe.recordedIdentityRead)
   }
 
   mutating func nextAlias() -> String {
@@ -62,7 +63,14 @@ extension PredicateTranslator {
   mutating func property(
     _ keyPath: AnyKeyPath, of entity: EntityDescription, key: String?, alias: String?, arguments: [PrimitiveValue]
   ) throws -> SQLFragment {
-    let slotsRead = slotsRead(by: keyPath, on: entity)
+    let (slotsRead, identity) = slotsRead(by: keyPath, on: entity)
+    if identity && slotsRead.isEmpty {
+      // `managedID`: the row's key, compared with captured IDs by their primary keys.
+      let sql = alias.map { "\($0).pk" } ?? key ?? "\"\(entity.tableName)\".pk"
+      return SQLFragment(
+        sql: sql, arguments: alias == nil ? arguments : [], kind: .number, codec: nil, literal: nil,
+        isNullable: key != nil && alias == nil)
+    }
     guard slotsRead.count == 1, let slot = slotsRead.first else {
       throw PredicateTranslationError.unknownKeyPath(String(describing: keyPath))
     }

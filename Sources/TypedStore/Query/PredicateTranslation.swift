@@ -76,16 +76,22 @@ struct PredicateTranslator<Entity: ManagedObject> {
   let model: ManagedObjectModel
   let entity: EntityDescription
   let root: PredicateExpressions.VariableID
+  /// The store the predicate runs on, when known: a captured ID of another store names none
+  /// of its rows.
+  var storeIdentifier: UUID? = nil
   var variables: [PredicateExpressions.VariableID: SQLFragment] = [:]
   var slots: Set<Int32> = []
   /// Subquery aliases handed out so far.
   var aliasCount = 0
 
-  static func translate(_ predicate: Predicate<Entity>, model: ManagedObjectModel) throws -> TranslatedPredicate {
+  static func translate(_ predicate: Predicate<Entity>, model: ManagedObjectModel, storeIdentifier: UUID? = nil)
+    throws -> TranslatedPredicate
+  {
     guard let entity = model.entity(for: Entity.self) else {
       throw FetchError.unknownEntity(String(describing: Entity.self))
     }
-    var translator = PredicateTranslator(model: model, entity: entity, root: predicate.variable.key)
+    var translator = PredicateTranslator(
+      model: model, entity: entity, root: predicate.variable.key, storeIdentifier: storeIdentifier)
     let fragment = try translator.condition(predicate.expression)
     return TranslatedPredicate(sql: fragment.sql, arguments: fragment.arguments, slots: translator.slots)
   }
@@ -115,7 +121,7 @@ struct PredicateTranslator<Entity: ManagedObject> {
   /// A fragment whose literal, if any, is bound on its own.
   func bound(_ fragment: SQLFragment) throws -> SQLFragment {
     guard let literal = fragment.literal else { return fragment }
-    let (value, kind) = try Self.encode(literal)
+    let (value, kind) = try Self.encode(literal, store: storeIdentifier)
     return SQLFragment(
       sql: "?", arguments: [value], kind: kind, codec: nil, literal: nil, isNullable: value == .null)
   }
@@ -162,14 +168,23 @@ struct PredicateTranslator<Entity: ManagedObject> {
   // MARK: - Values
 
   /// A Swift value as SQLite stores it, and how it compares.
-  static func encode(_ value: Any) throws -> (PrimitiveValue, SQLValueKind) {
+  static func encode(_ value: Any, store: UUID? = nil) throws -> (PrimitiveValue, SQLValueKind) {
     if let optional = value as? any AnyOptional, optional.isNone { return (.null, .unknown) }
     if let object = value as? ManagedObject {
       // Its row's key; an object never saved is no row's (keys start at 1).
       guard let key = object.objectKey, !key.isTemporary else { return (.integer(0), .number) }
       return (.integer(key.value), .number)
     }
-    if let unwrapped = unwrapOptional(value) { return try encode(unwrapped) }
+    if let id = value as? any ManagedIDConvertible {
+      // Its row's key, compared with `pk`; a temporary ID, or one of another store, is no
+      // row's.
+      let untyped = id.untypedManagedID
+      guard let key = untyped.primaryKey, untyped.storeIdentifier == store ?? untyped.storeIdentifier else {
+        return (.integer(0), .number)
+      }
+      return (.integer(key), .number)
+    }
+    if let unwrapped = unwrapOptional(value) { return try encode(unwrapped, store: store) }
     if let attributeValue = value as? any AttributeValue {
       let kind: SQLValueKind
       switch type(of: attributeValue).attributeType {
@@ -440,7 +455,7 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
     for item in items {
       let (value, kind) =
         try member.codec.flatMap { codec in try codec.encodeAny(item).map { ($0, member.kind) } }
-        ?? PredicateTranslator<Entity>.encode(item)
+        ?? PredicateTranslator<Entity>.encode(item, store: translator.storeIdentifier)
       let collation = member.kind == .text || kind == .text ? " COLLATE SWIFT" : ""
       tests.append("\(member.sql) IS ?\(collation)")
       arguments += member.arguments + [value]

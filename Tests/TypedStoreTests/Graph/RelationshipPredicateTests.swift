@@ -39,8 +39,10 @@ import Testing
         topic.label = label
         return topic
       }
+      var books: [Book] = []
       for index in 0..<40 {
         let book: Book = random.next(4) == 0 ? Novel(context: context) : Book(context: context)
+        books.append(book)
         book.title = random.pick(Self.names)
         if random.next(5) > 0 { book.shelf = random.pick(shelves) }
         for topic in topics where random.next(3) == 0 { book.$tags.insert(topic) }
@@ -85,6 +87,20 @@ import Testing
         try check(
           context, "\(tag) topic books on shelf", #Predicate<Topic> { $0.books.contains { $0.shelf?.name == name } })
         try check(context, "\(tag) chapter book shelf", #Predicate<Chapter> { $0.book?.shelf?.name == name })
+        let shelf = random.pick(shelves)
+        // Objects by ID, as SwiftData compares persistentModelID.
+        let shelfID = shelf.managedID
+        let bookID = random.pick(books).managedID
+        let bookIDs = (0..<random.next(4)).map { _ in random.pick(books).managedID }
+        try check(context, "\(tag) shelf?.managedID == id", #Predicate<Book> { $0.shelf?.managedID == shelfID })
+        try check(context, "\(tag) shelf?.managedID != id", #Predicate<Book> { $0.shelf?.managedID != shelfID })
+        try check(context, "\(tag) managedID == id", #Predicate<Book> { $0.managedID == bookID })
+        try check(context, "\(tag) ids.contains(managedID)", #Predicate<Book> { bookIDs.contains($0.managedID) })
+        try check(
+          context, "\(tag) books.contains managedID",
+          #Predicate<Shelf> { $0.books.contains { $0.managedID == bookID } })
+        try check(
+          context, "\(tag) chapter book?.managedID", #Predicate<Chapter> { $0.book?.managedID == bookID })
         try check(
           context, "\(tag) chapter book tags",
           #Predicate<Chapter> { $0.book.flatMap { $0.tags.count } ?? 9 <= count })
@@ -114,5 +130,67 @@ extension RelationshipPredicateTests {
       let tagged = try context.fetch(FetchRequest<Book>(predicate: #Predicate { !$0.tags.isEmpty }))
       #expect(tagged == [kept])
     }
+  }
+}
+
+extension RelationshipPredicateTests {
+  /// `managedID` in a predicate (SwiftData's `persistentModelID` comparisons): the row's key.
+  /// An ID that names no row of this store (temporary, or another store's) matches no stored
+  /// row; unsaved objects are asked in Swift. Before, reading `managedID` while translating
+  /// stopped the program.
+  @Test func predicatesCompareObjectsByID() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    let other = try PersistentContainer.makeTest(model: graphModel, variant: "other")
+    let foreignID = try await other.performBackgroundTask { context in
+      let shelf = Shelf(context: context)
+      try context.save()
+      return shelf.managedID  // key 1 in its store, as the first shelf below
+    }
+    let (shelfID, bookIDs) = try await container.performBackgroundTask { context in
+      let shelf = Shelf(context: context)
+      shelf.name = "first"
+      let books = (0..<3).map { index in
+        let book = Book(context: context)
+        book.title = "book \(index)"
+        book.shelf = index < 2 ? shelf : nil
+        return book
+      }
+      try context.save()
+      return (shelf.managedID, books.map(\.managedID))
+    }
+    #expect(shelfID.untyped.primaryKey == foreignID.untyped.primaryKey)
+    try await container.newBackgroundContext().perform { context in
+      func titles(_ context: isolated ManagedObjectContext, _ predicate: Predicate<Book>) throws -> [String] {
+        try context.fetch(FetchRequest<Book>(predicate: predicate, sortBy: [SortDescriptor(\.title)])).map(\.title)
+      }
+      let onShelf = try titles(context, #Predicate { $0.shelf?.managedID == shelfID })
+      #expect(onShelf == ["book 0", "book 1"])
+      let onForeignShelf = try titles(context, #Predicate { $0.shelf?.managedID == foreignID })
+      #expect(onForeignShelf.isEmpty)
+      let ids = [bookIDs[0], bookIDs[2]]
+      let listed = try titles(context, #Predicate { ids.contains($0.managedID) })
+      #expect(listed == ["book 0", "book 2"])
+      // An unsaved book on the shelf, and one compared by its temporary ID.
+      let shelf = try context.existingObject(with: shelfID)
+      let new = Book(context: context)
+      new.title = "book new"
+      new.shelf = shelf
+      let newID = new.managedID
+      let withUnsaved = try titles(context, #Predicate { $0.shelf?.managedID == shelfID })
+      #expect(withUnsaved == ["book 0", "book 1", "book new"])
+      let byTemporaryID = try titles(context, #Predicate { $0.managedID == newID })
+      #expect(byTemporaryID == ["book new"])
+      context.rollback()
+      // A batch request takes the same predicate.
+      let deleted = try context.execute(
+        BatchDeleteRequest<Book>(predicate: #Predicate { $0.shelf?.managedID == shelfID }))
+      #expect(deleted.count == 2)
+      let left = try titles(context, #Predicate { _ in true })
+      #expect(left == ["book 2"])
+    }
+    // Checked without a store, as setPredicate does: translated, not evaluated.
+    var request = FetchRequest<Book>()
+    try request.setPredicate(#Predicate { $0.shelf?.managedID == shelfID })
+    #expect(request.predicate != nil)
   }
 }
