@@ -697,7 +697,23 @@ final class ContextState: ObjectTracking {
     }
     let keptKeys = Set(kept.compactMap(savedKey))
     // Then what another writer put there, which the context never saw.
-    return kept + stored.filter { !keptKeys.contains(savedKey($0) ?? 0) && !leftOut($0) }
+    let rebased = kept + stored.filter { !keptKeys.contains(savedKey($0) ?? 0) && !leftOut($0) }
+    if case .joinTable = relationship.storage {
+      // The objects another writer linked or unlinked: a loaded side of theirs that this
+      // context did not change loads again when read, so that both sides agree.
+      let before = Set(objects.map(ObjectIdentifier.init))
+      let after = Set(rebased.map(ObjectIdentifier.init))
+      for other in objects + rebased
+      where before.contains(ObjectIdentifier(other)) != after.contains(ObjectIdentifier(other)) {
+        guard let otherEntity = other.entity, Int(relationship.inverseIndex) < otherEntity.relationships.count else {
+          continue
+        }
+        let inverse = otherEntity.relationships[Int(relationship.inverseIndex)].accessor
+        let marker = ManagedObject.relationshipMarker(relationship.inverseIndex)
+        if !inverse.isFault(other) && other.committedValues[marker] == nil { inverse.makeFault(other, foreignKey: 0) }
+      }
+    }
+    return rebased
   }
 
   /// The relationship a changed slot stands for: a marker, or a to-one's key column.

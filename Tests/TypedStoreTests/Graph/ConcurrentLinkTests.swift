@@ -162,8 +162,9 @@ import Testing
       return book.managedID
     }
     let stale = first.newBackgroundContext()
-    // Unsaved: "unset" removed, a new topic "mine" added.
+    // Unsaved: "unset" removed, a new topic "mine" added. The topics' sides are loaded too.
     try stale.performAndWait { context in
+      for topic in try context.fetch(FetchRequest<Topic>()) { _ = topic.books.count }
       let book = try context.existingObject(with: bookID)
       book.$tags.remove(try #require(book.tags.first { $0.label == "unset" }))
       let mine = Topic(context: context)
@@ -181,6 +182,10 @@ import Testing
       let book = try context.existingObject(with: bookID)
       context.refresh(book, mergeChanges: true)
       #expect(book.hasChanges)
+      // The topics another writer linked and unlinked agree with the book.
+      for topic in try context.fetch(FetchRequest<Topic>()) {
+        #expect(topic.books.contains { $0 === book } == book.tags.contains { $0 === topic }, "\(topic.label)")
+      }
       let labels = Set(book.tags.map(\.label))
       try context.save()
       return labels
