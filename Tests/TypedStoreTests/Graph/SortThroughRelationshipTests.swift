@@ -70,10 +70,12 @@ import Testing
       let libraries: [SortDescriptor<Library>] = [SortDescriptor(\.curator?.name)]
       let fetchedLibraries = try context.fetch(FetchRequest<Library>(sortBy: libraries))
       #expect(fetchedLibraries.map(\.city) == ["no curator", "Ada", "Zoe"])
-      // With a limit and an offset, which the store applies.
+      // With a limit and an offset, which the store applies, and a batch at a time.
       let page = try context.fetch(FetchRequest<Book>(sortBy: books, fetchLimit: 4, fetchOffset: 3))
       let all = try context.fetch(FetchRequest<Book>(sortBy: books))
       #expect(page.map(\.managedID) == Array(all[3..<7]).map(\.managedID))
+      let batched = try context.fetch(FetchRequest<Book>(sortBy: books), batchSize: 5)
+      #expect(batched.map(\.managedID) == all.map(\.managedID))
     }
   }
 
