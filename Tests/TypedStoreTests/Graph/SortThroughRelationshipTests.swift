@@ -24,6 +24,17 @@ import Testing
     }.map(\.managedID)
   }
 
+  /// A shelf of each name, with one book "on <name>".
+  private static func shelveBooks(_ names: [String], _ context: isolated ManagedObjectContext) {
+    for name in names {
+      let shelf = Shelf(context: context)
+      shelf.name = name
+      let book = Book(context: context)
+      book.title = "on \(name)"
+      book.shelf = shelf
+    }
+  }
+
   @Test func aRelatedObjectsAttributeSortsAsSwiftSortsIt() async throws {
     let container = try PersistentContainer.makeTest(model: graphModel)
     try await container.performBackgroundTask { context in
@@ -82,13 +93,7 @@ import Testing
   @Test func unsavedChangesSortByTheirValuesNow() async throws {
     let container = try PersistentContainer.makeTest(model: graphModel)
     try await container.performBackgroundTask { context in
-      for name in ["A", "B"] {
-        let shelf = Shelf(context: context)
-        shelf.name = name
-        let book = Book(context: context)
-        book.title = "on \(name)"
-        book.shelf = shelf
-      }
+      Self.shelveBooks(["A", "B"], context)
       try context.save()
     }
     try await container.newBackgroundContext().perform { context in
@@ -113,13 +118,7 @@ import Testing
     let container = try PersistentContainer.makeTest(model: graphModel)
     let context = container.newBackgroundContext()
     try context.performAndWait { context in
-      for name in ["A", "C"] {
-        let shelf = Shelf(context: context)
-        shelf.name = name
-        let book = Book(context: context)
-        book.title = "on \(name)"
-        book.shelf = shelf
-      }
+      Self.shelveBooks(["A", "C"], context)
       try context.save()
       let controller = FetchedResultsController(
         fetchRequest: FetchRequest<Book>(sortBy: [SortDescriptor(\.shelf?.name)]), context: context)
