@@ -86,13 +86,7 @@ public final class ManagedObjectModel: Sendable {
   /// The key path is applied to a fresh, detached object whose attribute fields record their
   /// slot when read (about a microsecond; requests resolve their key paths once).
   func attributeSlots<Root: ManagedObject>(for keyPath: PartialKeyPath<Root>) -> [Int32]? {
-    guard let entity = entity(for: Root.self), let probe = entity.objectType.init() as? Root else {
-      return nil
-    }
-    probe.entityStorage = entity
-    probe.assignSlots()
-    probe.keyPathRecorder = []
-    probe._needsAccessHook = true
+    guard let entity = entity(for: Root.self), let probe = probe(of: entity) as? Root else { return nil }
     _ = probe[keyPath: keyPath]
     let slots = probe.keyPathRecorder ?? []
     // A relationship read is recorded as a negative number: not an attribute.
@@ -146,8 +140,9 @@ public final class ManagedObjectModel: Sendable {
     return nil
   }
 
-  /// A detached object of `entity` that records what is read of it.
-  private func probe(of entity: EntityDescription) -> ManagedObject? {
+  /// A detached object of `entity` that records the slot of each attribute (and the marker
+  /// of each relationship) read of it in `keyPathRecorder`; nil for an entity without a class.
+  func probe(of entity: EntityDescription) -> ManagedObject? {
     guard entity.hasClass else { return nil }
     let probe = entity.objectType.init()
     probe.entityStorage = entity
@@ -160,11 +155,7 @@ public final class ManagedObjectModel: Sendable {
   /// The index of the relationship a key path reads (`\Folder.notes`), or nil when it reads
   /// anything else.
   func relationshipIndex<Root: ManagedObject>(for keyPath: PartialKeyPath<Root>) -> Int? {
-    guard let entity = entity(for: Root.self), let probe = entity.objectType.init() as? Root else { return nil }
-    probe.entityStorage = entity
-    probe.assignSlots()
-    probe.keyPathRecorder = []
-    probe._needsAccessHook = true
+    guard let entity = entity(for: Root.self), let probe = probe(of: entity) as? Root else { return nil }
     _ = probe[keyPath: keyPath]
     guard let read = probe.keyPathRecorder, read.count == 1, let slot = read.first, slot < 0 else { return nil }
     return Int(-slot - 1)

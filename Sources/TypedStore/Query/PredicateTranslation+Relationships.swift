@@ -30,12 +30,7 @@ extension PredicateTranslator {
   /// marker), found on a probe object like `ManagedObjectModel.attributeSlots(for:)`.
   /// `identity` is true when the key path read `managedID` (and nothing else is recorded).
   func slotsRead(by keyPath: AnyKeyPath, on entity: EntityDescription) -> (slots: [Int32], identity: Bool) {
-    guard entity.hasClass else { return ([], false) }
-    let probe = entity.objectType.init()
-    probe.entityStorage = entity
-    probe.assignSlots()
-    probe.keyPathRecorder = []
-    probe._needsAccessHook = true
+    guard let probe = model.probe(of: entity) else { return ([], false) }
     _ = probe[keyPath: keyPath]
     return (probe.keyPathRecorder ?? [], probe.recordedIdentityRead)
   }
