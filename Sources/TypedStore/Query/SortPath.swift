@@ -44,7 +44,6 @@ extension ContextState {
   /// relationship holds no object, which SQLite sorts first, as Swift orders nil).
   func orderTerm(_ key: SortKey, of entity: EntityDescription) throws -> String {
     var current = entity
-    var row = "\"\(entity.tableName)\".pk"
     /// The key of the row reached so far, as SQL (nil while it is the fetched row itself).
     var reached: String? = nil
     for (depth, index) in key.path.relationships.enumerated() {
@@ -63,11 +62,10 @@ extension ContextState {
       case .inverseForeignKey(let column, _):
         // The side of a one-to-one that holds no key: the row that names this one.
         reached =
-          "(SELECT \(alias).pk FROM \"\(destination.tableName)\" \(alias) WHERE \(alias).\"\(column)\" = \(reached ?? row))"
+          "(SELECT \(alias).pk FROM \"\(destination.tableName)\" \(alias) WHERE \(alias).\"\(column)\" = \(reached ?? "\"\(entity.tableName)\".pk"))"
       case .joinTable:
         throw FetchError.unsupportedSortKey(relationship.name)
       }
-      row = reached ?? row
       current = destination
     }
     let attribute = current.storedAttributes[key.path.slot]
