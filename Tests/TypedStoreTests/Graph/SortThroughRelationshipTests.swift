@@ -77,6 +77,10 @@ import Testing
       let fetchedPages = try context.fetch(FetchRequest<Page>(sortBy: pages))
       #expect(fetchedPages.count == 12)
       #expect(fetchedPages.map(\.managedID) == swiftOrder(fetchedPages, pages))
+      // Three deep, the most a sort key may follow.
+      let deepest: [SortDescriptor<Page>] = [SortDescriptor(\.chapter?.book?.shelf?.name, order: .reverse)]
+      let byShelf = try context.fetch(FetchRequest<Page>(sortBy: deepest))
+      #expect(byShelf.map(\.managedID) == swiftOrder(byShelf, deepest))
       // The side of a one-to-one that holds no key.
       let libraries: [SortDescriptor<Library>] = [SortDescriptor(\.curator?.name)]
       let fetchedLibraries = try context.fetch(FetchRequest<Library>(sortBy: libraries))
