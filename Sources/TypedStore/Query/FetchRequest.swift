@@ -84,7 +84,8 @@ public struct FetchRequest<Entity: ManagedObject>: Sendable {
 public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
   /// The entity class is not part of the context's model.
   case unknownEntity(String)
-  /// A sort key path does not name one attribute.
+  /// A sort key path does not name one attribute (of the object, or of an object up to three
+  /// to-one relationships away).
   case unsupportedSortKey(String)
   /// `fetchLimit` or `fetchOffset` is negative.
   case invalidRange(String)
@@ -97,7 +98,8 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
   public var description: String {
     switch self {
     case .unknownEntity(let name): "\(name) is not an entity of the context's model"
-    case .unsupportedSortKey(let key): "cannot sort by \(key): it is not an attribute"
+    case .unsupportedSortKey(let key):
+      "cannot sort by \(key): it reads no single attribute of the object, or of an object at most three to-one relationships away"
     case .invalidRange(let text): text
     case .unsupportedAggregate(let text): "cannot aggregate \(text)"
     case .notARelationship(let key): "cannot prefetch \(key): it is not a relationship"
