@@ -5,7 +5,8 @@ import Foundation
 //
 // - a to-one (`$0.folder`) is the related row's key: its key column, or for the side of a
 //   one-to-one that holds no key, `(SELECT pk FROM <destination> WHERE <key column> = <row>)`;
-//   `$0.folder == nil` is `IS NULL`, and `$0.folder == inbox` compares keys;
+//   `$0.folder == nil` is `IS NULL`, and `$0.folder?.managedID == id` compares the key with
+//   the ID's (`#Predicate` cannot compare the objects themselves: they are not `Codable`);
 // - an attribute of a related object (`$0.folder?.name`, inside `OptionalFlatMap`) is
 //   `(SELECT name FROM <destination> WHERE pk = <key>)`, NULL when there is no related row,
 //   which is what optional chaining gives in Swift;

@@ -73,6 +73,28 @@ final class Right: ManagedObject {
     #expect(text.contains("is a relationship: declare it with @Relationship"), "\(text)")
   }
 
+  /// What docs/queries.md says of comparing objects in `#Predicate`: an object does not
+  /// compile (it is not `Codable`), its `managedID` does.
+  @Test func predicatesCompareIDsNotObjects() throws {
+    func source(_ comparison: String) -> [String] {
+      [
+        "import Foundation", "import TypedStore",
+        "final class F: ManagedObject { @Relationship(deleteRule: .nullify) var notes: Set<N> }",
+        "final class N: ManagedObject { @Relationship(inverse: \\F.notes) var folder: F? }",
+        "func make(_ f: F) -> Predicate<N> { \(comparison) }",
+      ]
+    }
+    guard
+      let (objectStatus, objectText) = try typecheck(
+        source("let inbox = f; return #Predicate<N> { $0.folder == inbox }"), name: "predicate-object"),
+      let (idStatus, idText) = try typecheck(
+        source("let id = f.managedID; return #Predicate<N> { $0.folder?.managedID == id }"), name: "predicate-id")
+    else { return }
+    #expect(objectStatus != 0)
+    #expect(objectText.contains("StandardPredicateExpression"), "\(objectText)")  // not Codable
+    #expect(idStatus == 0, "\(idText)")
+  }
+
   /// What docs/relationships.md says of naming the inverse on both sides, checked against this
   /// toolchain: the pair is a circular reference, while the same pair named on one side
   /// compiles. (Should a compiler accept the pair, this test fails: then both forms can be
