@@ -272,14 +272,47 @@ extension ContextState {
     var watched = resolved.predicateSlots
     if orderMatters {
       watched.formUnion(resolved.sortKeys.compactMap(\.ownSlot).map(Int32.init))
-      // A key that reads a related object: any unsaved edit may move an object (its key to
-      // the related object, or the related object's attribute).
-      if resolved.sortKeys.contains(where: { $0.ownSlot == nil }) && !updated.isEmpty { return true }
+      // A key that reads a related object: an unsaved edit of a key on the way (which object
+      // is related) or of the attribute read (a renamed folder) may move an object.
+      let related = resolved.sortKeys.filter { $0.ownSlot == nil }.flatMap { slotsOnTheWay($0, from: resolved.entity) }
+      if !related.isEmpty
+        && updated.contains(where: { object in
+          related.contains { $0.root == object.entity?.rootName && object.committedValues[$0.slot] != nil }
+        })
+      {
+        return true
+      }
     }
     guard !watched.isEmpty else { return false }
     return updated.contains { object in
       inHierarchy(object) && object.committedValues.keys.contains(where: watched.contains)
     }
+  }
+
+  /// The stored slots a sort key reads through its relationships, by root entity: each key
+  /// column followed (in the row that holds it), then the attribute.
+  private func slotsOnTheWay(_ key: SortKey, from entity: EntityDescription) -> [(root: String, slot: Int32)] {
+    var slots: [(root: String, slot: Int32)] = []
+    var current = entity
+    for index in key.path.relationships {
+      let relationship = current.relationships[index]
+      guard let destination = model.entity(named: relationship.destinationEntityName) else { return slots }
+      switch relationship.storage {
+      case .foreignKey:
+        if let slot = relationship.foreignKeySlot { slots.append((current.rootName, slot)) }
+      case .inverseForeignKey:
+        if Int(relationship.inverseIndex) < destination.relationships.count,
+          let slot = destination.relationships[Int(relationship.inverseIndex)].foreignKeySlot
+        {
+          slots.append((destination.rootName, slot))
+        }
+      case .joinTable:
+        break
+      }
+      current = destination
+    }
+    slots.append((current.rootName, Int32(key.path.slot)))
+    return slots
   }
 
   private func fetchMergingPending<Entity: ManagedObject>(

@@ -107,6 +107,12 @@ import Testing
       let a = try #require(try context.fetch(FetchRequest<Shelf>(predicate: #Predicate { $0.name == "A" })).first)
       a.name = "C"
       #expect(try context.fetch(request).map(\.title) == ["on B", "on A"])  // an update alone
+      // A book moved to the other shelf (its key changes, unsaved), and back.
+      let onB = try #require(try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.title == "on B" })).first)
+      onB.shelf = a
+      #expect(try context.fetch(request).map(\.title) == ["on A", "on B"])  // both on "C" now, by key
+      onB.shelf = try context.fetch(FetchRequest<Shelf>(predicate: #Predicate { $0.name == "B" })).first
+      #expect(try context.fetch(request).map(\.title) == ["on B", "on A"])
       let shelf = Shelf(context: context)
       shelf.name = "B+"
       let book = Book(context: context)
