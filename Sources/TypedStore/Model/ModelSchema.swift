@@ -48,6 +48,10 @@ public struct ModelSchema: Codable, Sendable, Equatable {
     public var joinTable: String?
     /// The join table's column that holds this side's keys.
     public var joinColumn: String?
+
+    /// The join table this side writes (its keys are the `source` column), for the side of a
+    /// many-to-many that owns it; nil for any other side.
+    var ownedJoinTable: String? { joinColumn == "source" ? joinTable : nil }
   }
 
   /// One attribute.

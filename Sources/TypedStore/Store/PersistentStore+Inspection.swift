@@ -209,7 +209,7 @@ extension PersistentStore {
             let sql: String
             if let column = relationship.column {
               sql = "SELECT count(*) FROM \"\(entity.table)\" WHERE \"\(column)\" IS NOT NULL"
-            } else if let join = relationship.joinTable, relationship.joinColumn == "source" {
+            } else if let join = relationship.ownedJoinTable {
               sql = "SELECT count(*) FROM \"\(join)\""
             } else {
               continue
@@ -379,7 +379,7 @@ extension PersistentStore {
                 "\(dangling) \(entity.name) row(s) name a missing \(relationship.destination) in \(relationship.name)")
             }
           }
-          if let join = relationship.joinTable, relationship.joinColumn == "source" {
+          if let join = relationship.ownedJoinTable {
             let orphans =
               try connection.scalarInt(
                 "SELECT count(*) FROM \"\(join)\" WHERE source NOT IN (SELECT pk FROM \"\(entity.table)\") "
