@@ -74,75 +74,120 @@ struct IdentityMap {
   }
 }
 
-/// A hash table from `Int64` to objects: linear probing, at most half full, deletion by
-/// backward shift (so there are no tombstones). Key and object share an entry, so a probe
-/// touches one cache line.
+/// A map from `Int64` keys to objects, built for primary keys, which mostly come in runs of
+/// consecutive numbers.
+///
+/// The keys are split into pages of `pageSize` consecutive keys. A page's objects sit side by
+/// side in one array (`slots`), pages in the order they were made; a small open-addressing
+/// directory (linear probing, Fibonacci hashing of the page number, at most half full,
+/// deletion by backward shift) finds a page. So a fetch in key order, the common case, fills
+/// memory sequentially, and a context that goes away releases its objects in about the order
+/// they were made, instead of missing the processor's cache on every one (a hash table per
+/// key cost a cache miss per row on both ends). A lone key costs one page (`pageSize`
+/// references); consecutive keys cost about one reference each.
 struct KeyTable {
-  private struct Entry {
-    var key: Int64
-    var object: ManagedObject?
+  /// log2 of the keys per page.
+  private static let pageShift = 5
+  private static let pageSize = 1 << pageShift
+
+  private struct DirectoryEntry {
+    var page: Int64
+    /// The page's index in `slots` (in pages), or -1 for an empty entry.
+    var index: Int32
+
+    static let empty = DirectoryEntry(page: 0, index: -1)
   }
 
-  private var entries: [Entry] = []
+  private var directory: [DirectoryEntry] = []
+  private var directoryShift = 64
+  private var pagesInDirectory = 0
+  /// The objects, `pageSize` slots a page.
+  private var slots: [ManagedObject?] = []
+  /// Each page's number (its keys shifted right by `pageShift`).
+  private var pageNumbers: [Int64] = []
+  /// Each page's object count, or -1 for a page on the free list.
+  private var pageCounts: [Int32] = []
+  /// Pages with no objects and no directory entry, for reuse.
+  private var freePages: [Int32] = []
+
   private(set) var count = 0
-  private var shift = 64
   /// The count at which `dropUnreferenced` next looks for objects to drop.
   private(set) var dropThreshold = KeyTable.minimumDropThreshold
 
   static let minimumDropThreshold = 4_096
 
-  private func home(_ key: Int64) -> Int {
-    // Fibonacci hashing of the key's block of 8, plus its place in the block: keys of one
-    // block (consecutive primary keys, the common case) land in neighbouring slots, so a
-    // large fetch touches the table sequentially instead of missing the cache on every row,
-    // while blocks spread over the whole table whatever their stride.
-    let bits = UInt64(bitPattern: key)
-    let block = Int(truncatingIfNeeded: ((bits >> 3) &* 0x9E37_79B9_7F4A_7C15) >> UInt64(shift))
-    return (block &+ Int(bits & 7)) & (entries.count - 1)
+  private func home(_ page: Int64) -> Int {
+    Int(truncatingIfNeeded: (UInt64(bitPattern: page) &* 0x9E37_79B9_7F4A_7C15) >> UInt64(directoryShift))
+      & (directory.count - 1)
   }
 
-  /// The slot holding `key`, or the empty slot where it would go.
-  private func slot(of key: Int64) -> Int {
-    let mask = entries.count - 1
-    var index = home(key)
-    while entries[index].object != nil && entries[index].key != key { index = (index + 1) & mask }
+  /// The directory position of `page`, or the empty position where it would go.
+  private func position(of page: Int64) -> Int {
+    let mask = directory.count - 1
+    var index = home(page)
+    while directory[index].index >= 0 && directory[index].page != page { index = (index + 1) & mask }
     return index
   }
 
+  /// The slot of `key`, if its page exists.
+  private func slot(of key: Int64) -> Int? {
+    guard pagesInDirectory > 0 else { return nil }
+    let page = directory[position(of: key >> Self.pageShift)].index
+    return page < 0 ? nil : Int(page) << Self.pageShift | Int(key & Int64(Self.pageSize - 1))
+  }
+
   subscript(key: Int64) -> ManagedObject? {
-    get {
-      guard count > 0 else { return nil }
-      return entries[slot(of: key)].object
-    }
+    get { slot(of: key).flatMap { slots[$0] } }
     set {
       if let newValue {
-        let index = reserveSlot(for: key)
-        if entries[index].object == nil { count += 1 }
-        entries[index] = Entry(key: key, object: newValue)
-      } else if count > 0 {
-        remove(at: slot(of: key))
+        let slot = reserveSlot(for: key)
+        if slots[slot] == nil {
+          count += 1
+          pageCounts[slot >> Self.pageShift] += 1
+        }
+        slots[slot] = newValue
+      } else if let slot = slot(of: key), slots[slot] != nil {
+        slots[slot] = nil
+        count -= 1
+        let page = slot >> Self.pageShift
+        pageCounts[page] -= 1
+        if pageCounts[page] == 0 { freePage(page) }
       }
     }
   }
 
-  /// The slot of `key` for `object(at:)` and `insert(_:key:at:)`, after making room for one
-  /// more entry: one probe for a lookup that may be followed by an insert.
+  /// The slot of `key` for `object(at:)` and `insert(_:key:at:)`, after making room for it:
+  /// one lookup for a lookup that may be followed by an insert.
   mutating func reserveSlot(for key: Int64) -> Int {
-    if (count + 1) * 2 > entries.count { grow() }
-    return slot(of: key)
+    let number = key >> Self.pageShift
+    let offset = Int(key & Int64(Self.pageSize - 1))
+    if (pagesInDirectory + 1) * 2 > directory.count { growDirectory() }
+    let position = position(of: number)
+    if directory[position].index >= 0 { return Int(directory[position].index) << Self.pageShift | offset }
+    // A page the caller may leave empty (if loading its object fails); `dropUnreferenced`
+    // frees such pages.
+    let page = newPage(number)
+    directory[position] = DirectoryEntry(page: number, index: Int32(page))
+    pagesInDirectory += 1
+    return page << Self.pageShift | offset
   }
 
   /// The object in a slot `reserveSlot(for:)` returned.
-  func object(at slot: Int) -> ManagedObject? { entries[slot].object }
+  func object(at slot: Int) -> ManagedObject? { slots[slot] }
 
   /// Fills an empty slot `reserveSlot(for: key)` returned, with no change in between.
   mutating func insert(_ object: ManagedObject, key: Int64, at slot: Int) {
-    precondition(entries[slot].object == nil, "TypedStore: identity map slot already taken")
-    entries[slot] = Entry(key: key, object: object)
+    precondition(slots[slot] == nil, "TypedStore: identity map slot already taken")
+    slots[slot] = object
+    pageCounts[slot >> Self.pageShift] += 1
     count += 1
   }
 
-  var values: [ManagedObject] { entries.compactMap(\.object) }
+  /// The pages that hold objects (or were reserved for one).
+  var pagesInUse: Int { pagesInDirectory }
+
+  /// Every object, page by page.
+  var values: [ManagedObject] { slots.compactMap { $0 } }
 
   /// Drops the objects that nothing but this table references and that `isDroppable`
   /// accepts, once the table has grown to twice what the last call left (at least
@@ -154,68 +199,96 @@ struct KeyTable {
   /// object nobody references cannot be told from a new one made for its row later.
   mutating func dropUnreferenced(where isDroppable: (ManagedObject) -> Bool) -> Int {
     guard count >= dropThreshold else { return 0 }
-    var drop = [Bool](repeating: false, count: entries.count)
     var dropped = 0
-    for index in entries.indices {
-      // Checked before any other reference to the object is made here (false for nil).
-      guard isKnownUniquelyReferenced(&entries[index].object) else { continue }
-      if let object = entries[index].object, isDroppable(object) {
-        drop[index] = true
-        dropped += 1
+    for page in pageCounts.indices where pageCounts[page] >= 0 {
+      for slot in page << Self.pageShift..<(page + 1) << Self.pageShift {
+        // Checked before any other reference to the object is made here (false for nil).
+        guard isKnownUniquelyReferenced(&slots[slot]) else { continue }
+        if let object = slots[slot], isDroppable(object) {
+          slots[slot] = nil
+          pageCounts[page] -= 1
+          dropped += 1
+        }
       }
+      if pageCounts[page] == 0 { freePage(page) }
     }
-    if dropped > 0 { rehash(capacity: entries.count) { !drop[$0] } }
+    count -= dropped
+    if freePages.count > max(64, pageCounts.count / 2) { compact() }
     dropThreshold = max(Self.minimumDropThreshold, count * 2)
     return dropped
   }
 
-  private mutating func remove(at start: Int) {
-    guard entries[start].object != nil else { return }
-    let mask = entries.count - 1
-    var hole = start
-    var index = start
+  // MARK: - Pages
+
+  private mutating func newPage(_ number: Int64) -> Int {
+    if let page = freePages.popLast().map(Int.init) {
+      pageNumbers[page] = number
+      pageCounts[page] = 0
+      return page
+    }
+    let page = pageCounts.count
+    slots.append(contentsOf: repeatElement(nil, count: Self.pageSize))
+    pageNumbers.append(number)
+    pageCounts.append(0)
+    return page
+  }
+
+  /// Takes an empty page out of the directory and puts it on the free list.
+  private mutating func freePage(_ page: Int) {
+    var hole = position(of: pageNumbers[page])
+    let mask = directory.count - 1
+    var index = hole
     while true {
       index = (index + 1) & mask
-      guard entries[index].object != nil else { break }
-      let wanted = home(entries[index].key)
+      guard directory[index].index >= 0 else { break }
+      let wanted = home(directory[index].page)
       // Move the entry back into the hole unless its home lies cyclically in (hole, index].
       let stays = hole <= index ? (hole < wanted && wanted <= index) : (hole < wanted || wanted <= index)
       if !stays {
-        entries[hole] = entries[index]
+        directory[hole] = directory[index]
         hole = index
       }
     }
-    entries[hole] = Entry(key: 0, object: nil)
-    count -= 1
+    directory[hole] = .empty
+    pagesInDirectory -= 1
+    pageCounts[page] = -1
+    freePages.append(Int32(page))
   }
 
-  private mutating func grow() {
-    // Quadrupling keeps the rehashing of a large fetch, which registers every row, to a
-    // third of what doubling costs.
-    rehash(capacity: max(16, entries.count * 4)) { _ in true }
+  private mutating func growDirectory() {
+    rebuildDirectory(capacity: max(16, directory.count * 2))
   }
 
-  /// Moves the entries whose old position `keeps` accepts into a new table of `capacity`
-  /// slots: objects move, with no reference counting per entry; the others are released.
-  private mutating func rehash(capacity: Int, keeping keeps: (Int) -> Bool) {
-    var old = Self.emptyEntries(capacity)
-    swap(&old, &entries)
-    shift = 64 - capacity.trailingZeroBitCount
-    count = 0
-    for position in old.indices {
-      guard let object = old[position].object.take(), keeps(position) else { continue }
-      let index = slot(of: old[position].key)
-      entries[index] = Entry(key: old[position].key, object: object)
-      count += 1
+  /// A directory of `capacity` entries for the pages in use.
+  private mutating func rebuildDirectory(capacity: Int) {
+    directory = [DirectoryEntry](repeating: .empty, count: capacity)
+    directoryShift = 64 - capacity.trailingZeroBitCount
+    pagesInDirectory = 0
+    for page in pageCounts.indices where pageCounts[page] >= 0 {
+      directory[position(of: pageNumbers[page])] = DirectoryEntry(page: pageNumbers[page], index: Int32(page))
+      pagesInDirectory += 1
     }
   }
 
-  /// `capacity` empty entries, written directly (`Array(repeating:count:)` retains its value
-  /// once per element, even a nil reference).
-  private static func emptyEntries(_ capacity: Int) -> [Entry] {
-    [Entry](unsafeUninitializedCapacity: capacity) { buffer, initialized in
-      for index in 0..<capacity { buffer.initializeElement(at: index, to: Entry(key: 0, object: nil)) }
-      initialized = capacity
+  /// Moves the pages in use together, in their order, dropping the free ones: objects move,
+  /// with no reference counting per object.
+  private mutating func compact() {
+    var old: [ManagedObject?] = []
+    swap(&old, &slots)
+    let oldNumbers = pageNumbers
+    let oldCounts = pageCounts
+    pageNumbers = []
+    pageCounts = []
+    freePages = []
+    let live = oldCounts.lazy.filter { $0 >= 0 }.count
+    slots.reserveCapacity(live << Self.pageShift)
+    for page in oldCounts.indices where oldCounts[page] >= 0 {
+      pageNumbers.append(oldNumbers[page])
+      pageCounts.append(oldCounts[page])
+      for slot in page << Self.pageShift..<(page + 1) << Self.pageShift { slots.append(old[slot].take()) }
     }
+    var capacity = 16
+    while live * 2 > capacity { capacity *= 2 }
+    rebuildDirectory(capacity: capacity)
   }
 }

@@ -98,18 +98,19 @@ private struct OwnerRuns {
   let accessor: any RelationshipAccessor
   /// The related objects' side of the relationship: where each names its owner.
   let inverse: any RelationshipAccessor
-  /// The owners by key: all faults at first, each loaded when its run ends.
-  var owners: [Int64: ManagedObject] = [:]
+  /// The owners sorted by key: all faults at first, each loaded when its run ends. The runs
+  /// come in key order, so a cursor finds each owner (a dictionary lookup per run missed the
+  /// processor's cache every time).
+  var owners: [(key: Int64, object: ManagedObject)]
+  var cursor = 0
   var runOwner: Int64 = 0
   var run: [Unmanaged<ManagedObject>] = []
 
   init(accessor: any RelationshipAccessor, inverse: any RelationshipAccessor, owners: [ManagedObject]) {
     self.accessor = accessor
     self.inverse = inverse
-    self.owners.reserveCapacity(owners.count)
-    for owner in owners {
-      if let key = owner.objectKey?.value { self.owners[key] = owner }
-    }
+    self.owners = owners.compactMap { owner in owner.objectKey.map { ($0.value, owner) } }
+    self.owners.sort { $0.key < $1.key }
   }
 
   mutating func add(_ object: ManagedObject) {
@@ -123,9 +124,18 @@ private struct OwnerRuns {
     run.append(.passUnretained(object))
   }
 
+  /// The owner with key `key`, if it is one of the owners.
+  private mutating func owner(_ key: Int64) -> ManagedObject? {
+    // An owner read from memory (an object moved in this context) may come out of order:
+    // then the search starts again from the first owner.
+    if cursor < owners.count, owners[cursor].key > key { cursor = 0 }
+    while cursor < owners.count, owners[cursor].key < key { cursor += 1 }
+    return cursor < owners.count && owners[cursor].key == key ? owners[cursor].object : nil
+  }
+
   private mutating func endRun() {
     guard !run.isEmpty else { return }
-    if let owner = owners[runOwner] {
+    if let owner = owner(runOwner) {
       if accessor.isFault(owner) {
         run.withUnsafeBufferPointer { accessor.fulfill(owner, withUnretained: $0) }
       } else {
@@ -142,7 +152,7 @@ private struct OwnerRuns {
   /// Ends the last run, and gives the owners with no related rows an empty value.
   mutating func finish() {
     endRun()
-    for owner in owners.values where accessor.isFault(owner) { accessor.fulfill(owner, with: []) }
+    for owner in owners where accessor.isFault(owner.object) { accessor.fulfill(owner.object, with: []) }
     owners.removeAll()
   }
 }

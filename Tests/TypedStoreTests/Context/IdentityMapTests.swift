@@ -51,6 +51,62 @@ import Testing
     #expect(table.dropUnreferenced { _ in true } == 0)
   }
 
+  @Test func behavesLikeADictionaryWithRunsOfKeysFarApart() {
+    // Runs of consecutive keys (the usual primary keys) scattered over the whole key space,
+    // inserted and then mostly removed: pages are made, emptied, freed and reused, and the
+    // directory grows and shifts entries back on removal.
+    var table = KeyTable()
+    var reference: [Int64: ManagedObject] = [:]
+    var generator = SystemRandomNumberGenerator()
+    let object = ManagedObject()
+    let starts = (0..<200).map { _ in Int64.random(in: Int64.min / 2...Int64.max / 2, using: &generator) }
+    for round in 0..<4 {
+      for start in starts {
+        for offset in 0..<Int64.random(in: 1...80, using: &generator) {
+          let key = start &+ offset
+          if round % 2 == 0 || Int.random(in: 0..<4, using: &generator) == 0 {
+            table[key] = object
+            reference[key] = object
+          } else {
+            table[key] = nil
+            reference[key] = nil
+          }
+        }
+      }
+      #expect(table.count == reference.count)
+      for key in reference.keys { #expect(table[key] === object) }
+      for start in starts { #expect((table[start &- 1] != nil) == (reference[start &- 1] != nil)) }
+    }
+    #expect(table.values.count == reference.count)
+  }
+
+  @Test func freesEmptiedPagesAndKeepsTheRestWhenItDrops() {
+    var table = KeyTable()
+    var held: [Int64: ManagedObject] = [:]
+    // 20,000 consecutive keys, of which only every 1,000th is held elsewhere: most pages
+    // empty out, are freed, and the table moves what is left together.
+    for key in 0..<Int64(20_000) {
+      let object = ManagedObject()
+      if key % 1_000 == 0 { held[key] = object }
+      table[key] = object
+    }
+    let pagesBefore = table.pagesInUse
+    #expect(table.dropUnreferenced { _ in true } == 20_000 - held.count)
+    #expect(table.count == held.count)
+    #expect(table.pagesInUse == held.count && table.pagesInUse < pagesBefore)
+    for (key, object) in held { #expect(table[key] === object) }
+    #expect(table[1] == nil && table[999] == nil)
+    // A slot reserved but never filled (loading its row failed) holds nothing.
+    let reserved = table.reserveSlot(for: 5_000_000)
+    #expect(table.object(at: reserved) == nil && table[5_000_000] == nil && table.count == held.count)
+    // New keys, in freed pages and new ones, go in as before.
+    let late = ManagedObject()
+    table[1] = late
+    table[5_000_001] = late
+    #expect(table[1] === late && table[5_000_001] === late && table.count == held.count + 2)
+    #expect(Set(table.values.map(ObjectIdentifier.init)).count == held.count + 1)
+  }
+
   @Test func holdsExtremeAndSequentialKeys() {
     var table = KeyTable()
     let object = ManagedObject()
