@@ -47,7 +47,11 @@ final class RowReader: Sendable {
         case (.string, .text):
           field.direct.store(text: value.string, in: object)
         case (.none, .integer) where foreignKeys[Int(field.slot)] != nil:
-          foreignKeys[Int(field.slot)]?.makeFault(object, foreignKey: value.int64)
+          if assigningSlots {
+            foreignKeys[Int(field.slot)]?.makeNewObjectFault(object, foreignKey: value.int64)
+          } else {
+            foreignKeys[Int(field.slot)]?.makeFault(object, foreignKey: value.int64)
+          }
         default:
           try accessors[Int(field.slot)].decode(value.primitiveValue, into: object)
         }
@@ -57,7 +61,7 @@ final class RowReader: Sendable {
     if assigningSlots {
       for relationship in relationships {
         relationship.accessor.setSlot(relationship.index, in: object)
-        if !relationship.holdsKey { relationship.accessor.makeFault(object, foreignKey: 0) }
+        if !relationship.holdsKey { relationship.accessor.makeNewObjectFault(object, foreignKey: 0) }
       }
     }
   }
