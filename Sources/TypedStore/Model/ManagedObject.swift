@@ -161,7 +161,12 @@ open class ManagedObject: Hashable {
   @usableFromInline
   @discardableResult
   final func _willChangeValue(slot: Int32) -> Bool {
-    guard slot >= 0, let tracker else { return false }  // an object in no context tracks nothing
+    guard slot >= 0 else { return false }
+    // An inserted object has no committed values to keep and cannot be a fault: unless it is
+    // observed, there is nothing to do, and reading `tracker` (a weak reference) would cost
+    // more than the rest of setting the attribute.
+    if lifecycle == .inserted && observation == nil { return false }
+    guard let tracker else { return false }  // an object in no context tracks nothing
     if isFault { tracker.fulfillFault(of: self) }
     let observed = observation != nil
     if observed { observationWillSet(slot: slot) }
