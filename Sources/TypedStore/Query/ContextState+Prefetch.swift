@@ -126,9 +126,17 @@ private struct OwnerRuns {
 
   /// The owner with key `key`, if it is one of the owners.
   private mutating func owner(_ key: Int64) -> ManagedObject? {
-    // An owner read from memory (an object moved in this context) may come out of order:
-    // then the search starts again from the first owner.
-    if cursor < owners.count, owners[cursor].key > key { cursor = 0 }
+    if cursor < owners.count, owners[cursor].key > key {
+      // An owner read from memory (an object moved in this context) may come out of order:
+      // then the cursor goes back to it by binary search.
+      var low = 0
+      var high = cursor
+      while low < high {
+        let middle = (low + high) / 2
+        if owners[middle].key < key { low = middle + 1 } else { high = middle }
+      }
+      cursor = low
+    }
     while cursor < owners.count, owners[cursor].key < key { cursor += 1 }
     return cursor < owners.count && owners[cursor].key == key ? owners[cursor].object : nil
   }
