@@ -157,7 +157,7 @@ struct KeyTable {
   }
 
   /// The slot of `key` for `object(at:)` and `insert(_:key:at:)`, after making room for it:
-  /// one lookup for a lookup that may be followed by an insert.
+  /// one directory lookup serves a lookup that may be followed by an insert.
   mutating func reserveSlot(for key: Int64) -> Int {
     let number = key >> Self.pageShift
     let offset = Int(key & Int64(Self.pageSize - 1))
@@ -178,6 +178,9 @@ struct KeyTable {
   /// Fills an empty slot `reserveSlot(for: key)` returned, with no change in between.
   mutating func insert(_ object: ManagedObject, key: Int64, at slot: Int) {
     precondition(slots[slot] == nil, "TypedStore: identity map slot already taken")
+    assert(
+      pageNumbers[slot >> Self.pageShift] == key >> Self.pageShift
+        && slot & (Self.pageSize - 1) == Int(key & Int64(Self.pageSize - 1)), "not the slot reserved for this key")
     slots[slot] = object
     pageCounts[slot >> Self.pageShift] += 1
     count += 1

@@ -90,7 +90,7 @@ protocol RelationshipAccessor: AnyObject, Sendable {
   func makeFault(_ object: ManagedObject, foreignKey: Int64)
   /// Makes the relationship of an object a row is being loaded into for the first time a
   /// fault, leaving its value alone: the wrapper's initial, empty one (building a new empty
-  /// value through the generic `RelationshipValue` cost a fetch about 1 % of its time).
+  /// value through the generic `RelationshipValue` cost a prefetch about 4 % of its instructions).
   func makeNewObjectFault(_ object: ManagedObject, foreignKey: Int64)
   /// Marks a fault as loaded, holding `objects`.
   func fulfill(_ object: ManagedObject, with objects: [ManagedObject])
