@@ -374,9 +374,13 @@ final class ContextState: ObjectTracking {
     changes.updates.reserveCapacity(updatedObjects.count)
     savedUpdates.reserveCapacity(updatedObjects.count)
     rewritesRow.reserveCapacity(updatedObjects.count)
+    // Updated objects usually changed the same attributes: they share one slots array (no
+    // allocation per object, and the store groups them by comparing the same buffer).
+    var slots: [Int32] = []
+    var sharedSlots: [Int32] = []
     for object in updatedObjects {
       guard let entity = object.entity, let key = object.objectKey else { continue }
-      var slots: [Int32] = []
+      slots.removeAll(keepingCapacity: true)
       var values: [PrimitiveValue] = []
       var originals: [PrimitiveValue] = []
       var relationshipNames: [String] = []
@@ -404,11 +408,13 @@ final class ContextState: ObjectTracking {
         changes.links += try linkWrites(for: object, changed: changedRelationships.contains)
       }
       guard !slots.isEmpty || !relationshipNames.isEmpty else { continue }
+      if slots != sharedSlots { sharedSlots = slots }
       savedUpdates.append(object)
       rewritesRow.append(!slots.isEmpty)
       changes.updates.append(
         ChangeSet.Update(
-          entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion, slots: slots, values: values,
+          entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion, slots: sharedSlots,
+          values: values,
           originalValues: originals,
           allValues: needsAllValues && !slots.isEmpty ? try entity.accessors.map { try $0.encode(object) } : nil,
           relationshipNames: relationshipNames))
