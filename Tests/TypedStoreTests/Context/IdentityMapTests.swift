@@ -107,6 +107,59 @@ import Testing
     #expect(Set(table.values.map(ObjectIdentifier.init)).count == held.count + 1)
   }
 
+  @Test func behavesLikeADictionaryWhileDroppingAndCompactingBetweenChanges() {
+    // Inserts, removals, slots reserved and left empty, and drops that free and compact pages,
+    // interleaved at random. The reference keeps identities only (a strong reference would
+    // keep every object from being dropped); `outside` holds the objects code still uses.
+    var table = KeyTable()
+    var reference: [Int64: ObjectIdentifier] = [:]
+    var outside: [Int64: ManagedObject] = [:]
+    var generator = SystemRandomNumberGenerator()
+    var scanned = 0
+    for round in 0..<30 {
+      let base = Int64.random(in: -1_000_000...1_000_000, using: &generator)
+      // Rounds that hold few objects free most pages at the next drop, which then compacts.
+      let holdPercent = [5, 50, 90][round % 3]
+      for step in 0..<Int.random(in: 500...5_000, using: &generator) {
+        let key =
+          Bool.random(using: &generator)
+          ? base + Int64(step) : Int64.random(in: -2_000_000...2_000_000, using: &generator)
+        switch Int.random(in: 0..<10, using: &generator) {
+        case 0..<6:
+          let object = ManagedObject()
+          table[key] = object
+          reference[key] = ObjectIdentifier(object)
+          outside[key] = Int.random(in: 0..<100, using: &generator) < holdPercent ? object : nil
+        case 6..<8:
+          table[key] = nil
+          reference[key] = nil
+          outside[key] = nil
+        default:
+          let slot = table.reserveSlot(for: key)
+          #expect(table.object(at: slot).map(ObjectIdentifier.init) == reference[key])
+        }
+      }
+      // Some objects nobody else holds are refused by the predicate, and stay.
+      let refused = Set(reference.filter { outside[$0.key] == nil && $0.key % 3 == 0 }.map(\.value))
+      let scans = table.count >= table.dropThreshold
+      let dropped = table.dropUnreferenced { !refused.contains(ObjectIdentifier($0)) }
+      if scans {
+        scanned += 1
+        let expected = reference.filter { outside[$0.key] == nil && !refused.contains($0.value) }
+        #expect(dropped == expected.count, "round \(round)")
+        for key in expected.keys { reference[key] = nil }
+      } else {
+        #expect(dropped == 0)
+      }
+      #expect(table.count == reference.count, "round \(round)")
+      for (key, identifier) in reference {
+        #expect(table[key].map(ObjectIdentifier.init) == identifier, "round \(round), key \(key)")
+      }
+      #expect(table.values.count == reference.count)
+    }
+    #expect(scanned >= 3)
+  }
+
   @Test func holdsExtremeAndSequentialKeys() {
     var table = KeyTable()
     let object = ManagedObject()
