@@ -38,7 +38,7 @@ extension ContextState {
       guard let slots = store.model.attributeSlots(for: assignment.keyPath), slots.count == 1,
         let slot = slots.first
       else {
-        throw BatchError.unsupportedKeyPath(String(describing: assignment.keyPath))
+        throw BatchError.unsupportedKeyPath(store.model.describe(assignment.keyPath, on: entity))
       }
       assignment.apply(draft)
       assignments.append((slot, try entity.accessors[Int(slot)].encode(draft)))

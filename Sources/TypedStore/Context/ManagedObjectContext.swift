@@ -387,6 +387,12 @@ public protocol ManagedObjectIdentity: AnyObject {}
 
 extension ManagedObject: ManagedObjectIdentity {}
 
+extension ManagedObject: IdentityKeyPathProviding {}
+
+extension IdentityKeyPathProviding {
+  static var managedIDKeyPath: AnyKeyPath { \Self.managedID }
+}
+
 extension ManagedObjectIdentity where Self: ManagedObject {
   /// The object's typed ID: temporary until the object is saved (or given a permanent ID),
   /// then permanent.

@@ -16,9 +16,9 @@ extension ManagedObject {
   static func relationshipMarker(_ index: Int32) -> Int32 { -(index + 1) }
 
   @usableFromInline
-  final func _willAccessRelationship(slot: Int32) {
+  final func _willAccessRelationship(slot: Int32, keyPath: AnyKeyPath) {
     if keyPathRecorder != nil {
-      keyPathRecorder?.append(Self.relationshipMarker(slot))
+      keyPathRecorder?.append(KeyPathRead(slot: Self.relationshipMarker(slot), keyPath: keyPath))
       return
     }
     guard slot >= 0 else { return }

@@ -80,64 +80,12 @@ public final class ManagedObjectModel: Sendable {
     return false
   }
 
-  /// The attributes a key path reads, in order (one for `\Note.title`), or nil when it reads
-  /// none, e.g. a computed property that touches no attribute.
-  ///
-  /// The key path is applied to a fresh, detached object whose attribute fields record their
-  /// slot when read (about a microsecond; requests resolve their key paths once).
+  /// The attribute a key path names, as a one-element array of its slot, or nil when it
+  /// names none: a relationship, a computed property (even one that reads an attribute), a
+  /// plain `var` (see `resolve(_:on:)`).
   func attributeSlots<Root: ManagedObject>(for keyPath: PartialKeyPath<Root>) -> [Int32]? {
-    guard let entity = entity(for: Root.self), let probe = probe(of: entity) as? Root else { return nil }
-    _ = probe[keyPath: keyPath]
-    let slots = probe.keyPathRecorder ?? []
-    // A relationship read is recorded as a negative number: not an attribute.
-    return slots.isEmpty || slots.contains(where: { $0 < 0 }) ? nil : slots
-  }
-
-  /// What a sort key path reads: one attribute of the root object (`\Note.title`), or of an
-  /// object reached through to-one relationships (`\Note.folder?.name`, at most
-  /// `SortPath.maximumDepth` of them); nil for anything else.
-  ///
-  /// The key path is applied to a probe, as in `attributeSlots(for:)`. When it reads a to-one
-  /// relationship, it is applied again to new probes whose relationship holds a probe of its
-  /// destination, so that optional chaining goes on; each probe records what was read of it.
-  func sortPath<Root: ManagedObject>(for keyPath: PartialKeyPath<Root>) -> SortPath? {
-    guard let rootEntity = entity(for: Root.self) else { return nil }
-    var relationships: [Int] = []
-    while relationships.count <= SortPath.maximumDepth {
-      // Probes along the relationships found so far.
-      guard let root = probe(of: rootEntity) else { return nil }
-      var last = root
-      for index in relationships {
-        guard let entity = last.entity,
-          let destination = self.entity(named: entity.relationships[index].destinationEntityName),
-          let next = probe(of: destination)
-        else { return nil }
-        entity.relationships[index].accessor.fulfill(last, with: [next])
-        last = next
-      }
-      guard let typed = root as? Root else { return nil }
-      _ = typed[keyPath: keyPath]
-      // What each probe recorded: a relationship to follow, then one attribute.
-      var node = root
-      for step in 0...relationships.count {
-        guard let read = node.keyPathRecorder, read.count == 1, let slot = read.first, let entity = node.entity else {
-          return nil
-        }
-        if slot >= 0 {
-          return step == relationships.count ? SortPath(relationships: relationships, slot: Int(slot)) : nil
-        }
-        let index = Int(-slot - 1)
-        guard index < entity.relationships.count, !entity.relationships[index].kind.isToMany else { return nil }
-        if step == relationships.count {
-          relationships.append(index)  // read one level deeper, with a probe there
-          break
-        }
-        guard relationships[step] == index, let next = entity.relationships[index].accessor.objects(in: node).first
-        else { return nil }
-        node = next
-      }
-    }
-    return nil
+    guard let entity = entity(for: Root.self), let slot = attributeSlot(for: keyPath, on: entity) else { return nil }
+    return [Int32(slot)]
   }
 
   /// A detached object of `entity` that records the slot of each attribute (and the marker
@@ -152,13 +100,11 @@ public final class ManagedObjectModel: Sendable {
     return probe
   }
 
-  /// The index of the relationship a key path reads (`\Folder.notes`), or nil when it reads
+  /// The index of the relationship a key path names (`\Folder.notes`), or nil when it names
   /// anything else.
   func relationshipIndex<Root: ManagedObject>(for keyPath: PartialKeyPath<Root>) -> Int? {
-    guard let entity = entity(for: Root.self), let probe = probe(of: entity) as? Root else { return nil }
-    _ = probe[keyPath: keyPath]
-    guard let read = probe.keyPathRecorder, read.count == 1, let slot = read.first, slot < 0 else { return nil }
-    return Int(-slot - 1)
+    guard let entity = entity(for: Root.self) else { return nil }
+    return relationshipIndex(for: keyPath, on: entity)
   }
 
   // MARK: - Building
@@ -427,6 +373,9 @@ public final class ManagedObjectModel: Sendable {
     let probe = type.init()
     for (slot, attribute) in stored.enumerated() { attribute.accessor.setSlot(Int32(slot), in: probe) }
     for (index, relationship) in relationships.enumerated() { relationship.accessor.setSlot(Int32(index), in: probe) }
+    func names(_ slot: Int32) -> String {
+      slot >= 0 ? stored[Int(slot)].name : relationships[Int(-slot - 1)].name
+    }
     return try constraints.map { constraint in
       let slots = try constraint.keyPaths.map { keyPath -> Int32 in
         probe.keyPathRecorder = []
@@ -435,10 +384,14 @@ public final class ManagedObjectModel: Sendable {
         _ = probe[keyPath: path]
         let read = probe.keyPathRecorder ?? []
         probe.keyPathRecorder = nil
-        guard read.count == 1, let slot = read.first else {
+        guard read.count == 1, let only = read.first, Self.isWrappedProperty(path, read: only) else {
           throw ModelError(
-            entity: name, reason: .invalidUniquenessConstraint("\(keyPath) does not name one stored property"))
+            entity: name,
+            reason: .invalidUniquenessConstraint(
+              "\(Self.readable(path.debugDescription, reading: read.map { names($0.slot) })) "
+                + "does not name one stored property (a computed property is none)"))
         }
+        let slot = only.slot
         if slot >= 0 { return slot }
         let relationship = relationships[Int(-slot - 1)]
         guard let foreignKey = relationship.foreignKeySlot else {

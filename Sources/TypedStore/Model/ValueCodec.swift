@@ -13,10 +13,14 @@ protocol ValueCodec<Value>: Sendable {
   func decode(_ primitive: PrimitiveValue) throws -> Value
   /// True for `StandardCodec`: the value is stored as its `AttributeValue` conformance says.
   var isStandard: Bool { get }
+  /// For an enum that is `CaseIterable` and `Comparable`: each case's stored value, in the
+  /// order of Swift's `<` on the cases (how a sort orders them); nil for any other type.
+  var caseOrder: [PrimitiveValue]? { get }
 }
 
 extension ValueCodec {
   var isStandard: Bool { false }
+  var caseOrder: [PrimitiveValue]? { nil }
 
   /// Decodes without the caller knowing `Value`; the result is a `Value`.
   func decodeAny(_ primitive: PrimitiveValue) throws -> Any { try decode(primitive) }
@@ -42,6 +46,16 @@ struct RawCodec<Value: RawRepresentable>: ValueCodec where Value.RawValue: Attri
   }
 }
 
+extension RawCodec {
+  var caseOrder: [PrimitiveValue]? {
+    func ordered<Case: CaseIterable & Comparable>(_ type: Case.Type) -> [PrimitiveValue] {
+      type.allCases.sorted().compactMap { ($0 as? Value).map(encode) }
+    }
+    guard let type = Value.self as? any (CaseIterable & Comparable).Type else { return nil }
+    return ordered(type)
+  }
+}
+
 struct OptionalRawCodec<Value: OptionalRawRepresentable>: ValueCodec {
   var attributeType: AttributeType { Value.WrappedRaw.RawValue.attributeType }
   var isOptional: Bool { true }
@@ -52,6 +66,7 @@ struct OptionalRawCodec<Value: OptionalRawRepresentable>: ValueCodec {
     if case .null = primitive { return Value(wrappedRaw: nil) }
     return Value(wrappedRaw: try RawCodec<Value.WrappedRaw>().decode(primitive))
   }
+  var caseOrder: [PrimitiveValue]? { RawCodec<Value.WrappedRaw>().caseOrder }
 }
 
 struct JSONCodec<Value: Codable>: ValueCodec {

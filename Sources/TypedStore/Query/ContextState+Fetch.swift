@@ -11,8 +11,16 @@ private struct ResolvedFetch {
   let arguments: [PrimitiveValue]
   let sortKeys: [SortKey]
   let orderBy: String
+  /// The values `orderBy` binds, after `arguments`.
+  let orderArguments: [PrimitiveValue]
+  /// Whether a sort key has no SQL with Swift's order: the objects are then ordered in
+  /// memory, with the descriptors themselves (`SQLSortOrder.inMemory`).
+  let sortsInMemory: Bool
   /// The attributes the predicate reads (empty without one).
   let predicateSlots: Set<Int32>
+
+  /// The values a statement of `whereClause` and `orderBy` binds, in order.
+  var clauseArguments: [PrimitiveValue] { orderArguments.isEmpty ? arguments : arguments + orderArguments }
 }
 
 extension ContextState {
@@ -20,13 +28,13 @@ extension ContextState {
     let resolved = try resolve(request)
     let prefetched = try prefetchedRelationships(request)
     let objects: [Entity]
-    if request.includesPendingChanges && pendingChangesAffect(resolved) {
+    if resolved.sortsInMemory || (request.includesPendingChanges && pendingChangesAffect(resolved)) {
       objects = try fetchMergingPending(request, resolved).compactMap { $0 as? Entity }
     } else if request.returnsObjectsAsFaults {
       // The keys alone; each object's row is read when it is first touched.
       let rows = try store.selectKeysAndEntities(
         of: resolved.entity, clauses: clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset),
-        arguments: resolved.arguments, connection: reader())
+        arguments: resolved.clauseArguments, connection: reader())
       objects = rows.compactMap { row in
         fault(for: ObjectKey(rootIndex: row.entity.rootIndex, isTemporary: false, value: row.key), entity: row.entity)
           as? Entity
@@ -35,7 +43,7 @@ extension ContextState {
       objects = try fetchObjects(
         Entity.self, of: resolved.entity,
         clauses: clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset),
-        arguments: resolved.arguments)
+        arguments: resolved.clauseArguments)
     }
     for index in prefetched { try prefetch(index, of: objects) }
     return objects
@@ -55,7 +63,7 @@ extension ContextState {
 
   func fetchObjectIDs<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> [ManagedID<Entity>] {
     let resolved = try resolve(request)
-    if request.includesPendingChanges && pendingChangesAffect(resolved) {
+    if resolved.sortsInMemory || (request.includesPendingChanges && pendingChangesAffect(resolved)) {
       return try fetchMergingPending(request, resolved).compactMap { object in
         anyID(of: object).map { ManagedID<Entity>(unchecked: $0) }
       }
@@ -63,7 +71,7 @@ extension ContextState {
     let storeID = store.identifier
     let statementClauses = clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset)
     return try store.withRows(
-      of: resolved.entity, clauses: statementClauses, arguments: resolved.arguments, connection: reader()
+      of: resolved.entity, clauses: statementClauses, arguments: resolved.clauseArguments, connection: reader()
     ) { rows in
       var ids: [ManagedID<Entity>] = []
       while try rows.next() {
@@ -81,7 +89,7 @@ extension ContextState {
   /// (inserted ones) that take part, which it holds. Keys of held objects are `-1 - index`.
   func fetchKeys<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> (keys: [Int64], held: [Entity]) {
     let resolved = try resolve(request)
-    if request.includesPendingChanges && pendingChangesAffect(resolved) {
+    if resolved.sortsInMemory || (request.includesPendingChanges && pendingChangesAffect(resolved)) {
       var held: [Entity] = []
       let keys = try fetchMergingPending(request, resolved).map { object -> Int64 in
         if let key = object.objectKey, !key.isTemporary { return key.value }
@@ -92,7 +100,7 @@ extension ContextState {
     }
     let keys = try store.selectKeys(
       of: resolved.entity, clauses: clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset),
-      arguments: resolved.arguments, connection: reader())
+      arguments: resolved.clauseArguments, connection: reader())
     return (keys, [])
   }
 
@@ -161,7 +169,7 @@ extension ContextState {
     let entity = resolved.entity
     func attribute(_ keyPath: PartialKeyPath<Entity>) throws -> AttributeDescription {
       guard let slots = store.model.attributeSlots(for: keyPath), slots.count == 1, let slot = slots.first else {
-        throw FetchError.unsupportedAggregate("\(keyPath): it is not an attribute")
+        throw FetchError.unsupportedAggregate("\(store.model.describe(keyPath, on: entity)): it is not an attribute")
       }
       return entity.storedAttributes[Int(slot)]
     }
@@ -189,6 +197,10 @@ extension ContextState {
     let groupColumn = groupAttribute.map { "\"\($0.columnName)\"" }
     var source = "\"\(entity.tableName)\"\(resolved.whereClause)"
     if request.fetchLimit > 0 || request.fetchOffset > 0 {
+      guard !resolved.sortsInMemory else {
+        throw FetchError.unsupportedAggregate(
+          "the rows of a fetchLimit or fetchOffset whose sort only Swift can order (fetch them instead)")
+      }
       // The aggregate of the rows the request would return: a subquery with its order and range.
       let range = clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset)
       source = "(SELECT * FROM \"\(entity.tableName)\"\(range))"
@@ -197,7 +209,9 @@ extension ContextState {
     if let groupColumn, let groupAttribute {
       sql += " GROUP BY \(groupColumn)\(groupAttribute.attributeType == .string ? " COLLATE SWIFT" : "")"
     }
-    let rows = try store.selectPairs(sql, arguments: resolved.arguments, connection: reader())
+    let ranged = request.fetchLimit > 0 || request.fetchOffset > 0
+    let rows = try store.selectPairs(
+      sql, arguments: ranged ? resolved.clauseArguments : resolved.arguments, connection: reader())
     return try rows.map { key, value in
       let result: Result?
       switch value {
@@ -225,14 +239,11 @@ extension ContextState {
     guard request.fetchLimit >= 0, request.fetchOffset >= 0 else {
       throw FetchError.invalidRange("fetchLimit and fetchOffset must not be negative")
     }
-    let sortKeys = try request.sortDescriptors.map { descriptor in
-      guard let keyPath = descriptor.keyPath, let path = model.sortPath(for: keyPath) else {
-        throw FetchError.unsupportedSortKey(String(describing: descriptor))
-      }
-      return SortKey(path: path, ascending: descriptor.order == .forward)
-    }
-    var order = try sortKeys.map { try orderTerm($0, of: entity) }
-    order.append("pk ASC")
+    let sortKeys = try sortKeys(request.sortDescriptors)
+    let sortsInMemory = sortKeys.contains { $0.order == .inMemory }
+    // In memory, the keys are applied in Swift to rows in key order.
+    let terms = sortsInMemory ? [] : try sortKeys.compactMap { try orderTerm($0, of: entity) }
+    let order = terms.map(\.sql) + ["pk ASC"]
     var (restriction, arguments) = store.entityRestriction(
       for: entity, includesSubentities: request.includesSubentities)
     var predicateSlots: Set<Int32> = []
@@ -245,7 +256,8 @@ extension ContextState {
     }
     return ResolvedFetch(
       entity: entity, whereClause: restriction.isEmpty ? "" : " WHERE \(restriction)", arguments: arguments,
-      sortKeys: sortKeys, orderBy: " ORDER BY " + order.joined(separator: ", "), predicateSlots: predicateSlots)
+      sortKeys: sortKeys, orderBy: " ORDER BY " + order.joined(separator: ", "),
+      orderArguments: terms.flatMap(\.arguments), sortsInMemory: sortsInMemory, predicateSlots: predicateSlots)
   }
 
   private func clauses(_ resolved: ResolvedFetch, limit: Int, offset: Int) -> String {
@@ -321,10 +333,10 @@ extension ContextState {
     let allowed = Set(request.includesSubentities ? resolved.entity.selfAndDescendantNames : [resolved.entity.name])
     var objects = try fetchObjects(
       ManagedObject.self, of: resolved.entity, clauses: resolved.whereClause + resolved.orderBy,
-      arguments: resolved.arguments
+      arguments: resolved.clauseArguments
     ).filter { !$0.isDeleted }
-    var candidates = inserted.filter { allowed.contains($0.entity?.name ?? "") }
-    if let predicate = request.predicate {
+    var candidates = request.includesPendingChanges ? inserted.filter { allowed.contains($0.entity?.name ?? "") } : []
+    if let predicate = request.predicate, request.includesPendingChanges {
       // The store answered for the saved values; objects whose unsaved edits touch what the
       // predicate reads are asked again, in Swift, with their values now.
       let edited = updated.filter { object in
@@ -351,11 +363,12 @@ extension ContextState {
         return a != b ? a < b : left.offset < right.offset
       }.map(\.element)
     } else if !resolved.sortKeys.isEmpty {
-      let keys = objects.map { object in resolved.sortKeys.map { sortValue($0, of: object) } }
+      // Swift's order, from the descriptors themselves; ties keep the store's order (the
+      // primary key), inserted objects after saved ones.
       let order = objects.indices.sorted { left, right in
-        for (index, sort) in resolved.sortKeys.enumerated() {
-          let comparison = compareSQLite(keys[left][index], keys[right][index])
-          if comparison != 0 { return sort.ascending ? comparison < 0 : comparison > 0 }
+        for sort in resolved.sortKeys {
+          let comparison = sort.compare(objects[left], objects[right])
+          if comparison != .orderedSame { return comparison == .orderedAscending }
         }
         return left < right
       }
@@ -365,6 +378,13 @@ extension ContextState {
     let end = request.fetchLimit > 0 ? min(objects.count, start + request.fetchLimit) : objects.count
     return Array(objects[start..<end])
   }
+}
+
+/// Orders two values as `COLLATE SWIFT` does: text as Swift's `String` `<` and `==`, other
+/// values as `compareSQLite`.
+func compareSwift(_ left: PrimitiveValue, _ right: PrimitiveValue) -> Int {
+  guard case .text(let a) = left, case .text(let b) = right else { return compareSQLite(left, right) }
+  return a == b ? 0 : (a < b ? -1 : 1)
 }
 
 /// Orders two values as SQLite's ORDER BY does: NULL, then numbers, then text (by UTF-8

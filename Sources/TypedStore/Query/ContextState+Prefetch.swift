@@ -12,7 +12,7 @@ extension ContextState {
   func prefetchedRelationships<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> [Int] {
     try request.relationshipKeyPathsForPrefetching.map { keyPath in
       guard let index = model.relationshipIndex(for: keyPath as PartialKeyPath<Entity>) else {
-        throw FetchError.notARelationship(String(describing: keyPath))
+        throw FetchError.notARelationship(model.describe(keyPath, on: model.entity(for: Entity.self)))
       }
       return index
     }

@@ -128,15 +128,11 @@ public final class FetchedResultsController<Entity: ManagedObject> {
   ///   relationships, as a sort key may be).
   public func performFetch() throws {
     guard entity != nil else { throw FetchError.unknownEntity(String(describing: Entity.self)) }
-    sortKeys = try fetchRequest.sortDescriptors.map { descriptor in
-      guard let keyPath = descriptor.keyPath, let path = state.store.model.sortPath(for: keyPath) else {
-        throw FetchError.unsupportedSortKey(String(describing: descriptor))
-      }
-      return SortKey(path: path, ascending: descriptor.order == .forward)
-    }
+    sortKeys = try state.sortKeys(fetchRequest.sortDescriptors)
     if let sectionKeyPath {
       guard state.store.model.sortPath(for: sectionKeyPath) != nil else {
-        throw FetchError.unsupportedSortKey(String(describing: sectionKeyPath))
+        let model = state.store.model
+        throw FetchError.unsupportedSortKey(model.describe(sectionKeyPath, on: model.entity(for: Entity.self)))
       }
     }
     objects = try state.fetch(fetchRequest)
@@ -231,35 +227,25 @@ public final class FetchedResultsController<Entity: ManagedObject> {
     return (try? predicate.evaluate(object)) ?? false
   }
 
-  /// Where `object` goes among `objects` in the request's order (SQLite's: sort keys as
-  /// stored values, then primary key; unsaved objects last among equals).
+  /// Where `object` goes among `objects` in the request's order (Swift's, from the sort
+  /// descriptors, then primary key; unsaved objects last among equals).
   private func insertionIndex(of object: Entity, in objects: [Entity]) -> Int {
-    guard let entity else { return objects.count }
-    let keys = position(object, entity)
     var low = 0
     var high = objects.count
     while low < high {
       let middle = (low + high) / 2
-      if precedes(position(objects[middle], entity), keys) { low = middle + 1 } else { high = middle }
+      if precedes(objects[middle], object) { low = middle + 1 } else { high = middle }
     }
     return low
   }
 
-  /// Where an object sorts: its sort keys' values, then its primary key.
-  private typealias Position = (values: [PrimitiveValue], key: Int64)
-
-  private func position(_ object: Entity, _ entity: EntityDescription) -> Position {
-    let values = sortKeys.map { state.sortValue($0, of: object) }
-    let key = object.objectKey.map { $0.isTemporary ? Int64.max : $0.value } ?? Int64.max
-    return (values, key)
-  }
-
-  private func precedes(_ left: Position, _ right: Position) -> Bool {
-    for (index, sort) in sortKeys.enumerated() {
-      let comparison = compareSQLite(left.values[index], right.values[index])
-      if comparison != 0 { return sort.ascending ? comparison < 0 : comparison > 0 }
+  private func precedes(_ left: Entity, _ right: Entity) -> Bool {
+    for sort in sortKeys {
+      let comparison = sort.compare(left, right)
+      if comparison != .orderedSame { return comparison == .orderedAscending }
     }
-    return left.key < right.key
+    func key(_ object: Entity) -> Int64 { object.objectKey.map { $0.isTemporary ? Int64.max : $0.value } ?? Int64.max }
+    return key(left) < key(right)
   }
 
   private func sectionName(_ object: Entity) -> String {

@@ -27,13 +27,13 @@ enum GraphReference {
 }
 
 extension PredicateTranslator {
-  /// The slots a key path reads on an object of `entity` (a relationship as its negative
-  /// marker), found on a probe object like `ManagedObjectModel.attributeSlots(for:)`.
-  /// `identity` is true when the key path read `managedID` (and nothing else is recorded).
-  func slotsRead(by keyPath: AnyKeyPath, on entity: EntityDescription) -> (slots: [Int32], identity: Bool) {
-    guard let probe = model.probe(of: entity) else { return ([], false) }
-    _ = probe[keyPath: keyPath]
-    return (probe.keyPathRecorder ?? [], probe.recordedIdentityRead)
+  /// What `keyPath` names on an object of `entity` (`ManagedObjectModel.resolve(_:on:)`): a
+  /// computed property is no attribute, even when it reads one.
+  func target(of keyPath: AnyKeyPath, on entity: EntityDescription) throws -> ResolvedKeyPath.Target {
+    guard let resolved = model.resolve(keyPath, on: entity, maximumDepth: 0) else {
+      throw PredicateTranslationError.unknownKeyPath(model.describe(keyPath, on: entity))
+    }
+    return resolved.target
   }
 
   mutating func nextAlias() -> String {
@@ -59,36 +59,32 @@ extension PredicateTranslator {
   mutating func property(
     _ keyPath: AnyKeyPath, of entity: EntityDescription, key: String?, alias: String?, arguments: [PrimitiveValue]
   ) throws -> SQLFragment {
-    let (slotsRead, identity) = slotsRead(by: keyPath, on: entity)
-    if identity && slotsRead.isEmpty {
+    let index: Int
+    switch try target(of: keyPath, on: entity) {
+    case .identity:
       // `managedID`: the row's key, compared with captured IDs by their primary keys.
       let sql = alias.map { "\($0).pk" } ?? key ?? "\"\(entity.tableName)\".pk"
       return SQLFragment(
         sql: sql, arguments: alias == nil ? arguments : [], kind: .number, codec: nil, literal: nil,
         isNullable: key != nil && alias == nil)
-    }
-    guard slotsRead.count == 1, let slot = slotsRead.first else {
-      throw PredicateTranslationError.unknownKeyPath(String(describing: keyPath))
-    }
-    if slot >= 0 {
-      guard Int(slot) < entity.storedAttributes.count else {
-        throw PredicateTranslationError.unknownKeyPath(String(describing: keyPath))
-      }
-      var fragment = try attributeFragment(entity.storedAttributes[Int(slot)], of: entity)
+    case .attribute(let slot):
+      var fragment = try attributeFragment(entity.storedAttributes[slot], of: entity)
       if key == nil {
-        slots.insert(slot)
+        slots.insert(Int32(slot))
         return fragment
       }
       fragment.sql = try readColumn(fragment.sql, of: entity, key: key, alias: alias)
       fragment.arguments = arguments
       fragment.isNullable = true
       return fragment
+    case .relationship(let found):
+      index = found
     }
-    let relationship = entity.relationships[Int(-slot - 1)]
+    let relationship = entity.relationships[index]
     // An unsaved change of the predicate's object's side makes a fetch evaluate it in Swift.
-    if key == nil { slots.insert(slot) }
+    if key == nil { slots.insert(ManagedObject.relationshipMarker(Int32(index))) }
     guard let destination = model.entity(named: relationship.destinationEntityName) else {
-      throw PredicateTranslationError.unknownKeyPath(String(describing: keyPath))
+      throw PredicateTranslationError.unknownKeyPath(model.describe(keyPath, on: entity))
     }
     let ownerKey = key ?? "\"\(entity.tableName)\".pk"
     switch relationship.storage {

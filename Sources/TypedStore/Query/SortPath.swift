@@ -13,36 +13,107 @@ struct SortPath: Sendable, Equatable {
   var slot: Int
 }
 
-/// A resolved sort descriptor: what it reads, and which way it orders.
+extension ManagedObjectModel {
+  /// What a sort key path reads: one attribute of the root object (`\Note.title`), or of an
+  /// object reached through to-one relationships (`\Note.folder?.name`, at most
+  /// `SortPath.maximumDepth` of them); nil for anything else (see `resolve(_:on:)`).
+  func sortPath<Root: ManagedObject>(for keyPath: PartialKeyPath<Root>) -> SortPath? {
+    guard let entity = entity(for: Root.self),
+      let resolved = resolve(keyPath, on: entity, maximumDepth: SortPath.maximumDepth),
+      case .attribute(let slot) = resolved.target
+    else { return nil }
+    return SortPath(relationships: resolved.relationships, slot: slot)
+  }
+}
+
+/// How the store orders a sort key's values so that the order is Swift's.
+enum SQLSortOrder: Sendable, Equatable {
+  /// The column (or related column) as stored, compared with a collation when given:
+  /// numbers, dates and UUIDs as stored; strings as Swift's `<` (`SWIFT`) or as
+  /// `String.StandardComparator.lexical` (`SWIFT_LEXICAL`).
+  case column(collation: String?)
+  /// A `CaseIterable` enum whose `<` is not its raw values' order: each case's stored raw
+  /// value, in Swift's order of the cases, ranked by a `CASE`.
+  case ranked([PrimitiveValue])
+  /// No SQL gives Swift's order (a `Codable` value's own `<`, an enum that is not
+  /// `CaseIterable`, a comparator SQLite has no collation for): the objects are ordered in
+  /// memory with the descriptor itself.
+  case inMemory
+}
+
+/// A resolved sort descriptor: what it reads, how SQL orders it, and the descriptor's own
+/// comparison, which orders objects in memory.
 struct SortKey: Sendable {
   var path: SortPath
   var ascending: Bool
+  var order: SQLSortOrder
+  /// `descriptor.compare` on the objects: Swift's order, by definition.
+  var compare: @Sendable (ManagedObject, ManagedObject) -> ComparisonResult
 
   /// The attribute slot, for a key that reads the fetched object itself.
   var ownSlot: Int? { path.relationships.isEmpty ? path.slot : nil }
 }
 
 extension ContextState {
-  /// A sort key's value for `object`, as the store's ORDER BY sees it: the related objects
-  /// are followed in memory (and loaded, like any read of them); a missing one gives NULL,
-  /// as optional chaining gives nil.
-  func sortValue(_ key: SortKey, of object: ManagedObject) -> PrimitiveValue {
-    var current = object
-    for index in key.path.relationships {
-      guard let entity = current.entity, index < entity.relationships.count else { return .null }
-      current.loadRelationship(index)
-      guard let next = entity.relationships[index].accessor.objects(in: current).first else { return .null }
-      current = next
+  /// The sort keys of `descriptors`, resolved before the store is read.
+  ///
+  /// - Throws: `FetchError.unsupportedSortKey` for a key path that is not an attribute of the
+  ///   object or of an object reached through to-one relationships (a computed property is
+  ///   none, even one that reads an attribute), naming the key path readably.
+  func sortKeys<Entity: ManagedObject>(_ descriptors: [SortDescriptor<Entity>]) throws -> [SortKey] {
+    let model = store.model
+    return try descriptors.map { descriptor in
+      guard let keyPath = descriptor.keyPath, let path = model.sortPath(for: keyPath) else {
+        let described = descriptor.keyPath.map { model.describe($0, on: model.entity(for: Entity.self)) }
+        throw FetchError.unsupportedSortKey(described ?? String(describing: descriptor))
+      }
+      return SortKey(
+        path: path, ascending: descriptor.order == .forward,
+        order: sqlOrder(of: path, from: Entity.self, comparator: descriptor.stringComparator),
+        compare: { descriptor.compare(unsafeDowncast($0, to: Entity.self), unsafeDowncast($1, to: Entity.self)) })
     }
-    if current.isFault { fulfillFault(of: current) }  // as reading the attribute would
-    guard let entity = current.entity, key.path.slot < entity.accessors.count else { return .null }
-    return (try? entity.accessors[key.path.slot].encode(current)) ?? .null
   }
 
-  /// The ORDER BY term of a sort key on rows of `entity`'s table: the column, or for a
-  /// related object's attribute, correlated subqueries that follow the keys (NULL when a
-  /// relationship holds no object, which SQLite sorts first, as Swift orders nil).
-  func orderTerm(_ key: SortKey, of entity: EntityDescription) throws -> String {
+  /// How SQL orders the attribute `path` reads as Swift orders it (see `SQLSortOrder`).
+  private func sqlOrder<Entity: ManagedObject>(
+    of path: SortPath, from type: Entity.Type, comparator: String.StandardComparator?
+  ) -> SQLSortOrder {
+    guard var entity = store.model.entity(for: type) else { return .inMemory }
+    for index in path.relationships {
+      guard let next = store.model.entity(named: entity.relationships[index].destinationEntityName) else {
+        return .inMemory
+      }
+      entity = next
+    }
+    let attribute = entity.storedAttributes[path.slot]
+    let codec = attribute.accessor.codec
+    if let ranks = codec.caseOrder {
+      // The cases' raw values in Swift's order: the column as stored when that is SQL's
+      // order of the raw values too.
+      let text = attribute.attributeType == .string
+      let ascending = zip(ranks, ranks.dropFirst()).allSatisfy { left, right in
+        text ? compareSwift(left, right) < 0 : compareSQLite(left, right) < 0
+      }
+      return ascending ? .column(collation: text ? "SWIFT" : nil) : .ranked(ranks)
+    }
+    guard codec.isStandard else { return .inMemory }  // a Codable value's or an enum's own `<`
+    switch attribute.attributeType {
+    case .string:
+      guard var comparator else { return .column(collation: "SWIFT") }  // `String`'s `<`
+      comparator.order = .forward
+      return comparator == .lexical ? .column(collation: "SWIFT_LEXICAL") : .inMemory
+    case .integer16, .integer32, .integer64, .double, .float, .date, .uuid, .boolean:
+      return .column(collation: nil)
+    default:
+      return .inMemory
+    }
+  }
+
+  /// The ORDER BY term of a sort key on rows of `entity`'s table, with its bound values: the
+  /// column, or for a related object's attribute, correlated subqueries that follow the keys
+  /// (NULL when a relationship holds no object, which SQLite sorts first, as Swift orders
+  /// nil); nil for a key only memory can order.
+  func orderTerm(_ key: SortKey, of entity: EntityDescription) throws -> (sql: String, arguments: [PrimitiveValue])? {
     var current = entity
     /// The key of the row reached so far, as SQL (nil while it is the fetched row itself).
     var reached: String? = nil
@@ -70,9 +141,22 @@ extension ContextState {
     }
     let attribute = current.storedAttributes[key.path.slot]
     let direction = key.ascending ? "ASC" : "DESC"
-    guard let reached else { return "\"\(attribute.columnName)\" \(direction)" }
-    let alias = "_sort\(key.path.relationships.count)"
-    return
-      "(SELECT \(alias).\"\(attribute.columnName)\" FROM \"\(current.tableName)\" \(alias) WHERE \(alias).pk = \(reached)) \(direction)"
+    let value: String
+    if let reached {
+      let alias = "_sort\(key.path.relationships.count)"
+      value =
+        "(SELECT \(alias).\"\(attribute.columnName)\" FROM \"\(current.tableName)\" \(alias) WHERE \(alias).pk = \(reached))"
+    } else {
+      value = "\"\(attribute.columnName)\""
+    }
+    switch key.order {
+    case .column(let collation):
+      return ("\(value)\(collation.map { " COLLATE \($0)" } ?? "") \(direction)", [])
+    case .ranked(let ranks):
+      let cases = ranks.indices.map { "WHEN ? THEN \($0)" }.joined(separator: " ")
+      return ("CASE \(value) \(cases) END \(direction)", ranks)
+    case .inMemory:
+      return nil
+    }
   }
 }

@@ -8,6 +8,8 @@ import Foundation
 /// connection:
 ///
 /// - the collation `SWIFT`: Swift's `==` and `<` on `String`;
+/// - the collation `SWIFT_LEXICAL`: `String.StandardComparator.lexical`, for sort descriptors
+///   built with it;
 /// - `swift_contains(a, b)`: `a.contains(b)` as a collection of characters;
 /// - `swift_starts_with(a, b)`: `a.starts(with: b)`.
 ///
@@ -21,6 +23,13 @@ enum SwiftStringFunctions {
         let a = UnsafeRawBufferPointer(start: left, count: Int(leftCount))
         let b = UnsafeRawBufferPointer(start: right, count: Int(rightCount))
         return SwiftStringFunctions.compare(a, b)
+      }, nil)
+    sqlite3_create_collation_v2(
+      handle, "SWIFT_LEXICAL", SQLITE_UTF8, nil,
+      { _, leftCount, left, rightCount, right in
+        let a = UnsafeRawBufferPointer(start: left, count: Int(leftCount))
+        let b = UnsafeRawBufferPointer(start: right, count: Int(rightCount))
+        return SwiftStringFunctions.compareLexically(a, b)
       }, nil)
     for (name, function) in [
       ("swift_contains", containsFunction), ("swift_starts_with", startsWithFunction),
@@ -50,6 +59,15 @@ enum SwiftStringFunctions {
     }
     let (left, right) = (string(a), string(b))
     return left == right ? 0 : (left < right ? -1 : 1)
+  }
+
+  /// `String.StandardComparator.lexical`'s order, as a `SortDescriptor` built with it sorts.
+  static func compareLexically(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int32 {
+    switch String.StandardComparator.lexical.compare(string(a), string(b)) {
+    case .orderedAscending: -1
+    case .orderedSame: 0
+    case .orderedDescending: 1
+    }
   }
 
   /// The generic algorithms Foundation's predicate expressions call, so that the answer is the

@@ -1,0 +1,224 @@
+import Foundation
+import Testing
+import TypedStore
+
+// A key path names a stored attribute only when it is the `@Attribute` property itself:
+// a computed property that reads one is still no attribute, and every place that turns a
+// key path into a column refuses it with a typed error that names it readably.
+
+final class ClubMember: ManagedObject {
+  @Attribute var name: String = ""
+  @Attribute var age: Int = 0
+  @Relationship(deleteRule: .nullify) var club: Club?
+  var shout: String { name.uppercased() }
+  /// Reads `name` and returns it unchanged: still not the attribute.
+  var alias: String { name }
+  var settableAlias: String {
+    get { name }
+    set { name = newValue }
+  }
+  var plain: Int = 0
+  var clubName: String? { club?.name }
+  var clubAlias: Club? { club }
+}
+
+final class Club: ManagedObject {
+  @Attribute var name: String = ""
+  @Relationship(inverse: \ClubMember.club, deleteRule: .nullify) var members: Set<ClubMember>
+  @Relationship(inverse: \Creature.club, deleteRule: .nullify) var creatures: Set<Creature>
+  var shout: String { name.uppercased() }
+}
+
+class Creature: ManagedObject {
+  @Attribute var name: String = ""
+  @Relationship(deleteRule: .nullify) var club: Club?
+  var loud: String { name.uppercased() }
+  var settableAlias: String {
+    get { name }
+    set { name = newValue }
+  }
+}
+
+final class Hound: Creature {
+  @Attribute var breed: String = ""
+}
+
+final class ComputedUnique: ManagedObject {
+  override class var uniquenessConstraints: [UniquenessConstraint] {
+    [UniquenessConstraint(\ComputedUnique.shout)]
+  }
+  @Attribute var name: String = ""
+  var shout: String { name.uppercased() }
+}
+
+@Suite struct KeyPathRulesTests {
+  /// A store per test: two chess club members and a hound (each test has its own file).
+  private func makeContainer(function: String = #function) throws -> PersistentContainer {
+    let container = try PersistentContainer.makeTest(
+      model: ManagedObjectModel(ClubMember.self, Club.self, Creature.self, Hound.self), function: function)
+    try container.viewContext.performAndWait { context in
+      let chess = Club(context: context)
+      chess.name = "Chess"
+      for (name, age) in [("Ann", 30), ("bob", 20), ("Cy", 40)] {
+        let member = ClubMember(context: context)
+        member.name = name
+        member.age = age
+        member.club = chess
+      }
+      let hound = Hound(context: context)
+      hound.name = "Rex"
+      hound.breed = "beagle"
+      hound.club = chess
+      try context.save()
+    }
+    return container
+  }
+
+  private func unknownKeyPath(
+    function: String = #function, _ body: @Sendable (isolated ManagedObjectContext) throws -> Void
+  ) throws -> String {
+    try makeContainer(function: function).viewContext.performAndWait { context in
+      do {
+        try body(context)
+      } catch let error as PredicateTranslationError {
+        guard case .unknownKeyPath(let text) = error else { return "other error: \(error)" }
+        return text
+      }
+      return "no error"
+    }
+  }
+
+  @Test func aComputedPropertyThatReadsAnAttributeIsNotThatAttributeInAPredicate() throws {
+    for predicate in [
+      #Predicate<ClubMember> { $0.shout == "ANN" }, #Predicate<ClubMember> { $0.shout == "Ann" },
+      #Predicate<ClubMember> { $0.alias == "Ann" }, #Predicate<ClubMember> { $0.settableAlias == "Ann" },
+      #Predicate<ClubMember> { $0.plain == 0 }, #Predicate<ClubMember> { $0.clubName == "Chess" },
+    ] {
+      let text = try unknownKeyPath { _ = try $0.fetch(FetchRequest(predicate: predicate)) }
+      #expect(text.hasPrefix("\\ClubMember."), "\(text)")
+      #expect(!text.contains("0x"), "\(text)")
+    }
+  }
+
+  @Test func theErrorNamesAComputedPropertyByItsTypeAndWhatItReads() throws {
+    let text = try unknownKeyPath {
+      _ = try $0.fetch(FetchRequest(predicate: #Predicate<ClubMember> { $0.shout == "" }))
+    }
+    #expect(text == "\\ClubMember.<computed String reading name>")
+    let plain = try unknownKeyPath {
+      _ = try $0.fetch(FetchRequest(predicate: #Predicate<ClubMember> { $0.plain == 0 }))
+    }
+    #expect(plain == "\\ClubMember.plain")
+  }
+
+  @Test func aComputedPropertyOfARelatedObjectIsRefusedToo() throws {
+    let text = try unknownKeyPath { context in
+      _ = try context.fetch(FetchRequest(predicate: #Predicate<ClubMember> { $0.club?.shout == "CHESS" }))
+    }
+    #expect(text.hasPrefix("\\Club."), "\(text)")
+  }
+
+  @Test func storedPropertiesStillTranslateOnTheObjectARelatedObjectAndASubentity() throws {
+    let named = #Predicate<ClubMember> { $0.name == "Ann" }
+    let inClub = #Predicate<ClubMember> { $0.club?.name == "Chess" }
+    let hound = #Predicate<Hound> { $0.name == "Rex" }
+    let houndInClub = #Predicate<Hound> { $0.club?.name == "Chess" }
+    let counts = try makeContainer().viewContext.performAndWait { context in
+      [
+        try context.fetch(FetchRequest(predicate: named)).count,
+        try context.fetch(FetchRequest(predicate: inClub)).count,
+        try context.fetch(FetchRequest(predicate: hound)).count,
+        try context.fetch(FetchRequest(predicate: houndInClub)).count,
+      ]
+    }
+    #expect(counts == [1, 3, 1, 1])
+  }
+
+  @Test func aComputedSubentityPropertyWithoutASetterIsRefused() throws {
+    let text = try unknownKeyPath { _ = try $0.fetch(FetchRequest(predicate: #Predicate<Hound> { $0.loud == "REX" })) }
+    #expect(text.hasPrefix("\\Hound."), "\(text)")
+  }
+
+  private func unsupportedSortKey(_ descriptor: SortDescriptor<ClubMember>, function: String = #function) throws
+    -> String?
+  {
+    try makeContainer(function: function).viewContext.performAndWait { context in
+      do {
+        _ = try context.fetch(FetchRequest<ClubMember>(sortBy: [descriptor]))
+      } catch FetchError.unsupportedSortKey(let text) {
+        return text
+      }
+      return nil
+    }
+  }
+
+  @Test func sortingByAComputedPropertyThrowsUnsupportedSortKey() throws {
+    for descriptor in [
+      SortDescriptor(\ClubMember.shout), SortDescriptor(\ClubMember.alias), SortDescriptor(\ClubMember.clubName),
+      SortDescriptor(\ClubMember.club?.shout), SortDescriptor(\ClubMember.clubAlias?.name),
+      SortDescriptor(\ClubMember.plain),
+    ] {
+      let text = try unsupportedSortKey(descriptor)
+      #expect(text != nil, "\(descriptor)")
+      #expect(text?.contains("0x") == false, "\(text ?? "")")
+    }
+    #expect(try unsupportedSortKey(SortDescriptor(\ClubMember.shout)) == "\\ClubMember.<computed String reading name>")
+  }
+
+  @Test func sortingByStoredPropertiesThroughRelationshipsAndInheritedOnesWorks() throws {
+    try makeContainer().viewContext.performAndWait { context in
+      let names = try context.fetch(FetchRequest<ClubMember>(sortBy: [SortDescriptor(\.age)])).map(\.name)
+      #expect(names == ["bob", "Ann", "Cy"])
+      let byClub = try context.fetch(
+        FetchRequest<ClubMember>(sortBy: [SortDescriptor(\.club?.name), SortDescriptor(\.age)]))
+      #expect(byClub.map(\.name) == ["bob", "Ann", "Cy"])
+      #expect(try context.fetch(FetchRequest<Hound>(sortBy: [SortDescriptor(\.name)])).count == 1)
+      #expect(try context.fetch(FetchRequest<Hound>(sortBy: [SortDescriptor(\.club?.name)])).count == 1)
+    }
+  }
+
+  @Test func sectionsAggregatesBatchUpdatesAndPrefetchingRefuseComputedKeyPaths() throws {
+    try makeContainer().viewContext.performAndWait { context in
+      let controller = FetchedResultsController(
+        fetchRequest: FetchRequest<ClubMember>(sortBy: [SortDescriptor(\.name)]), context: context,
+        sectionKeyPath: \ClubMember.shout)
+      #expect(throws: FetchError.unsupportedSortKey("\\ClubMember.<computed String reading name>")) {
+        try controller.performFetch()
+      }
+      #expect {
+        _ = try context.aggregate(.count, for: FetchRequest<ClubMember>(), groupedBy: \ClubMember.shout)
+      } throws: { error in
+        guard case FetchError.unsupportedAggregate(let text) = error else { return false }
+        return !text.contains("0x")
+      }
+      var update = BatchUpdateRequest<ClubMember>()
+      update.propertiesToUpdate = [.set(\ClubMember.settableAlias, "x")]
+      #expect {
+        _ = try context.execute(update)
+      } throws: { error in
+        guard case BatchError.unsupportedKeyPath(let text) = error else { return false }
+        return !text.contains("0x")
+      }
+      var prefetching = FetchRequest<ClubMember>()
+      prefetching.relationshipKeyPathsForPrefetching = [\ClubMember.clubAlias]
+      #expect {
+        _ = try context.fetch(prefetching)
+      } throws: { error in
+        guard case FetchError.notARelationship(let text) = error else { return false }
+        return !text.contains("0x")
+      }
+      // Nothing was written.
+      let names = try context.fetch(FetchRequest<ClubMember>()).map(\.name).sorted()
+      #expect(names == ["Ann", "Cy", "bob"])
+    }
+  }
+
+  @Test func aUniquenessConstraintOnAComputedPropertyIsAModelError() throws {
+    #expect {
+      _ = try ManagedObjectModel(ComputedUnique.self)
+    } throws: { error in
+      guard let error = error as? ModelError else { return false }
+      return "\(error)".contains("computed") && !"\(error)".contains("0x")
+    }
+  }
+}
