@@ -363,14 +363,18 @@ extension ContextState {
         return a != b ? a < b : left.offset < right.offset
       }.map(\.element)
     } else if !resolved.sortKeys.isEmpty {
-      // Swift's order, from the descriptors themselves; ties keep the store's order (the
-      // primary key), inserted objects after saved ones.
+      // Swift's order, from the descriptors themselves; ties by primary key, as the store
+      // orders them, inserted objects after saved ones.
+      func tieKey(_ index: Int) -> (Int, Int64) {
+        guard let key = objects[index].objectKey, !key.isTemporary else { return (1, Int64(index)) }
+        return (0, key.value)
+      }
       let order = objects.indices.sorted { left, right in
         for sort in resolved.sortKeys {
           let comparison = sort.compare(objects[left], objects[right])
           if comparison != .orderedSame { return comparison == .orderedAscending }
         }
-        return left < right
+        return tieKey(left) < tieKey(right)
       }
       objects = order.map { objects[$0] }
     }

@@ -43,8 +43,9 @@ public struct FetchRequest<Entity: ManagedObject>: Sendable {
   /// let folders = try context.fetch(request)   // each folder.notes is loaded, with its notes' values
   /// ```
   ///
-  /// Each key path must name a relationship of `Entity`; the fetch throws
-  /// `FetchError.unsupportedKeyPath` otherwise.
+  /// Each key path must name a relationship of `Entity` (the `@Relationship` property itself,
+  /// not a computed property that returns one); the fetch throws `FetchError.notARelationship`
+  /// otherwise, before anything is read.
   public var relationshipKeyPathsForPrefetching: [PartialKeyPath<Entity> & Sendable] = []
 
   /// Creates a request for the objects of `Entity` the predicate selects (all without one),
@@ -63,7 +64,8 @@ public struct FetchRequest<Entity: ManagedObject>: Sendable {
   /// request keeps its previous predicate and the error says why.
   ///
   /// ```swift
-  /// try request.setPredicate(#Predicate<Note> { $0.status == .published })
+  /// let published = Status.published   // #Predicate cannot name an enum case: capture it
+  /// try request.setPredicate(#Predicate<Note> { $0.status == published })
   /// ```
   ///
   /// The check needs a model that has `Entity`: one of an open store, or `Entity` on its own.
