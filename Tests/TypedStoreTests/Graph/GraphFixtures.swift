@@ -9,6 +9,8 @@ import TypedStore
 final class Shelf: ManagedObject {
   @Attribute var name: String = ""
   @Relationship(deleteRule: .cascade) var books: Set<Book>
+  /// Computed: no attribute, though it reads one (predicates and sorts refuse it).
+  var loudName: String { name.uppercased() }
 }
 
 class Book: ManagedObject {
@@ -16,6 +18,9 @@ class Book: ManagedObject {
   @Relationship(inverse: \Shelf.books, deleteRule: .nullify) var shelf: Shelf?
   @Relationship() var tags: Set<Topic>
   @Relationship(deleteRule: .cascade) var chapters: [Chapter]
+  /// Computed through relationships: refused like any computed property.
+  var shelfName: String? { shelf?.name }
+  var tagCount: Int { tags.count }
 }
 
 final class Novel: Book {
@@ -25,6 +30,7 @@ final class Novel: Book {
 final class Topic: ManagedObject {
   @Attribute var label: String = ""
   @Relationship(inverse: \Book.tags) var books: Set<Book>
+  var loudLabel: String { label.uppercased() }
 }
 
 final class Chapter: ManagedObject {

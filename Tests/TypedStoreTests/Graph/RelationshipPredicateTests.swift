@@ -63,6 +63,19 @@ import Testing
           try context.fetch(FetchRequest<Entity>()).filter { try predicate.evaluate($0) }.map(\.managedID))
         if stored != evaluated { mismatches.append("\(name): SQL \(stored.count), Swift \(evaluated.count)") }
       }
+      /// A predicate that reads a computed property: refused before the store is read.
+      func refused<Entity: ManagedObject>(
+        _ context: isolated ManagedObjectContext, _ name: String, _ predicate: Predicate<Entity>
+      ) {
+        do {
+          _ = try context.fetch(FetchRequest<Entity>(predicate: predicate))
+          mismatches.append("\(name): translated, though it reads a computed property")
+        } catch PredicateTranslationError.unknownKeyPath(let text) {
+          if text.contains("0x") { mismatches.append("\(name): named \(text)") }
+        } catch {
+          mismatches.append("\(name): \(error)")
+        }
+      }
       for round in 0..<rounds {
         let name = random.pick(Self.names)
         let label = random.pick(Self.labels)
@@ -87,6 +100,13 @@ import Testing
         try check(
           context, "\(tag) topic books on shelf", #Predicate<Topic> { $0.books.contains { $0.shelf?.name == name } })
         try check(context, "\(tag) chapter book shelf", #Predicate<Chapter> { $0.book?.shelf?.name == name })
+        try check(context, "\(tag) novel shelf?.name", #Predicate<Novel> { $0.shelf?.name == name && $0.title != "" })
+        refused(context, "\(tag) shelfName (computed)", #Predicate<Book> { $0.shelfName == name })
+        refused(context, "\(tag) shelf?.loudName (computed)", #Predicate<Book> { $0.shelf?.loudName == name })
+        refused(context, "\(tag) tagCount (computed)", #Predicate<Book> { $0.tagCount > count })
+        refused(context, "\(tag) novel shelfName (computed)", #Predicate<Novel> { $0.shelfName == name })
+        refused(
+          context, "\(tag) tags loudLabel (computed)", #Predicate<Book> { $0.tags.contains { $0.loudLabel == label } })
         let shelf = random.pick(shelves)
         // Objects by ID, as SwiftData compares persistentModelID.
         let shelfID = shelf.managedID

@@ -18,14 +18,18 @@ enum Urgency: String, Codable, Sendable, CaseIterable, Comparable {
 
 /// An order of its own and no list of cases: only Swift can order it.
 enum Tier: Int, Codable, Sendable, Comparable {
-  case bronze = 3, silver = 1, gold = 2
+  case bronze = 3
+  case silver = 1
+  case gold = 2
   static func < (lhs: Tier, rhs: Tier) -> Bool { lhs.weight < rhs.weight }
   private var weight: Int { [Tier.bronze: 0, .silver: 1, .gold: 2][self] ?? 0 }
 }
 
 /// Raw values in the cases' order: the store can use the column as it is.
 enum Step: Int, Codable, Sendable, CaseIterable, Comparable {
-  case one = 1, two = 2, three = 3
+  case one = 1
+  case two = 2
+  case three = 3
   static func < (lhs: Step, rhs: Step) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
@@ -120,11 +124,13 @@ struct SortCase: Sendable, CustomStringConvertible {
     var rng = SeededGenerator(state: seed)
     func pick<T>(_ values: [T]) -> T { values[Int.random(in: 0..<values.count, using: &rng)] }
     func maybe<T>(_ values: [T]) -> T? { Int.random(in: 0..<3, using: &rng) == 0 ? nil : pick(values) }
-    let groups: [SortGroup?] = [nil] + ["b", "a", "B", nil].map { title in
-      let group = SortGroup(context: context)
-      group.title = title
-      return group
-    }
+    let groups: [SortGroup?] =
+      [nil]
+      + ["b", "a", "B", nil].map { title in
+        let group = SortGroup(context: context)
+        group.title = title
+        return group
+      }
     let parents: [SortParent?] =
       [nil]
       + (0..<8).map { _ in
