@@ -40,7 +40,7 @@ public struct Attribute<Value> {
   ) -> Value {
     @inline(__always) get {
       if object._needsAccessHook {
-        object._willAccessValue(slot: object[keyPath: storageKeyPath].slot, keyPath: wrappedKeyPath)
+        object._willAccessValue(slot: object[keyPath: storageKeyPath].slot)
       }
       return object[keyPath: storageKeyPath].value
     }

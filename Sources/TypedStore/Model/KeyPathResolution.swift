@@ -2,32 +2,29 @@ import Foundation
 
 // Which stored property a key path names.
 //
-// A key path is applied to a probe: a detached object whose `@Attribute` and `@Relationship`
-// fields record each read, with the slot and the key path of the wrapped property the
-// compiler hands the wrapper. Reading a slot is not enough to name it: a computed property
-// (`var shout: String { name.uppercased() }`) reads `name` too, and translated as `name` it
-// would answer another question. So a key path names an attribute only when it *is* the
-// wrapped property:
+// A key path is applied to probes: detached objects whose `@Attribute` and `@Relationship`
+// fields record the slot of each read. Reading a slot is not enough to name it: a computed
+// property (`var shout: String { name.uppercased() }`) reads `name` too, and translated as
+// `name` it would answer another question. So a key path names an attribute only when it
+// passes three checks, each of which a computed property fails:
 //
-// - one property of the probe's own class: the key path equals the recorded one (key paths
-//   compare by their components);
-// - a chain through to-one relationships (`\Note.folder?.name`): its components, as the
-//   standard library describes them, are the recorded properties' components joined by
-//   optional chaining, and nothing else;
-// - a property that a subentity inherits (`\Employee.name` for `Person.name`): Swift gives a
-//   subclass's key path components of their own, which compare equal to nothing the
-//   superclass's wrapper sees. Such a component is checked by its value type and by being
-//   the one read; a lone one must also be settable, which a computed property without a
-//   setter is not. `managedID` is exact at every level (`ManagedObjectIdentity`).
+// - shape: one component per property on the way (the standard library describes a key
+//   path's components), joined by optional chaining and nothing else; a computed property
+//   that follows a relationship itself (`var folderName: String? { folder?.name }`) is one
+//   component where the reads show two;
+// - values: with each of several values stored in the attribute's field (and the related
+//   probes in place), the key path returns exactly that value, and nil when a relationship
+//   on the way holds nothing: `name.uppercased()`, `name ?? ""` and the like do not;
+// - a lone property must be settable, as every `@Attribute` and `@Relationship` is and a
+//   computed property without a setter is not.
 //
-// The check runs once per request key path (a few microseconds), never per object.
-
-/// One read a probe recorded: the attribute's slot (a relationship as its negative marker,
-/// `ManagedObject.relationshipMarker`) and the key path of the wrapped property read.
-struct KeyPathRead {
-  var slot: Int32
-  var keyPath: AnyKeyPath
-}
+// `managedID` is compared exactly: `ManagedObjectIdentity` makes `\T.managedID` for each class.
+// What the checks cannot tell from the attribute is a computed property with a setter that
+// returns and stores exactly one attribute's value, unchanged: Swift offers no way to see
+// that it is not the property (the wrapper's own key path would, but handing it to the hook
+// cost every attribute read a key path lookup), and its answers are the attribute's.
+//
+// The checks run once per request key path (microseconds), never per object.
 
 /// What a key path names, as `ManagedObjectModel.resolve(_:on:)` finds it.
 struct ResolvedKeyPath: Equatable {
@@ -51,60 +48,17 @@ extension ManagedObjectModel {
   /// to-one relationships; nil for anything else (a computed property, a plain `var`, a
   /// property of another type, a to-many followed by more).
   func resolve(_ keyPath: AnyKeyPath, on entity: EntityDescription, maximumDepth: Int = 3) -> ResolvedKeyPath? {
-    guard entity.hasClass, isRoot(of: keyPath, instance: entity.objectType) else { return nil }
-    var relationships: [Int] = []
-    while relationships.count <= maximumDepth {
-      // Probes along the relationships found so far, the last one's relationships empty.
-      guard let root = probe(of: entity) else { return nil }
-      var nodes = [root]
-      var entities = [entity]
-      for index in relationships {
-        guard let last = nodes.last, let lastEntity = entities.last,
-          let destination = self.entity(named: lastEntity.relationships[index].destinationEntityName),
-          let next = probe(of: destination)
-        else { return nil }
-        lastEntity.relationships[index].accessor.fulfill(last, with: [next])
-        nodes.append(next)
-        entities.append(destination)
-      }
-      _ = root[keyPath: keyPath]
-      // Each probe on the way must have read its relationship to the next, and nothing else.
-      var reads: [KeyPathRead] = []
-      for (step, node) in nodes.enumerated().dropLast() {
-        guard let read = node.keyPathRecorder, read.count == 1, let only = read.first,
-          only.slot == ManagedObject.relationshipMarker(Int32(relationships[step])), !node.recordedIdentityRead
-        else { return nil }
-        reads.append(only)
-      }
-      guard let last = nodes.last, let lastEntity = entities.last else { return nil }
-      let lastReads = last.keyPathRecorder ?? []
-      if lastReads.isEmpty && last.recordedIdentityRead {
-        let identity = Self.identityKeyPath(of: type(of: last))
-        reads.append(KeyPathRead(slot: 0, keyPath: identity))
-        let resolved = ResolvedKeyPath(relationships: relationships, target: .identity)
-        return matches(keyPath, reads: reads, path: resolved, from: entity) ? resolved : nil
-      }
-      if lastReads.isEmpty, let previous = relationships.last {
-        // The key path read nothing of the object the relationship holds: it names the
-        // relationship itself (whose read the object before recorded).
-        let resolved = ResolvedKeyPath(relationships: Array(relationships.dropLast()), target: .relationship(previous))
-        return matches(keyPath, reads: reads, path: resolved, from: entity) ? resolved : nil
-      }
-      guard lastReads.count == 1, let read = lastReads.first, !last.recordedIdentityRead else { return nil }
-      if read.slot >= 0 {
-        guard Int(read.slot) < lastEntity.storedAttributes.count else { return nil }
-        let resolved = ResolvedKeyPath(relationships: relationships, target: .attribute(Int(read.slot)))
-        return matches(keyPath, reads: reads + [read], path: resolved, from: entity) ? resolved : nil
-      }
-      let index = Int(-read.slot - 1)
-      guard index < lastEntity.relationships.count else { return nil }
-      if lastEntity.relationships[index].kind.isToMany || relationships.count == maximumDepth {
-        let resolved = ResolvedKeyPath(relationships: relationships, target: .relationship(index))
-        return matches(keyPath, reads: reads + [read], path: resolved, from: entity) ? resolved : nil
-      }
-      relationships.append(index)  // a to-one: look one level deeper, with a probe there
+    guard entity.hasClass, Self.isRoot(of: keyPath, instance: entity.objectType),
+      let resolved = reads(of: keyPath, on: entity, maximumDepth: maximumDepth),
+      let components = Self.components(of: keyPath), components == resolved.relationships.count + 1
+    else { return nil }
+    switch resolved.target {
+    case .identity:
+      return identityMatches(keyPath, resolved, from: entity) ? resolved : nil
+    case .attribute, .relationship:
+      if components == 1 && !Self.isSettable(keyPath) { return nil }
+      return valuesMatch(keyPath, resolved, from: entity) ? resolved : nil
     }
-    return nil
   }
 
   /// The slot of the attribute `keyPath` names on the object itself, or nil.
@@ -119,6 +73,13 @@ extension ManagedObjectModel {
     guard let resolved = resolve(keyPath, on: entity, maximumDepth: 0), case .relationship(let index) = resolved.target
     else { return nil }
     return index
+  }
+
+  /// Whether a key path a probe saw read one property could be that property: one
+  /// component, settable. For declarations checked while the model is built (uniqueness
+  /// constraints, inverses), before there are probes with values.
+  static func couldBeProperty(_ keyPath: AnyKeyPath) -> Bool {
+    components(of: keyPath) == 1 && isSettable(keyPath)
   }
 
   /// How an error names a key path: by the model's property names when it names some
@@ -143,154 +104,12 @@ extension ManagedObjectModel {
       return "\\\(root)." + names.joined(separator: "?.")
     }
     var reads: [String] = []
-    if let entity, let probe = probe(of: entity), isRoot(of: keyPath, instance: entity.objectType) {
+    if let entity, let probe = probe(of: entity), Self.isRoot(of: keyPath, instance: entity.objectType) {
       _ = probe[keyPath: keyPath]
-      for read in probe.keyPathRecorder ?? [] {
-        if read.slot >= 0, Int(read.slot) < entity.storedAttributes.count {
-          reads.append(entity.storedAttributes[Int(read.slot)].name)
-        } else if read.slot < 0, Int(-read.slot - 1) < entity.relationships.count {
-          reads.append(entity.relationships[Int(-read.slot - 1)].name)
-        }
-      }
+      reads = (probe.keyPathRecorder ?? []).compactMap { entity.propertyName(ofRead: $0) }
       if probe.recordedIdentityRead { reads.append("managedID") }
     }
     return Self.readable(keyPath.debugDescription, reading: reads)
-  }
-
-  // MARK: - Helpers
-
-  /// Whether objects of `type` are what `keyPath` applies to.
-  private func isRoot(of keyPath: AnyKeyPath, instance type: ManagedObject.Type) -> Bool {
-    func check<Root>(_ root: Root.Type) -> Bool { type is Root.Type }
-    return _openExistential(Swift.type(of: keyPath).rootType, do: check)
-  }
-
-  /// Whether `keyPath` is exactly the chain of wrapped properties `reads` recorded (see the
-  /// comment at the top of this file).
-  private func matches(
-    _ keyPath: AnyKeyPath, reads: [KeyPathRead], path: ResolvedKeyPath, from entity: EntityDescription
-  ) -> Bool {
-    guard let first = reads.first else { return false }
-    let userRoot = type(of: keyPath).rootType
-    if reads.count == 1 {
-      if case .identity = path.target { return keyPath == first.keyPath }  // rooted at the class itself
-      return Self.isWrappedProperty(keyPath, read: first)
-    }
-    // The static type each component is applied to: the key path's root, then each
-    // relationship's destination class.
-    var roots: [Any.Type] = [userRoot]
-    var current = entity
-    for index in path.relationships {
-      guard let destination = self.entity(named: current.relationships[index].destinationEntityName),
-        destination.hasClass
-      else { return false }
-      roots.append(current.relationships[index].accessor.destinationType)
-      current = destination
-    }
-    guard roots.count == reads.count else { return false }
-    let inherited = zip(roots, reads).map { root, read in
-      ObjectIdentifier(type(of: read.keyPath).rootType) != ObjectIdentifier(root)
-    }
-    return Self.components(keyPath, equal: reads, inherited: inherited)
-  }
-
-  /// `\\T.managedID` for the class `type`, rooted at that class itself.
-  private static func identityKeyPath(of type: ManagedObject.Type) -> AnyKeyPath {
-    func open<T: IdentityKeyPathProviding>(_ type: T.Type) -> AnyKeyPath { type.managedIDKeyPath }
-    let providing: any IdentityKeyPathProviding.Type = type
-    return open(providing)
-  }
-
-  /// Whether `keyPath`, a key path of one property, is the wrapped property whose read a
-  /// probe recorded as `read` (see the comment at the top of this file).
-  static func isWrappedProperty(_ keyPath: AnyKeyPath, read: KeyPathRead) -> Bool {
-    if ObjectIdentifier(type(of: read.keyPath).rootType) == ObjectIdentifier(type(of: keyPath).rootType) {
-      return keyPath == read.keyPath
-    }
-    // A property a subentity inherits: the subclass's key path has accessors of its own.
-    return isSettable(keyPath) && components(keyPath, equal: [read], inherited: [true])
-  }
-
-  /// Whether `keyPath` can be written through, as a stored property's can.
-  private static func isSettable(_ keyPath: AnyKeyPath) -> Bool {
-    func root<Root>(_: Root.Type) -> Bool {
-      func value<Value>(_: Value.Type) -> Bool { keyPath is ReferenceWritableKeyPath<Root, Value> }
-      return _openExistential(type(of: keyPath).valueType, do: value)
-    }
-    return _openExistential(type(of: keyPath).rootType, do: root)
-  }
-
-  /// Whether the standard library's description of `keyPath` is that of `reads`' key paths'
-  /// single components, joined by optional chaining (`?`), with a final `?` when the last
-  /// value is wrapped in an optional. A component of an `inherited` read is compared with
-  /// its address left out, since a subclass's key path has accessors of its own.
-  private static func components(_ keyPath: AnyKeyPath, equal reads: [KeyPathRead], inherited: [Bool]) -> Bool {
-    let rootPrefix = "\\" + String(describing: type(of: keyPath).rootType)
-    var expected: [(text: String, inherited: Bool)] = [(rootPrefix, false)]
-    for (index, read) in reads.enumerated() {
-      let description = read.keyPath.debugDescription
-      let prefix = "\\" + String(describing: type(of: read.keyPath).rootType)
-      guard description.hasPrefix(prefix) else { return false }
-      let component = String(description.dropFirst(prefix.count))
-      // One component: `.name` or `.<computed 0x… (Type)>`, nothing chained after it.
-      guard component.hasPrefix("."), !component.dropFirst().contains("?"), !component.hasSuffix("!") else {
-        return false
-      }
-      if index > 0 { expected.append(("?", false)) }
-      expected.append((component, inherited[index]))
-    }
-    let actual = keyPath.debugDescription
-    let joined = expected.map(\.text).joined()
-    if actual == joined || actual == joined + "?" { return true }
-    guard inherited.contains(true) else { return false }
-    // Compare again with every address masked, then the addresses of the components that
-    // are not inherited one by one.
-    let masked = maskingAddresses(joined)
-    let actualMasked = maskingAddresses(actual)
-    return actualMasked == masked || actualMasked == masked + "?"
-      ? unmaskedAddressesAgree(actual, expected: expected) : false
-  }
-
-  /// `text` with every `0x` followed by hex digits written as `0x_`.
-  private static func maskingAddresses(_ text: String) -> String {
-    var result = ""
-    var index = text.startIndex
-    while index < text.endIndex {
-      if text[index...].hasPrefix("0x") {
-        result += "0x_"
-        index = text.index(index, offsetBy: 2)
-        while index < text.endIndex, text[index].isHexDigit { index = text.index(after: index) }
-      } else {
-        result.append(text[index])
-        index = text.index(after: index)
-      }
-    }
-    return result
-  }
-
-  /// The addresses of `actual`, in order, against the expected components': those of
-  /// components not inherited must be the same.
-  private static func unmaskedAddressesAgree(_ actual: String, expected: [(text: String, inherited: Bool)]) -> Bool {
-    func addresses(_ text: String) -> [Substring] {
-      var found: [Substring] = []
-      var rest = text[...]
-      while let range = rest.range(of: "0x") {
-        let digits = rest[range.upperBound...].prefix(while: \.isHexDigit)
-        found.append(digits)
-        rest = rest[digits.endIndex...]
-      }
-      return found
-    }
-    let actualAddresses = addresses(actual)
-    var expectedAddresses: [Substring?] = []
-    for component in expected {
-      let found = addresses(component.text)
-      expectedAddresses += component.inherited ? found.map { _ in nil } : found.map { $0 }
-    }
-    guard actualAddresses.count == expectedAddresses.count else { return false }
-    return zip(actualAddresses, expectedAddresses).allSatisfy { actual, expected in
-      expected.map { $0 == actual } ?? true
-    }
   }
 
   /// Swift's description of a key path with each `<computed 0x… (Type)>` written as
@@ -307,6 +126,228 @@ extension ManagedObjectModel {
       rest = rest[close.upperBound...]
     }
     return result + rest
+  }
+
+  // MARK: - Reads
+
+  /// What the key path reads on a chain of probes: a to-one relationship on each one before
+  /// the last, then one attribute, relationship or `managedID` of the last.
+  private func reads(of keyPath: AnyKeyPath, on entity: EntityDescription, maximumDepth: Int) -> ResolvedKeyPath? {
+    var relationships: [Int] = []
+    while relationships.count <= maximumDepth {
+      guard let nodes = probes(along: relationships, from: entity), let root = nodes.first?.object else {
+        return nil
+      }
+      _ = root[keyPath: keyPath]
+      // Each probe on the way must have read its relationship to the next, and nothing else.
+      for (step, node) in nodes.dropLast().enumerated() {
+        guard node.object.keyPathRecorder == [ManagedObject.relationshipMarker(Int32(relationships[step]))],
+          !node.object.recordedIdentityRead
+        else { return nil }
+      }
+      guard let last = nodes.last else { return nil }
+      let read = last.object.keyPathRecorder ?? []
+      if read.isEmpty && last.object.recordedIdentityRead {
+        return ResolvedKeyPath(relationships: relationships, target: .identity)
+      }
+      if read.isEmpty, let previous = relationships.last {
+        // Nothing read of the object the relationship holds: the key path names the
+        // relationship itself.
+        return ResolvedKeyPath(relationships: Array(relationships.dropLast()), target: .relationship(previous))
+      }
+      guard read.count == 1, let slot = read.first, !last.object.recordedIdentityRead else { return nil }
+      if slot >= 0 {
+        guard Int(slot) < last.entity.storedAttributes.count else { return nil }
+        return ResolvedKeyPath(relationships: relationships, target: .attribute(Int(slot)))
+      }
+      let index = Int(-slot - 1)
+      guard index < last.entity.relationships.count else { return nil }
+      if last.entity.relationships[index].kind.isToMany || relationships.count == maximumDepth {
+        return ResolvedKeyPath(relationships: relationships, target: .relationship(index))
+      }
+      relationships.append(index)  // a to-one: look one level deeper, with a probe there
+    }
+    return nil
+  }
+
+  /// Probes of `entity` and of each entity the relationships reach, each relationship
+  /// holding the next probe; the last probe's relationships hold nothing.
+  private func probes(along relationships: [Int], from entity: EntityDescription, fillingUpTo count: Int? = nil)
+    -> [(object: ManagedObject, entity: EntityDescription)]?
+  {
+    guard let root = probe(of: entity) else { return nil }
+    var nodes = [(object: root, entity: entity)]
+    for (step, index) in relationships.enumerated() {
+      guard let last = nodes.last,
+        let destination = self.entity(named: last.entity.relationships[index].destinationEntityName),
+        let next = probe(of: destination)
+      else { return nil }
+      if step < count ?? relationships.count {
+        last.entity.relationships[index].accessor.fulfill(last.object, with: [next])
+      }
+      nodes.append((next, destination))
+    }
+    return nodes
+  }
+
+  // MARK: - Values
+
+  /// Whether the key path returns what the attribute or relationship it reads holds, for
+  /// several values, and nil when a relationship on the way holds nothing.
+  private func valuesMatch(_ keyPath: AnyKeyPath, _ resolved: ResolvedKeyPath, from entity: EntityDescription) -> Bool {
+    // Optional chaining: nil as soon as a relationship on the way holds nothing.
+    for depth in resolved.relationships.indices {
+      guard let nodes = probes(along: resolved.relationships, from: entity, fillingUpTo: depth),
+        let root = nodes.first?.object, let value = root[keyPath: keyPath]
+      else { return false }
+      guard let optional = value as? any AnyOptional, optional.isNone else { return false }
+    }
+    switch resolved.target {
+    case .attribute(let slot):
+      guard let nodes = probes(along: resolved.relationships, from: entity), let last = nodes.last else { return false }
+      let accessor = last.entity.storedAttributes[slot].accessor
+      // Values of the attribute's type; for one whose values cannot be made up (an enum that
+      // lists no cases, a Codable type), the declared default alone.
+      var samples = Self.samples(for: accessor.codec)
+      if samples.isEmpty, let initial = try? accessor.encode(last.object) { samples = [initial] }
+      guard !samples.isEmpty else { return false }
+      for sample in samples {
+        guard let nodes = probes(along: resolved.relationships, from: entity), let root = nodes.first?.object,
+          let last = nodes.last, (try? accessor.decode(sample, into: last.object)) != nil,
+          let value = root[keyPath: keyPath], (try? accessor.codec.encodeAny(value)) == sample
+        else { return false }
+      }
+      return true
+    case .relationship(let index):
+      // The key path returns the very objects the relationship holds.
+      guard let nodes = probes(along: resolved.relationships, from: entity), let root = nodes.first?.object,
+        let last = nodes.last,
+        let destination = self.entity(named: last.entity.relationships[index].destinationEntityName),
+        let held = probe(of: destination)
+      else { return false }
+      let relationship = last.entity.relationships[index]
+      relationship.accessor.fulfill(last.object, with: [held])
+      guard let value = root[keyPath: keyPath] else { return false }
+      if relationship.kind.isToMany {
+        return (value as? any RelationshipValue)?.objects.contains { $0 === held } ?? false
+      }
+      return (value as? ManagedObject) === held
+    case .identity:
+      return false
+    }
+  }
+
+  /// Values of the codec's type to store in a probe and expect back: the cases of an enum
+  /// that lists them, then the first of some unusual stored values of each kind that the
+  /// codec decodes and encodes back unchanged, at most four.
+  private static func samples(for codec: any ValueCodec) -> [PrimitiveValue] {
+    let candidates: [PrimitiveValue] = [
+      .integer(73), .integer(-5), .integer(1), .integer(0), .real(2.5), .real(-0.75), .text("tS\u{e9}-1"),
+      .text("Probe b"), .text("12.5"), .text("-3"), .blob(Data((0..<16).map { UInt8($0 * 7) })),
+      .blob(Data((0..<16).map { UInt8(200 - $0) })), .text("00000000-0000-4000-8000-00000000004A"),
+      .text("https://probe.invalid/a"), .text("{}"), .text("[]"), .text("\"probe\""), .text("7"),
+    ]
+    var samples = Array((codec.caseOrder ?? []).prefix(3))
+    for candidate in candidates where samples.count < 4 && !samples.contains(candidate) {
+      guard let decoded = try? codec.decodeAny(candidate), (try? codec.encodeAny(decoded)) == candidate else {
+        continue
+      }
+      samples.append(candidate)
+    }
+    return samples
+  }
+
+  // MARK: - Identity
+
+  /// Whether the last component is `managedID` itself, compared with `\T.managedID` for the
+  /// class it is read on.
+  private func identityMatches(_ keyPath: AnyKeyPath, _ resolved: ResolvedKeyPath, from entity: EntityDescription)
+    -> Bool
+  {
+    guard let nodes = probes(along: resolved.relationships, from: entity), let last = nodes.last else { return false }
+    let identity = Self.identityKeyPath(of: type(of: last.object))
+    if resolved.relationships.isEmpty { return keyPath == identity }
+    let prefix = "\\" + String(describing: type(of: identity).rootType)
+    let component = identity.debugDescription.dropFirst(prefix.count)
+    return keyPath.debugDescription.hasSuffix("?" + component) && valuesMatchUpToIdentity(keyPath, resolved, entity)
+  }
+
+  /// The relationships on the way to a `managedID` return nil when they hold nothing.
+  private func valuesMatchUpToIdentity(_ keyPath: AnyKeyPath, _ resolved: ResolvedKeyPath, _ entity: EntityDescription)
+    -> Bool
+  {
+    for depth in resolved.relationships.indices {
+      guard let nodes = probes(along: resolved.relationships, from: entity, fillingUpTo: depth),
+        let root = nodes.first?.object, let value = root[keyPath: keyPath],
+        let optional = value as? any AnyOptional, optional.isNone
+      else { return false }
+    }
+    return true
+  }
+
+  /// `\T.managedID` for the class `type`, rooted at that class itself.
+  private static func identityKeyPath(of type: ManagedObject.Type) -> AnyKeyPath {
+    func open<T: IdentityKeyPathProviding>(_ type: T.Type) -> AnyKeyPath { type.managedIDKeyPath }
+    let providing: any IdentityKeyPathProviding.Type = type
+    return open(providing)
+  }
+
+  // MARK: - Shape
+
+  /// Whether objects of `type` are what `keyPath` applies to.
+  private static func isRoot(of keyPath: AnyKeyPath, instance type: ManagedObject.Type) -> Bool {
+    func check<Root>(_ root: Root.Type) -> Bool { type is Root.Type }
+    return _openExistential(Swift.type(of: keyPath).rootType, do: check)
+  }
+
+  /// Whether `keyPath` can be written through, as a stored property's can.
+  private static func isSettable(_ keyPath: AnyKeyPath) -> Bool {
+    func root<Root>(_: Root.Type) -> Bool {
+      func value<Value>(_: Value.Type) -> Bool { keyPath is ReferenceWritableKeyPath<Root, Value> }
+      return _openExistential(type(of: keyPath).valueType, do: value)
+    }
+    return _openExistential(type(of: keyPath).rootType, do: root)
+  }
+
+  /// The number of properties in `keyPath`, as the standard library describes it
+  /// (`\Note.<computed 0x… (Optional<Folder>)>?.<computed 0x… (String)>?` has two), when
+  /// they are joined by optional chaining alone; nil for any other shape (a force unwrap, a
+  /// subscript).
+  static func components(of keyPath: AnyKeyPath) -> Int? {
+    let description = keyPath.debugDescription
+    let prefix = "\\" + String(describing: type(of: keyPath).rootType)
+    guard description.hasPrefix(prefix) else { return nil }
+    var rest = description.dropFirst(prefix.count)
+    var count = 0
+    while !rest.isEmpty {
+      if count > 0 {
+        // Between two properties, optional chaining; after the last, an optional's wrapping.
+        guard rest.first == "?" else { return nil }
+        rest = rest.dropFirst()
+        if rest.isEmpty { break }
+      }
+      guard rest.first == "." else { return nil }
+      rest = rest.dropFirst()
+      if rest.hasPrefix("<") {
+        guard let end = rest.range(of: ")>") else { return nil }
+        rest = rest[end.upperBound...]
+      } else {
+        let name = rest.prefix { $0.isLetter || $0.isNumber || $0 == "_" }
+        guard !name.isEmpty else { return nil }
+        rest = rest.dropFirst(name.count)
+      }
+      count += 1
+    }
+    return count
+  }
+}
+
+extension EntityDescription {
+  /// The name of the attribute or relationship a probe recorded as `read`.
+  fileprivate func propertyName(ofRead read: Int32) -> String? {
+    if read >= 0 { return Int(read) < storedAttributes.count ? storedAttributes[Int(read)].name : nil }
+    let index = Int(-read - 1)
+    return index < relationships.count ? relationships[index].name : nil
   }
 }
 

@@ -16,9 +16,9 @@ extension ManagedObject {
   static func relationshipMarker(_ index: Int32) -> Int32 { -(index + 1) }
 
   @usableFromInline
-  final func _willAccessRelationship(slot: Int32, keyPath: AnyKeyPath) {
+  final func _willAccessRelationship(slot: Int32) {
     if keyPathRecorder != nil {
-      keyPathRecorder?.append(KeyPathRead(slot: Self.relationshipMarker(slot), keyPath: keyPath))
+      keyPathRecorder?.append(Self.relationshipMarker(slot))
       return
     }
     guard slot >= 0 else { return }

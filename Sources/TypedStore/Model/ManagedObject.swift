@@ -35,8 +35,8 @@ open class ManagedObject: Hashable {
   final var rowVersion: Int64 = 0
   /// The committed values of the attributes changed since the last save, by slot.
   final var committedValues = CommittedValues()
-  /// Set while the model resolves a key path: what was read (`KeyPathResolution.swift`).
-  final var keyPathRecorder: [KeyPathRead]?
+  /// Set while the model resolves a key path: the slots read (`KeyPathResolution.swift`).
+  final var keyPathRecorder: [Int32]?
   /// The object's observation registrar, made when a property is first read; nil for objects
   /// of entities that do not declare `Observable`, and until then.
   final var observation: ObjectObservation?
@@ -136,13 +136,13 @@ open class ManagedObject: Hashable {
   // MARK: - Hooks called by @Attribute
 
   @usableFromInline
-  final func _willAccessValue(slot: Int32, keyPath: AnyKeyPath) {
+  final func _willAccessValue(slot: Int32) {
     if observesAccess && !isFault {  // the common case for objects of Observable entities
       observationAccess(slot: slot)
       return
     }
     if keyPathRecorder != nil {
-      keyPathRecorder?.append(KeyPathRead(slot: slot, keyPath: keyPath))
+      keyPathRecorder?.append(slot)
       return
     }
     if isFault {

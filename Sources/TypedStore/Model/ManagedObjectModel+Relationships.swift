@@ -77,14 +77,14 @@ struct RelationshipLinks {
         probe._needsAccessHook = true
         _ = probe[keyPath: inverseKeyPath]
         let read = probe.keyPathRecorder ?? []
-        guard read.count == 1, let only = read.first, only.slot < 0, Int(-only.slot - 1) < refs.count,
-          ManagedObjectModel.isWrappedProperty(inverseKeyPath, read: only)
+        guard read.count == 1, let slot = read.first, slot < 0, Int(-slot - 1) < refs.count,
+          ManagedObjectModel.couldBeProperty(inverseKeyPath)
         else {
           throw ModelError(
             entity: entity.name, property: own.name,
             reason: .invalidInverse("its inverse is not a relationship of \(destination)"))
         }
-        return Pending(destination: destination, inverse: refs[Int(-only.slot - 1)])
+        return Pending(destination: destination, inverse: refs[Int(-slot - 1)])
       }
     }
     // A side that names no inverse is named by exactly one relationship of its destination.

@@ -384,14 +384,13 @@ public final class ManagedObjectModel: Sendable {
         _ = probe[keyPath: path]
         let read = probe.keyPathRecorder ?? []
         probe.keyPathRecorder = nil
-        guard read.count == 1, let only = read.first, Self.isWrappedProperty(path, read: only) else {
+        guard read.count == 1, let slot = read.first, Self.couldBeProperty(path) else {
           throw ModelError(
             entity: name,
             reason: .invalidUniquenessConstraint(
-              "\(Self.readable(path.debugDescription, reading: read.map { names($0.slot) })) "
+              "\(Self.readable(path.debugDescription, reading: read.map(names))) "
                 + "does not name one stored property (a computed property is none)"))
         }
-        let slot = only.slot
         if slot >= 0 { return slot }
         let relationship = relationships[Int(-slot - 1)]
         guard let foreignKey = relationship.foreignKeySlot else {

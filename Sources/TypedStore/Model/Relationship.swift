@@ -69,7 +69,7 @@ public struct Relationship<Value> {
   ) -> Value {
     get {
       if object._needsAccessHook || object[keyPath: storageKeyPath].isFault {
-        object._willAccessRelationship(slot: object[keyPath: storageKeyPath].slot, keyPath: wrappedKeyPath)
+        object._willAccessRelationship(slot: object[keyPath: storageKeyPath].slot)
       }
       return object[keyPath: storageKeyPath].value
     }

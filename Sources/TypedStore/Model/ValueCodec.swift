@@ -24,6 +24,13 @@ extension ValueCodec {
 
   /// Decodes without the caller knowing `Value`; the result is a `Value`.
   func decodeAny(_ primitive: PrimitiveValue) throws -> Any { try decode(primitive) }
+
+  /// The value encoded by this codec (an optional's wrapped value too), or nil when it is
+  /// not of the codec's type.
+  func encodeAny(_ value: Any) throws -> PrimitiveValue? {
+    guard let typed = value as? Value else { return nil }
+    return try encode(typed)
+  }
 }
 
 struct StandardCodec<Value: AttributeValue>: ValueCodec {

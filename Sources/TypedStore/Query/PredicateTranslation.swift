@@ -228,14 +228,6 @@ protocol SQLTranslatable {
   func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment
 }
 
-extension ValueCodec {
-  /// The value encoded by this codec, or nil when it is not of the codec's type.
-  func encodeAny(_ value: Any) throws -> PrimitiveValue? {
-    guard let typed = value as? Value else { return nil }
-    return try encode(typed)
-  }
-}
-
 // MARK: - Leaves
 
 extension PredicateExpressions.KeyPath: SQLTranslatable {
