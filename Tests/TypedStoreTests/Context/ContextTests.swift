@@ -390,10 +390,10 @@ final class Tag: ManagedObject {
     #expect(
       uri.absoluteString == "typedstore://\(container.persistentStore.identifier.uuidString)/Note/p\(id.primaryKey!)")
     #expect(try ManagedID<Note>(validating: uri) == id)
-    #expect(throws: ManagedIDError.entityMismatch(expected: "Folder", found: "Note")) {
+    #expect(throws: ManagedIDError.entityMismatch(id: uri.absoluteString, expected: "Folder", found: "Note")) {
       try ManagedID<Folder>(validating: uri)
     }
-    #expect(throws: ManagedIDError.entityMismatch(expected: "Checklist", found: "Note")) {
+    #expect(throws: ManagedIDError.entityMismatch(id: uri.absoluteString, expected: "Checklist", found: "Note")) {
       try ManagedID<Checklist>(validating: uri)
     }
     let foreign = UUID()
