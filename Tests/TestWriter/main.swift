@@ -132,7 +132,7 @@ case "expiry-watch":
     }
     let observation = container.addHistoryExpiredObserver { horizon in
       // The context's refresh was enqueued before this callback: this block runs after it.
-      let sequence = context.performAndWait { context in context.registeredObject(for: id)?.sequence ?? -1 }
+      let sequence = context.performAndWait { context in (try? context.registeredObject(for: id))?.sequence ?? -1 }
       say("expired \(horizon.transactionNumber) sequence \(sequence)")
     }
     say("ready")

@@ -81,19 +81,32 @@ public struct BatchUpdateRequest<Entity: ManagedObject>: Sendable {
   public var includesSubentities = true
   /// Only the rows it selects, among the request's rows (nil: all of them).
   public var predicate: Predicate<Entity>?
-  let selection: RowSelection
+  /// The rows the IDs name (nil: every row of `Entity`), kept whole: checked against the
+  /// store when the request runs.
+  let objectIDs: [AnyManagedID]?
 
   /// Updates every row of `Entity`, or those the predicate selects.
   public init(predicate: Predicate<Entity>? = nil, propertiesToUpdate: [BatchAssignment<Entity>] = []) {
     self.predicate = predicate
     self.propertiesToUpdate = propertiesToUpdate
-    self.selection = .all
+    self.objectIDs = nil
   }
 
-  /// Updates the rows of these objects.
+  /// Updates the rows these IDs name.
+  ///
+  /// ```swift
+  /// let ids = try context.fetchObjectIDs(for: FetchRequest<Note>(predicate: #Predicate { $0.title == "" }))
+  /// _ = try context.execute(BatchUpdateRequest(objectIDs: ids, propertiesToUpdate: [.set(\.title, "Untitled")]))
+  /// ```
+  ///
+  /// Each ID must name a row of the context's store, of its own entity: the request throws a
+  /// `ManagedIDError` before writing anything for an ID of another store (`.foreignStore`), a
+  /// temporary ID (`.temporaryID`: an unsaved object has no row), an ID of another entity
+  /// than `Entity` or one of its subentities (`.entityMismatch`), or an ID whose row is gone
+  /// (`.noSuchRow`).
   public init(objectIDs: [ManagedID<Entity>], propertiesToUpdate: [BatchAssignment<Entity>] = []) {
     self.propertiesToUpdate = propertiesToUpdate
-    self.selection = .primaryKeys(objectIDs.compactMap(\.primaryKey))
+    self.objectIDs = objectIDs.map(\.untyped)
   }
 }
 
@@ -116,17 +129,29 @@ public struct BatchDeleteRequest<Entity: ManagedObject>: Sendable {
   public var includesSubentities = true
   /// Only the rows it selects, among the request's rows (nil: all of them).
   public var predicate: Predicate<Entity>?
-  let selection: RowSelection
+  /// The rows the IDs name (nil: every row of `Entity`), kept whole: checked against the
+  /// store when the request runs.
+  let objectIDs: [AnyManagedID]?
 
   /// Deletes every row of `Entity`, or those the predicate selects.
   public init(predicate: Predicate<Entity>? = nil) {
     self.predicate = predicate
-    self.selection = .all
+    self.objectIDs = nil
   }
 
-  /// Deletes the rows of these objects.
+  /// Deletes the rows these IDs name.
+  ///
+  /// ```swift
+  /// let result = try context.execute(BatchDeleteRequest(objectIDs: [note.managedID]))
+  /// ```
+  ///
+  /// Each ID must name a row of the context's store, of its own entity: the request throws a
+  /// `ManagedIDError` before deleting anything for an ID of another store (`.foreignStore`), a
+  /// temporary ID (`.temporaryID`: an unsaved object has no row), an ID of another entity
+  /// than `Entity` or one of its subentities (`.entityMismatch`), or an ID whose row is
+  /// already gone (`.noSuchRow`).
   public init(objectIDs: [ManagedID<Entity>]) {
-    self.selection = .primaryKeys(objectIDs.compactMap(\.primaryKey))
+    self.objectIDs = objectIDs.map(\.untyped)
   }
 }
 

@@ -44,7 +44,8 @@ extension ContextState {
       assignments.append((slot, try entity.accessors[Int(slot)].encode(draft)))
     }
     let rows = try store.batchUpdate(
-      entity, selection: request.selection, filter: try filter(request.predicate),
+      entity, selection: try selection(request.objectIDs, of: entity, includesSubentities: request.includesSubentities),
+      filter: try filter(request.predicate),
       includesSubentities: request.includesSubentities, assignments: assignments, info: batchInfo(request.author))
     return result(rows, returnsObjectIDs: request.returnsObjectIDs)
   }
@@ -52,12 +53,39 @@ extension ContextState {
   func execute<Entity: ManagedObject>(_ request: BatchDeleteRequest<Entity>) throws -> BatchResult<Entity> {
     let entity = try batchEntity(Entity.self)
     let rows = try store.batchDelete(
-      entity, selection: request.selection, filter: try filter(request.predicate),
+      entity, selection: try selection(request.objectIDs, of: entity, includesSubentities: request.includesSubentities),
+      filter: try filter(request.predicate),
       includesSubentities: request.includesSubentities, info: batchInfo(request.author))
     return result(rows, returnsObjectIDs: request.returnsObjectIDs)
   }
 
   // MARK: - Helpers
+
+  /// The rows a request's IDs name, checked against this context's store before the write
+  /// transaction: an ID of another store, a temporary ID (this context's too: an unsaved
+  /// object has no row) or an ID of an entity the request does not reach throws, so a request
+  /// is never narrowed to the IDs that happen to fit. The store checks in the transaction
+  /// that each row exists and is of its ID's entity.
+  private func selection(
+    _ ids: [AnyManagedID]?, of entity: EntityDescription, includesSubentities: Bool
+  ) throws(ManagedIDError) -> RowSelection {
+    guard let ids else { return .all }
+    var rows: [NamedRow] = []
+    rows.reserveCapacity(ids.count)
+    for id in ids {
+      guard id.storeIdentifier == store.identifier else {
+        throw .foreignStore(id: id.description, expected: store.identifier)
+      }
+      guard let primaryKey = id.primaryKey else { throw .temporaryID(id.description) }
+      guard let named = model.entity(named: id.entityName),
+        includesSubentities ? model.isEntity(named.name, kindOf: entity.name) : named === entity
+      else {
+        throw .entityMismatch(id: id.description, expected: entity.name, found: id.entityName)
+      }
+      rows.append(NamedRow(primaryKey: primaryKey, entity: named))
+    }
+    return .rows(rows)
+  }
 
   /// The predicate as SQL, translated before anything is written.
   private func filter<Entity: ManagedObject>(_ predicate: Predicate<Entity>?) throws -> RowFilter? {

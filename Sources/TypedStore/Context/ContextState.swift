@@ -65,19 +65,81 @@ final class ContextState: ObjectTracking {
       key: key.isTemporary ? .temporary(nonce: Self.temporaryNonce, number: key.value) : .permanent(key.value))
   }
 
-  /// The identity-map key of an ID of this store, and its entity.
+  /// The identity-map key of an ID this store made (a change of a merged transaction, a
+  /// conflict), and its entity.
   func key(for id: AnyManagedID) throws -> (ObjectKey, EntityDescription) {
-    guard id.storeIdentifier == store.identifier, let entity = model.entity(named: id.entityName) else {
-      throw ContextError.foreignStore(id.description)
+    guard id.storeIdentifier == store.identifier else {
+      throw ManagedIDError.foreignStore(id: id.description, expected: store.identifier)
     }
+    guard let entity = model.entity(named: id.entityName) else { throw ManagedIDError.unknownEntity(id.entityName) }
     guard entity.hasClass else { throw ModelError(entity: entity.name, reason: .noClass) }
     switch id.key {
     case .permanent(let pk):
       return (ObjectKey(rootIndex: entity.rootIndex, isTemporary: false, value: pk), entity)
     case .temporary(let nonce, let number):
-      guard nonce == Self.temporaryNonce else { throw ContextError.objectNotFound(id.description) }
+      guard nonce == Self.temporaryNonce else { throw ManagedIDError.temporaryID(id.description) }
       return (ObjectKey(rootIndex: entity.rootIndex, isTemporary: true, value: number), entity)
     }
+  }
+
+  /// Where an ID given to a public API leads in this context, checked without I/O: the
+  /// identity-map key of the row or inserted object it names, and the entity it says.
+  ///
+  /// - Throws: `ManagedIDError.foreignStore` for an ID of another store; `.entityMismatch` when
+  ///   its entity is not `Entity` nor one of its subentities; `.temporaryID` for a temporary ID
+  ///   that no object of this context has (another context's or process's, or one whose object
+  ///   was saved or dropped since).
+  func resolve<Entity: ManagedObject>(_ id: ManagedID<Entity>) throws(ManagedIDError) -> (ObjectKey, EntityDescription)
+  {
+    let untyped = id.untyped
+    guard untyped.storeIdentifier == store.identifier else {
+      throw .foreignStore(id: untyped.description, expected: store.identifier)
+    }
+    guard let expected = model.entity(for: Entity.self) else { throw .unknownEntity(String(describing: Entity.self)) }
+    guard let entity = model.entity(named: untyped.entityName), model.isEntity(entity.name, kindOf: expected.name)
+    else {
+      throw .entityMismatch(id: untyped.description, expected: expected.name, found: untyped.entityName)
+    }
+    switch untyped.key {
+    case .permanent(let pk):
+      return (ObjectKey(rootIndex: entity.rootIndex, isTemporary: false, value: pk), entity)
+    case .temporary(let nonce, let number):
+      // Core Data's rule: a temporary ID means nothing outside the context that made it.
+      let key = ObjectKey(rootIndex: entity.rootIndex, isTemporary: true, value: number)
+      guard nonce == Self.temporaryNonce, registered[key]?.lifecycle == .inserted else {
+        throw .temporaryID(untyped.description)
+      }
+      return (key, entity)
+    }
+  }
+
+  /// Throws unless the registered `object` is of the entity `id` says (a URI may name a row
+  /// under another entity than the row's).
+  private func checkEntity(of object: ManagedObject, named id: AnyManagedID) throws(ManagedIDError) {
+    let found = object.entity?.name ?? String(describing: type(of: object))
+    guard found == id.entityName else {
+      throw .entityMismatch(id: id.description, expected: id.entityName, found: found)
+    }
+  }
+
+  func uri(of object: ManagedObject) -> String {
+    anyID(of: object)?.description ?? "a \(object.entity?.name ?? "\(type(of: object))")"
+  }
+
+  /// What a precondition failure says of `other`, an object `action` cannot take because it
+  /// is not an object of this context.
+  func refusal(_ action: String, of other: ManagedObject) -> String {
+    let otherState = other.tracker as? ContextState
+    let otherID = otherState?.uri(of: other) ?? "a \(other.entity?.name ?? "\(type(of: other))")"
+    let whose =
+      otherState == nil
+      ? "an object that is no longer in a context"
+      : otherState?.store.identifier == store.identifier
+        ? "an object of another context"
+        : "an object of another store (\(otherState?.store.identifier.uuidString ?? ""))"
+    return
+      "TypedStore: \(action) \(otherID), \(whose); as in Core Data, a context works only with its own objects: "
+      + "get this context's object for the row with existingObject(with:)"
   }
 
   func registeredObject(for key: ObjectKey) -> ManagedObject? { registered[key] }
@@ -89,6 +151,18 @@ final class ContextState: ObjectTracking {
     adopt(object, entity: entity, key: key, status: .persisted)
     object.makeRelationshipsFaults()
     object.isFault = true
+    return object
+  }
+
+  /// The registered object for a row of `entity` (`Object`'s entity) known to have existed —
+  /// a fetch listed its key — or a new fault of `entity` for it, without reading it: if the
+  /// row is gone, reading the fault behaves as `shouldDeleteInaccessibleFaults` says.
+  func fault<Object: ManagedObject>(_ type: Object.Type, of entity: EntityDescription, primaryKey: Int64) -> Object {
+    let key = ObjectKey(rootIndex: entity.rootIndex, isTemporary: false, value: primaryKey)
+    guard let object = fault(for: key, entity: entity) as? Object else {
+      // The fetch read the row as an `Object`, so whatever holds its key is one.
+      preconditionFailure("TypedStore: row \(primaryKey) of \(entity.name) is registered as another class")
+    }
     return object
   }
 
@@ -210,8 +284,8 @@ final class ContextState: ObjectTracking {
   /// them, rather than when an attribute of a fault is read; a new object that cannot be
   /// loaded is not registered.
   ///
-  /// - Throws: `ContextError.objectNotFound` when there is no such row of `entity` (or one
-  ///   of its subentities), or the error reading it.
+  /// - Throws: `ManagedIDError.noSuchRow` when there is no such row of `entity` (or one of
+  ///   its subentities), or the error reading it.
   func existingObject(for key: ObjectKey, entity: EntityDescription) throws -> ManagedObject {
     if let object = registered[key], object.lifecycle != .invalidated {
       if object.isFault { try load(object) }
@@ -221,7 +295,7 @@ final class ContextState: ObjectTracking {
     guard !key.isTemporary,
       let concrete = try store.entityOfRow(primaryKey: key.value, in: entity, connection: reader())
     else {
-      throw ContextError.objectNotFound(id.description)
+      throw ManagedIDError.noSuchRow(id.description)
     }
     let object = fault(for: key, entity: concrete)
     do {
@@ -237,14 +311,14 @@ final class ContextState: ObjectTracking {
 
   /// Loads a fault's row.
   ///
-  /// - Throws: `ContextError.objectNotFound` when the row is gone, or the error reading it.
+  /// - Throws: `ManagedIDError.noSuchRow` when the row is gone, or the error reading it.
   private func load(_ object: ManagedObject) throws {
     guard let entity = object.entity, let key = object.objectKey, !key.isTemporary else {
       object.isFault = false
       return
     }
     guard try store.loadRow(primaryKey: key.value, into: object, entity: entity, connection: reader()) else {
-      throw ContextError.objectNotFound(anyID(of: object)?.description ?? entity.name)
+      throw ManagedIDError.noSuchRow(anyID(of: object)?.description ?? entity.name)
     }
   }
 
@@ -270,7 +344,7 @@ final class ContextState: ObjectTracking {
   func fulfillFault(of object: ManagedObject) {
     do {
       try load(object)
-    } catch ContextError.objectNotFound where shouldDeleteInaccessibleFaults {
+    } catch ManagedIDError.noSuchRow where shouldDeleteInaccessibleFaults {
       // As Core Data does by default: the row was deleted (by another context or process)
       // after the fault was made, so the object is marked deleted; its fields keep the
       // values they last had (the attributes' defaults for a fault never loaded).
@@ -303,7 +377,7 @@ final class ContextState: ObjectTracking {
       }
       return
     }
-    precondition(object.lifecycle == .detached, "TypedStore: the object already belongs to another context")
+    precondition(object.lifecycle == .detached, refusal("cannot insert", of: object))
     let entity: EntityDescription
     if let last = lastInsertedEntity, last.objectType == type(of: object) {
       entity = last  // inserts usually come in runs of one class: no hashed lookup for each
@@ -323,6 +397,10 @@ final class ContextState: ObjectTracking {
   }
 
   func delete(_ object: ManagedObject) {
+    // An object of another live context is a programming error, as in Core Data ("cannot
+    // delete objects in other contexts"); saving would otherwise silently delete nothing.
+    precondition(
+      object.trackerLink === link || object.tracker == nil, refusal("cannot delete", of: object))
     guard object.trackerLink === link, object.lifecycle != .invalidated, !object.isDeleted else { return }
     // A fault (never loaded, or refreshed) carries no snapshot to check the delete against:
     // load it, so that the delete conflicts only with a change made after this point, as an
@@ -639,7 +717,7 @@ final class ContextState: ObjectTracking {
     do {
       try load(object)
     } catch {
-      if shouldDeleteInaccessibleFaults, case ContextError.objectNotFound = error {
+      if shouldDeleteInaccessibleFaults, case ManagedIDError.noSuchRow = error {
         forgetDeleted(object)
         object.isFault = false
       }
@@ -786,24 +864,56 @@ extension ContextState {
   }
 
   func existingObject<Entity: ManagedObject>(with id: ManagedID<Entity>) throws -> Entity {
-    let (key, entity) = try key(for: id.untyped)
-    guard let object = try existingObject(for: key, entity: entity) as? Entity else {
-      throw ContextError.objectNotFound(id.description)
-    }
-    return object
+    try object(named: id, loading: true)
   }
 
-  func object<Entity: ManagedObject>(with id: ManagedID<Entity>) -> Entity {
-    guard let (key, entity) = try? key(for: id.untyped), let object = fault(for: key, entity: entity) as? Entity
-    else {
-      preconditionFailure("TypedStore: \(id) is not an ID of this context's store")
-    }
-    return object
+  func object<Entity: ManagedObject>(with id: ManagedID<Entity>) throws -> Entity {
+    try object(named: id, loading: false)
   }
 
-  func registeredObject<Entity: ManagedObject>(for id: ManagedID<Entity>) -> Entity? {
-    guard let (key, _) = try? key(for: id.untyped) else { return nil }
-    return registeredObject(for: key) as? Entity
+  func registeredObject<Entity: ManagedObject>(for id: ManagedID<Entity>) throws(ManagedIDError) -> Entity? {
+    let (key, _) = try resolve(id)
+    guard let object = registeredObject(for: key) else { return nil }
+    try checkEntity(of: object, named: id.untyped)
+    return object as? Entity
+  }
+
+  /// The object `id` names: the registered one, or — once the row is known to exist and to be
+  /// of the entity the ID says (one primary-key read) — a new fault of it; with `loading`, a
+  /// fault is loaded. Nothing is registered for an ID that names no row.
+  private func object<Entity: ManagedObject>(named id: ManagedID<Entity>, loading: Bool) throws -> Entity {
+    let (key, entity) = try resolve(id)
+    let object: ManagedObject
+    if let registered = registered[key], registered.lifecycle != .invalidated {
+      try checkEntity(of: registered, named: id.untyped)
+      if loading && registered.isFault { try load(registered) }
+      object = registered
+    } else {
+      // Not registered, so the ID is permanent (`resolve` refused any other temporary one).
+      let root = model.entities[Int(entity.rootIndex)]
+      guard let concrete = try store.entityOfRow(primaryKey: key.value, in: root, connection: reader()) else {
+        throw ManagedIDError.noSuchRow(id.description)
+      }
+      guard concrete === entity else {
+        throw ManagedIDError.entityMismatch(id: id.description, expected: entity.name, found: concrete.name)
+      }
+      object = fault(for: key, entity: concrete)
+      if loading {
+        do {
+          try load(object)
+        } catch {
+          registered[key] = nil
+          object.trackerLink = nil
+          object.lifecycle = .invalidated
+          throw error
+        }
+      }
+    }
+    guard let typed = object as? Entity else {
+      throw ManagedIDError.entityMismatch(
+        id: id.description, expected: String(describing: Entity.self), found: object.entity?.name ?? "?")
+    }
+    return typed
   }
 }
 

@@ -99,7 +99,7 @@ public actor ManagedObjectContext {
   /// program, for code that wants to find such reads.
   ///
   /// ```swift
-  /// let note = context.object(with: id)      // a fault
+  /// let note = try context.object(with: id)  // a fault
   /// // ... another process deletes the row ...
   /// _ = note.title                           // "" and note.isDeleted == true
   /// ```
@@ -209,21 +209,45 @@ public actor ManagedObjectContext {
   /// let note = try context.existingObject(with: noteID)
   /// ```
   ///
-  /// - Throws: `ContextError.objectNotFound` when no row exists for the ID,
-  ///   `ContextError.foreignStore` for an ID of another store, `AttributeDecodingError` for a
-  ///   row whose values another tool changed into something the attributes cannot hold.
+  /// An ID names one row of one store, of one entity; a temporary ID names an inserted object
+  /// of this context only. Anything else throws, and nothing is registered.
+  ///
+  /// - Throws: `ManagedIDError.noSuchRow` when no row exists for the ID (deleted, or never
+  ///   saved), `.foreignStore` for an ID of another store, `.temporaryID` for a temporary ID
+  ///   made elsewhere (or whose object was saved since), `.entityMismatch` when the ID's entity
+  ///   is not `Entity` or the row's; `AttributeDecodingError` for a row whose values another
+  ///   tool changed into something the attributes cannot hold.
   public func existingObject<Entity: ManagedObject>(with id: ManagedID<Entity>) throws -> Entity {
     try state.existingObject(with: id)
   }
 
-  /// The object for `id`, as a fault when it is not registered yet: no I/O. Reading an
-  /// attribute of a fault whose row does not exist marks it deleted (see
-  /// `shouldDeleteInaccessibleFaults`); use `existingObject(with:)` to be told instead.
-  public func object<Entity: ManagedObject>(with id: ManagedID<Entity>) -> Entity { state.object(with: id) }
+  /// The object for `id`, as a fault when it is not registered yet: its values are not read.
+  ///
+  /// ```swift
+  /// let note = try context.object(with: noteID)   // a fault; its title loads when read
+  /// ```
+  ///
+  /// For an ID not registered, one primary-key read checks that the row exists and is of the
+  /// ID's entity, so that no object is registered (and no save writes a row) for an ID that
+  /// names none. Reading an attribute of a fault whose row was deleted since marks it deleted
+  /// (see `shouldDeleteInaccessibleFaults`).
+  ///
+  /// - Throws: the `ManagedIDError` cases `existingObject(with:)` throws, or the store's error.
+  public func object<Entity: ManagedObject>(with id: ManagedID<Entity>) throws -> Entity {
+    try state.object(with: id)
+  }
 
-  /// The object for `id` if the context already holds it: no I/O.
-  public func registeredObject<Entity: ManagedObject>(for id: ManagedID<Entity>) -> Entity? {
-    state.registeredObject(for: id)
+  /// The object for `id` if the context already holds it: no I/O, so nil for any row not
+  /// registered (a deleted one included).
+  ///
+  /// ```swift
+  /// if let note = try context.registeredObject(for: noteID) { print(note.title) }
+  /// ```
+  ///
+  /// - Throws: `ManagedIDError.foreignStore`, `.temporaryID` or `.entityMismatch`, as
+  ///   `existingObject(with:)` does, for an ID that cannot name an object of this context.
+  public func registeredObject<Entity: ManagedObject>(for id: ManagedID<Entity>) throws(ManagedIDError) -> Entity? {
+    try state.registeredObject(for: id)
   }
 
   // MARK: - Fetching

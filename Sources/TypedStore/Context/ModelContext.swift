@@ -145,22 +145,37 @@ public final class ModelContext {
 
   // MARK: - Objects by ID, fetching, batches, merging
 
-  /// The object for `id`, loaded from the store if needed.
+  /// The object for `id`, loaded from the store if needed; throws as
+  /// `ManagedObjectContext.existingObject(with:)` does.
+  ///
+  /// ```swift
+  /// let note = try modelContext.existingObject(with: noteID)
+  /// ```
   public func existingObject<Entity: ManagedObject>(with id: ManagedID<Entity>) throws -> Entity {
     applyPendingMerges()
     return try state.existingObject(with: id)
   }
 
-  /// The object for `id`, as a fault when it is not registered yet.
-  public func object<Entity: ManagedObject>(with id: ManagedID<Entity>) -> Entity {
+  /// The object for `id`, as a fault when it is not registered yet; throws as
+  /// `ManagedObjectContext.object(with:)` does.
+  ///
+  /// ```swift
+  /// let note = try modelContext.object(with: noteID)
+  /// ```
+  public func object<Entity: ManagedObject>(with id: ManagedID<Entity>) throws -> Entity {
     applyPendingMerges()
-    return state.object(with: id)
+    return try state.object(with: id)
   }
 
-  /// The object for `id` if the context already holds it.
-  public func registeredObject<Entity: ManagedObject>(for id: ManagedID<Entity>) -> Entity? {
+  /// The object for `id` if the context already holds it; throws as
+  /// `ManagedObjectContext.registeredObject(for:)` does.
+  ///
+  /// ```swift
+  /// let note = try modelContext.registeredObject(for: noteID)
+  /// ```
+  public func registeredObject<Entity: ManagedObject>(for id: ManagedID<Entity>) throws(ManagedIDError) -> Entity? {
     applyPendingMerges()
-    return state.registeredObject(for: id)
+    return try state.registeredObject(for: id)
   }
 
   /// The objects the request describes, in its order.

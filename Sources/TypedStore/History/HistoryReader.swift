@@ -107,7 +107,14 @@ enum HistoryReader {
       }
       var entityNames: String?
       if request.entities != nil || request.entityNames != nil {
-        var selected = (request.entities ?? []).compactMap { model.entity(for: $0) }
+        var selected: [EntityDescription] = []
+        for type in request.entities ?? [] {
+          // Dropping it would narrow the request to nothing, silently.
+          guard let entity = model.entity(for: type) else {
+            throw HistoryError.invalidRequest("the store has no entity for the class \(type)")
+          }
+          selected.append(entity)
+        }
         for name in request.entityNames ?? [] {
           guard let entity = model.entity(named: name) else {
             throw HistoryError.invalidRequest("the store has no entity named \(name)")

@@ -195,11 +195,15 @@ extension ManagedObject {
   }
 
   /// A related object that belongs to no context joins this object's context (as SwiftData
-  /// does); one of another context is a programming error, as in Core Data.
+  /// does); one of another context or store is a programming error, as in Core Data: a
+  /// setter cannot throw, and relating it would link rows its IDs do not name here.
   private func adoptRelated(_ other: ManagedObject) {
     guard other.trackerLink !== trackerLink else { return }
-    guard other.lifecycle == .detached, let tracker else {
+    guard let tracker else {
       preconditionFailure("TypedStore: a relationship cannot join objects of different contexts")
+    }
+    guard other.lifecycle == .detached else {
+      preconditionFailure(tracker.refusal("cannot relate \(tracker.uri(of: self)) to", of: other))
     }
     tracker.insertRelated(other)
   }

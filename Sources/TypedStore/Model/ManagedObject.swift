@@ -236,4 +236,9 @@ protocol ObjectTracking: AnyObject {
   func fulfillRelationshipFault(of object: ManagedObject, index: Int32)
   /// A related object that belonged to no context joins this one.
   func insertRelated(_ object: ManagedObject)
+  /// What a precondition failure says when `action` (e.g. "cannot relate X to") meets
+  /// `other`, an object of another context or store: both named by their IDs.
+  func refusal(_ action: String, of other: ManagedObject) -> String
+  /// The URI of the ID of `object`, an object of this tracker.
+  func uri(of object: ManagedObject) -> String
 }

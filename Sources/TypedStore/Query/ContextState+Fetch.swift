@@ -116,12 +116,7 @@ extension ContextState {
     var byKey: [Int64: Entity] = [:]
     byKey.reserveCapacity(loaded.count)
     for object in loaded { if let key = object.objectKey?.value { byKey[key] = object } }
-    return keys.map { key in
-      byKey[key]
-        ?? object(
-          with: ManagedID<Entity>(
-            unchecked: AnyManagedID(storeIdentifier: store.identifier, entityName: entity.name, key: .permanent(key))))
-    }
+    return keys.map { key in byKey[key] ?? fault(Entity.self, of: entity, primaryKey: key) }
   }
 
   // MARK: - Aggregates

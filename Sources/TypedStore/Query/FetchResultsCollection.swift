@@ -49,16 +49,11 @@ public final class FetchResultsCollection<Entity: ManagedObject>: RandomAccessCo
     batch = []  // let the previous batch go first
     let stored = keys[range].filter { $0 >= 0 }
     // A batch that cannot be read in one query (the store failed) gives faults, loaded when
-    // first read, as `object(with:)` gives them.
+    // first read.
     let loaded =
       (try? state.objects(Entity.self, keys: stored[...]))
-      ?? stored.map { key in
-        state.object(
-          with: ManagedID<Entity>(
-            unchecked: AnyManagedID(
-              storeIdentifier: state.store.identifier,
-              entityName: state.store.model.entity(for: Entity.self)?.name ?? "",
-              key: .permanent(key))))
+      ?? stored.compactMap { key in
+        state.store.model.entity(for: Entity.self).map { state.fault(Entity.self, of: $0, primaryKey: key) }
       }
     var next = loaded.makeIterator()
     batch = keys[range].compactMap { key in key >= 0 ? next.next() : held[Int(-key - 1)] }

@@ -4,8 +4,15 @@ import Foundation
 enum RowSelection: Sendable {
   /// Every row of the entity (and its subentities, when included).
   case all
-  /// The rows with these primary keys, among the entity's rows.
-  case primaryKeys([Int64])
+  /// The rows these IDs name: each must exist and be of its ID's entity, or the request
+  /// throws before writing anything.
+  case rows([NamedRow])
+}
+
+/// A row an ID names: its primary key and the concrete entity the ID says it is.
+struct NamedRow: Sendable {
+  var primaryKey: Int64
+  var entity: EntityDescription
 }
 
 /// A condition on a batch request's rows: a translated predicate's SQL (over the table's own
@@ -32,6 +39,7 @@ extension PersistentStore {
   ) throws -> AffectedRows {
     try checkStorable(assignments.map(\.value), entityIndex: entity.index, slots: assignments.map(\.slot))
     return try writer.write(info) { connection, history in
+      try self.checkNamedRows(selection, of: entity, connection)
       let rows = self.historyRows(entity, selection, filter, includesSubentities)
       let affected = try self.selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
       guard !affected.isEmpty, !assignments.isEmpty else { return AffectedRows() }
@@ -58,6 +66,7 @@ extension PersistentStore {
     info: TransactionInfo
   ) throws -> AffectedRows {
     try writer.write(info) { connection, history in
+      try self.checkNamedRows(selection, of: entity, connection)
       let rows = self.historyRows(entity, selection, filter, includesSubentities)
       let affected = try self.selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
       guard !affected.isEmpty else { return AffectedRows() }
@@ -76,6 +85,32 @@ extension PersistentStore {
 
   // MARK: - Helpers
 
+  /// Throws unless every row the IDs name exists and is of the entity its ID says: read in
+  /// the write transaction, before anything is written, so that no row another writer
+  /// deleted (or an ID whose URI names its row under another entity) is skipped silently.
+  ///
+  /// - Throws: `ManagedIDError.noSuchRow` or `.entityMismatch`, for the first such ID.
+  private func checkNamedRows(_ selection: RowSelection, of entity: EntityDescription, _ connection: SQLiteConnection)
+    throws
+  {
+    guard case .rows(let rows) = selection, !rows.isEmpty else { return }
+    let statement = try connection.statement(
+      "SELECT pk, _entity FROM \"\(entity.tableName)\" WHERE pk IN (SELECT value FROM json_each(?))")
+    defer { statement.reset() }
+    statement.bind(.text(HistorySchema.jsonArray(rows.map(\.primaryKey))), at: 1)
+    var codes: [Int64: Int64] = [:]
+    codes.reserveCapacity(rows.count)
+    while try statement.step() { codes[statement.int64(0)] = statement.int64(1) }
+    for row in rows {
+      let code = codes[row.primaryKey]
+      guard code != row.entity.code else { continue }
+      let id = AnyManagedID(storeIdentifier: identifier, entityName: row.entity.name, key: .permanent(row.primaryKey))
+      guard let code else { throw ManagedIDError.noSuchRow(id.description) }
+      throw ManagedIDError.entityMismatch(
+        id: id.description, expected: row.entity.name, found: layout(of: entity).entity(code: code)?.name ?? "?")
+    }
+  }
+
   private func historyRows(
     _ entity: EntityDescription, _ selection: RowSelection, _ filter: RowFilter?, _ includesSubentities: Bool
   ) -> HistoryRows {
@@ -86,9 +121,9 @@ extension PersistentStore {
       conditions.append(restriction)
       arguments += entityArguments
     }
-    if case .primaryKeys(let keys) = selection {
+    if case .rows(let rows) = selection {
       conditions.append("pk IN (SELECT value FROM json_each(?))")
-      arguments.append(.text(HistorySchema.jsonArray(keys)))
+      arguments.append(.text(HistorySchema.jsonArray(rows.map(\.primaryKey))))
     }
     if let filter {
       conditions.append(filter.sql)

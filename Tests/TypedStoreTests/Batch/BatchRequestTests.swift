@@ -98,7 +98,7 @@ import Testing
       request.returnsObjectIDs = true
       let result = try context.execute(request)
       // Not touched by the request itself:
-      #expect(context.registeredObject(for: ids[1]) != nil)
+      #expect(try context.registeredObject(for: ids[1]) != nil)
       return result
     }
     #expect(result.objectIDs == [ids[1]])

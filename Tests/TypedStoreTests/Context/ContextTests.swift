@@ -15,11 +15,11 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
     try await container.newBackgroundContext().perform { context in
       let fetched = try context.fetch(FetchRequest<Note>())
       let existing = try context.existingObject(with: ids[0])
-      let fault = context.object(with: ids[0])
+      let fault = try context.object(with: ids[0])
       #expect(fetched.count == 1)
       #expect(fetched[0] === existing)
       #expect(existing === fault)
-      #expect(context.registeredObject(for: ids[0]) === existing)
+      #expect(try context.registeredObject(for: ids[0]) === existing)
     }
   }
 
@@ -29,13 +29,16 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
       let note = Note(context: context)
       let temporary = note.managedID
       #expect(temporary.isTemporaryID)
-      #expect(context.registeredObject(for: temporary) === note)
+      #expect(try context.registeredObject(for: temporary) === note)
       try context.save()
       let permanent = note.managedID
       #expect(!permanent.isTemporaryID)
       #expect(permanent != temporary)
-      #expect(context.registeredObject(for: permanent) === note)
-      #expect(context.registeredObject(for: temporary) == nil)
+      #expect(try context.registeredObject(for: permanent) === note)
+      // A temporary ID names nothing once its object is saved.
+      #expect(throws: ManagedIDError.temporaryID(temporary.description)) {
+        try context.registeredObject(for: temporary)
+      }
       #expect(try context.fetch(FetchRequest<Note>()).first === note)
     }
   }
@@ -55,8 +58,8 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
   @Test func objectWithIDIsAFaultUntilAnAttributeIsRead() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let ids = try await saveNotes(["loaded on demand"], in: container)
-    await container.newBackgroundContext().perform { context in
-      let note = context.object(with: ids[0])
+    try await container.newBackgroundContext().perform { context in
+      let note = try context.object(with: ids[0])
       #expect(note.isFault)
       #expect(note.title == "loaded on demand")
       #expect(!note.isFault)
@@ -67,7 +70,7 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
     let container = try PersistentContainer.makeTest(model: notesModel)
     let ids = try await saveNotes(["old"], in: container)
     try await container.newBackgroundContext().perform { context in
-      let note = context.object(with: ids[0])
+      let note = try context.object(with: ids[0])
       note.status = .published
       #expect(!note.isFault)
       #expect(note.title == "old")
@@ -177,10 +180,10 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
       context.delete(try context.existingObject(with: ids[0]))
       #expect(try context.count(for: FetchRequest<Note>()) == 1)  // pending delete already counts
       try context.save()
-      #expect(context.registeredObject(for: ids[0]) == nil)
+      #expect(try context.registeredObject(for: ids[0]) == nil)
     }
     let remaining = try await container.newBackgroundContext().perform { context in
-      #expect(throws: ContextError.objectNotFound(ids[0].description)) {
+      #expect(throws: ManagedIDError.noSuchRow(ids[0].description)) {
         try context.existingObject(with: ids[0])
       }
       return try context.count(for: FetchRequest<Note>())
@@ -204,7 +207,7 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
         counts.append(context.registeredObjects.count)
       }
       let held = try #require(kept)
-      return (counts, context.registeredObject(for: held.managedID) === held, held.name)
+      return (counts, try context.registeredObject(for: held.managedID) === held, held.name)
     }
     #expect(outcome.0 == [1, 1, 1])  // only the folder this closure holds
     #expect(outcome.1)
@@ -235,8 +238,8 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
       let fetched = try context.fetch(request)[0]  // the fetch drops what nobody holds
       let registered = context.registeredObjects.count
       return (
-        registeredWhileHeld, registered, context.registeredObject(for: kept.managedID) === kept,
-        context.registeredObject(for: changedID)?.name, context.registeredObject(for: unchangedID) == nil,
+        registeredWhileHeld, registered, try context.registeredObject(for: kept.managedID) === kept,
+        try context.registeredObject(for: changedID)?.name, try context.registeredObject(for: unchangedID) == nil,
         fetched.name
       )
     }
@@ -257,7 +260,7 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
       context.reset()
       let pending = context.hasChanges
       #expect(!pending)
-      #expect(context.registeredObject(for: ids[0]) == nil)
+      #expect(try context.registeredObject(for: ids[0]) == nil)
       let again = try context.existingObject(with: ids[0])
       #expect(again !== first)
       #expect(again.title == "a")
@@ -335,7 +338,7 @@ final class Tag: ManagedObject {
   }
 
   /// Many inserted objects, some deleted before the save: each temporary ID finds its object
-  /// until then (or nothing, once it is deleted), and none after the save.
+  /// until then, and names nothing (`temporaryID`) once its object is deleted or saved.
   @Test func temporaryIDsFindTheirObjectsUntilTheSave() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let kept = try await container.performBackgroundTask { context in
@@ -347,11 +350,19 @@ final class Tag: ManagedObject {
       let ids = notes.map(\.managedID)
       for (index, note) in notes.enumerated() where index % 3 == 0 { context.delete(note) }
       for (index, id) in ids.enumerated() {
-        let found = context.registeredObject(for: id)
-        #expect(index % 3 == 0 ? found == nil : found === notes[index], "\(index)")
+        let found = Result { () throws(ManagedIDError) in try context.registeredObject(for: id) }
+        if index % 3 == 0 {
+          #expect(throws: ManagedIDError.temporaryID(id.description), "\(index)") { try found.get() }
+        } else {
+          #expect(try found.get() === notes[index], "\(index)")
+        }
       }
       try context.save()
-      #expect(ids.allSatisfy { context.registeredObject(for: $0) == nil })
+      #expect(
+        ids.allSatisfy { id in
+          (Result { () throws(ManagedIDError) in try context.registeredObject(for: id) })
+            == .failure(.temporaryID(id.description))
+        })
       return notes.filter { !$0.isDeleted }.map(\.managedID)
     }
     #expect(kept.count == 666 && kept.allSatisfy { !$0.isTemporaryID })
@@ -390,10 +401,10 @@ final class Tag: ManagedObject {
     #expect(
       uri.absoluteString == "typedstore://\(container.persistentStore.identifier.uuidString)/Note/p\(id.primaryKey!)")
     #expect(try ManagedID<Note>(validating: uri) == id)
-    #expect(throws: ManagedIDError.entityMismatch(expected: "Folder", found: "Note")) {
+    #expect(throws: ManagedIDError.entityMismatch(id: uri.absoluteString, expected: "Folder", found: "Note")) {
       try ManagedID<Folder>(validating: uri)
     }
-    #expect(throws: ManagedIDError.entityMismatch(expected: "Checklist", found: "Note")) {
+    #expect(throws: ManagedIDError.entityMismatch(id: uri.absoluteString, expected: "Checklist", found: "Note")) {
       try ManagedID<Checklist>(validating: uri)
     }
     let foreign = UUID()
@@ -442,12 +453,16 @@ final class Tag: ManagedObject {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let other = try PersistentContainer.makeTest(model: notesModel, variant: "other")
     let foreign = try await saveNotes(["elsewhere"], in: other)[0]
-    let error = await container.viewContext.perform { context in
-      #expect(throws: ContextError.self) { try context.existingObject(with: foreign) }
+    let expected = ManagedIDError.foreignStore(
+      id: foreign.description, expected: container.persistentStore.identifier)
+    let (error, registeredError) = await container.viewContext.perform { context in
+      (
+        #expect(throws: ManagedIDError.self) { try context.existingObject(with: foreign) },
+        #expect(throws: ManagedIDError.self) { try context.registeredObject(for: foreign) }
+      )
     }
-    #expect(error == .foreignStore(foreign.description))
-    let registered = await container.viewContext.perform { context in context.registeredObject(for: foreign) == nil }
-    #expect(registered)
+    #expect(error == expected)
+    #expect(registeredError == expected)
   }
 
   @Test func existingObjectOfAMissingRowThrows() async throws {
@@ -456,9 +471,9 @@ final class Tag: ManagedObject {
     let missing = try ManagedID<Note>(
       validating: URL(string: "typedstore://\(id.storeIdentifier.uuidString)/Note/p999")!)
     let error = await container.viewContext.perform { context in
-      #expect(throws: ContextError.self) { try context.existingObject(with: missing) }
+      #expect(throws: ManagedIDError.self) { try context.existingObject(with: missing) }
     }
-    #expect(error == .objectNotFound(missing.description))
+    #expect(error == .noSuchRow(missing.description))
   }
 }
 

@@ -98,15 +98,15 @@ import Testing
     }
     let before = try container.currentHistoryToken
     let outcome = try await here.perform { context in
-      let registered = context.registeredObject(for: id)
+      let registered = try context.registeredObject(for: id)
       let note = try #require(registered)
       note.title = "here"
       do {
         try context.save()
       } catch StoreError.mergeConflict(let conflicts) {
-        return (conflicts, note.isDeleted, context.registeredObject(for: id) != nil)
+        return (conflicts, note.isDeleted, try context.registeredObject(for: id) != nil)
       }
-      return ([], note.isDeleted, context.registeredObject(for: id) != nil)
+      return ([], note.isDeleted, try context.registeredObject(for: id) != nil)
     }
     let row = await stored(container, id)
     switch policy {
@@ -139,7 +139,7 @@ import Testing
       try context.save()
     }
     let outcome = try await here.perform { context in
-      let registered = context.registeredObject(for: id)
+      let registered = try context.registeredObject(for: id)
       let note = try #require(registered)
       context.delete(note)
       do {
@@ -175,7 +175,7 @@ import Testing
       try context.save()
     }
     try await here.perform { context in
-      let registered = context.registeredObject(for: id)
+      let registered = try context.registeredObject(for: id)
       context.delete(try #require(registered))
       try context.save()
       let pending = context.hasChanges

@@ -125,7 +125,7 @@ final class Badge: ManagedObject {
       again.email = "ada@new.example"
       try context.save()
       #expect(held.email == "ada@old.example")
-      #expect(context.registeredObject(for: id) === held)
+      #expect(try context.registeredObject(for: id) === held)
       #expect(try context.count(for: FetchRequest<Member>()) == 1)
     }
   }

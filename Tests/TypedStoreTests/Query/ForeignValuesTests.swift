@@ -55,8 +55,8 @@ import Testing
       }
       // The object registered before the failed fetch is still the registered one, and the
       // row that could not be read did not leave a half-loaded object behind.
-      let stillRegistered = context.registeredObject(for: ids[0]) === first
-      let badRegistered = context.registeredObject(for: ids[1]) != nil
+      let stillRegistered = try context.registeredObject(for: ids[0]) === first
+      let badRegistered = try context.registeredObject(for: ids[1]) != nil
       return ((thrown as? AttributeDecodingError)?.found, stillRegistered, badRegistered, first.string)
     }
     #expect(outcome.0 == .text("twelve"))

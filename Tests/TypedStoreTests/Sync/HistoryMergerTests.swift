@@ -115,7 +115,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
       }
     }
     try await Task.sleep(for: .milliseconds(300))
-    let titles = await live.perform { context in ids.map { context.registeredObject(for: $0)?.title } }
+    let titles = await live.perform { context in ids.map { (try? context.registeredObject(for: $0))?.title } }
     #expect(titles == ["a2", "b"])
     await merger.stop()
   }

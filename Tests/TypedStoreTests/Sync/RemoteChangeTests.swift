@@ -88,13 +88,13 @@ private func eventually(
     #expect(try runWriter(["set", path, String(first.primaryKey ?? 0), "42"]).finish().contains("done"))
     #expect(
       await eventually(context) { context in
-        context.registeredObject(for: first)?.sequence == 42
+        (try? context.registeredObject(for: first))?.sequence == 42
           || (try? context.existingObject(with: first).sequence) == 42
       })
     #expect(try runWriter(["delete", path, String(second.primaryKey ?? 0)]).finish().contains("done"))
     #expect(
       await eventually(context) { context in
-        (try? context.fetch(FetchRequest<Event>()).count) == 1 && context.registeredObject(for: second) == nil
+        (try? context.fetch(FetchRequest<Event>()).count) == 1 && (try? context.registeredObject(for: second)) == nil
       })
   }
 
@@ -235,7 +235,7 @@ private func eventually(
     let seen = Recorder<String>()
     // Added before the context subscribes: contexts are still served first.
     let observation = container.addStoreChangesObserver { _ in
-      seen.add(watcher.performAndWait { context in context.registeredObject(for: id)?.title ?? "none" })
+      seen.add(watcher.performAndWait { context in (try? context.registeredObject(for: id))?.title ?? "none" })
     }
     defer { observation.cancel() }
     try await watcher.perform { context in
@@ -266,7 +266,7 @@ private func eventually(
       try context.existingObject(with: id).title = "after"
       try context.save()
     }
-    #expect(await eventually(watcher) { context in context.registeredObject(for: id)?.title == "after" })
+    #expect(await eventually(watcher) { context in (try? context.registeredObject(for: id))?.title == "after" })
   }
 }
 
@@ -289,9 +289,9 @@ private func eventually(
     let history = try container.fetchHistory(HistoryRequest(after: start))
     #expect(history.count == 2)
     let outcome = await lagging.perform { context in
-      let note = context.registeredObject(for: id)
+      let note = (try? context.registeredObject(for: id))
       let result = context.mergeChanges(history[0])  // the update: its row is gone by now
-      return (result, note?.isDeleted, note?.title, context.registeredObject(for: id) == nil, context.hasChanges)
+      return (result, note?.isDeleted, note?.title, (try? context.registeredObject(for: id)) == nil, context.hasChanges)
     }
     #expect(outcome.0.deleted == [id.untyped])
     #expect(outcome.0.refreshed.isEmpty)
@@ -380,7 +380,7 @@ private func eventually(
     #expect(history.count == 2)
     let outcome = await context.perform { context in
       let first = context.mergeChanges(history[0])
-      let titles = ids.map { context.registeredObject(for: $0)?.title }
+      let titles = ids.map { (try? context.registeredObject(for: $0))?.title }
       return (first, titles, context.mergeChanges(history[1]))
     }
     // a's row read now already holds tx 2, so tx 2 is merged with it: b too, not only a.
@@ -399,7 +399,7 @@ private func eventually(
       try context.save()
     }
     let state = await context.perform { context in
-      let note = context.registeredObject(for: id)
+      let note = (try? context.registeredObject(for: id))
       if let note { context.refresh(note, mergeChanges: true) }
       return (note?.isFault, note?.title)
     }
@@ -411,14 +411,14 @@ private func eventually(
     let container = try PersistentContainer.makeTest(model: notesModel)
     let id = try await saveNotes(["a"], in: container)[0]
     let context = container.newBackgroundContext()
-    let fault = await context.perform { context in context.object(with: id).isFault }
+    let fault = try await context.perform { context in try context.object(with: id).isFault }
     #expect(fault)
     try await container.performBackgroundTask { context in
       context.delete(try context.existingObject(with: id))
       try context.save()
     }
-    let after = await context.perform { context in
-      let note = context.object(with: id)
+    let after = try await context.perform { context in
+      let note = try context.object(with: id)
       return (note.title, note.isDeleted, context.shouldDeleteInaccessibleFaults)
     }
     #expect(after.0 == "")

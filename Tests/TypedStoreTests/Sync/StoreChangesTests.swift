@@ -94,7 +94,7 @@ import Testing
       let before = note.title
       context.mergeChanges(update)
       context.mergeChanges(delete)
-      return (before, note.title, context.registeredObject(for: ids[1]) == nil)
+      return (before, note.title, try context.registeredObject(for: ids[1]) == nil)
     }
     #expect(before == "keep")
     #expect(after == "kept, updated")
