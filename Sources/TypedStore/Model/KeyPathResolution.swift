@@ -48,6 +48,20 @@ extension ManagedObjectModel {
   /// to-one relationships; nil for anything else (a computed property, a plain `var`, a
   /// property of another type, a to-many followed by more).
   func resolve(_ keyPath: AnyKeyPath, on entity: EntityDescription, maximumDepth: Int = 3) -> ResolvedKeyPath? {
+    let key = ResolvedKeyPathCache.Key(
+      keyPath: keyPath.debugDescription, entity: entity.index, maximumDepth: maximumDepth)
+    if let known = resolvedKeyPaths.withLock({ $0.entries[key] }) { return known }
+    let resolved = resolveAfresh(keyPath, on: entity, maximumDepth: maximumDepth)
+    resolvedKeyPaths.withLock { cache in
+      if cache.entries.count >= ResolvedKeyPathCache.capacity { cache.entries.removeAll() }
+      cache.entries[key] = .some(resolved)
+    }
+    return resolved
+  }
+
+  private func resolveAfresh(_ keyPath: AnyKeyPath, on entity: EntityDescription, maximumDepth: Int)
+    -> ResolvedKeyPath?
+  {
     guard entity.hasClass, Self.isRoot(of: keyPath, instance: entity.objectType),
       let resolved = reads(of: keyPath, on: entity, maximumDepth: maximumDepth),
       let components = Self.components(of: keyPath), components == resolved.relationships.count + 1
@@ -349,6 +363,23 @@ extension EntityDescription {
     let index = Int(-read - 1)
     return index < relationships.count ? relationships[index].name : nil
   }
+}
+
+/// The key paths a model has resolved, and what to (nil: nothing it names).
+struct ResolvedKeyPathCache {
+  struct Key: Hashable, Sendable {
+    /// The key path as the standard library describes it: its root type, then each
+    /// component by name or by the address of its accessors, with its type, so that two
+    /// key paths described alike read the same properties the same way. (A key path itself
+    /// is not `Sendable`, so the cache cannot keep it.)
+    var keyPath: String
+    var entity: Int32
+    var maximumDepth: Int
+  }
+
+  /// Key paths made at run time (`appending(path:)`) could grow the cache without end.
+  static let capacity = 4096
+  var entries: [Key: ResolvedKeyPath?] = [:]
 }
 
 /// Gives `\T.managedID` rooted at an object's own class, so that the resolver compares a

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The entities of an application, built from its `ManagedObject` subclasses.
 ///
@@ -30,6 +31,9 @@ public final class ManagedObjectModel: Sendable {
 
   private let entitiesByName: [String: EntityDescription]
   private let entitiesByType: [ObjectIdentifier: EntityDescription]
+  /// What each key path resolved to (`KeyPathResolution.swift`): requests resolve the same
+  /// key paths again and again, and resolving one takes several probes.
+  let resolvedKeyPaths = Mutex<ResolvedKeyPathCache>(ResolvedKeyPathCache())
 
   /// Builds a model from entity classes, in any order.
   public convenience init(_ types: ManagedObject.Type...) throws {
