@@ -1,7 +1,7 @@
 import Foundation
 import TypedStore
 
-// The two-entity model of DESIGN.md, attributes only (relationships arrive later).
+// The two-entity model of DESIGN.md, attributes only, as an application's package writes it.
 
 enum Status: String, Codable, Sendable { case draft, published }
 struct Options: Codable, Sendable { var pinned = false }
@@ -16,6 +16,8 @@ final class Note: ManagedObject {
   @Attribute var status: Status = .draft
   @Attribute(.codable) var options: Options? = nil
   @Attribute(preservedOnDeletion: true) var uuid: UUID = UUID()
+  /// Computed: a key path to it names no attribute, though it reads one.
+  var shout: String { title.uppercased() }
 }
 
 let url = FileManager.default.temporaryDirectory.appendingPathComponent("external-client.sqlite")
@@ -44,3 +46,45 @@ guard title == "Draft" else {
   exit(1)
 }
 print("ExternalClient: resolved \(id) -> \(title)")
+
+/// Stops the client with a message when a check fails.
+func require(_ condition: Bool, _ message: String) {
+  guard condition else {
+    print("ExternalClient: \(message)")
+    exit(1)
+  }
+}
+
+// A computed property is refused in a predicate and a sort, with errors that name it.
+let refusals = try await container.viewContext.perform { context -> [String] in
+  var errors: [String] = []
+  do {
+    _ = try context.fetch(FetchRequest<Note>(predicate: #Predicate { $0.shout == "DRAFT" }))
+  } catch let error as PredicateTranslationError {
+    errors.append("\(error)")
+  }
+  do {
+    _ = try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.shout)]))
+  } catch let error as FetchError {
+    errors.append("\(error)")
+  }
+  return errors
+}
+require(refusals.count == 2 && refusals.allSatisfy { !$0.contains("0x") }, "computed key paths: \(refusals)")
+
+// Another store's IDs reach none of this store's rows.
+let otherURL = FileManager.default.temporaryDirectory.appendingPathComponent("external-client-other.sqlite")
+for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: otherURL.path + suffix) }
+let other = try PersistentContainer(
+  name: "Other", model: ManagedObjectModel(Folder.self, Note.self), storeURL: otherURL)
+let refused = try await other.performBackgroundTask { context -> Bool in
+  do {
+    _ = try context.execute(BatchDeleteRequest<Note>(objectIDs: [id]))
+    return false
+  } catch ManagedIDError.foreignStore {
+    return true
+  }
+}
+let kept = try await container.viewContext.perform { context in try context.count(for: FetchRequest<Note>()) }
+require(refused && kept == 1, "another store's ID: refused \(refused), rows kept \(kept)")
+print("ExternalClient: computed key paths and foreign IDs refused")
