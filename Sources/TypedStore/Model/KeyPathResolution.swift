@@ -15,14 +15,16 @@ import Foundation
 // - values: with each of several values stored in the attribute's field (and the related
 //   probes in place), the key path returns exactly that value, and nil when a relationship
 //   on the way holds nothing: `name.uppercased()`, `name ?? ""` and the like do not;
-// - a lone property must be settable, as every `@Attribute` and `@Relationship` is and a
-//   computed property without a setter is not.
+//   the samples include nil for an optional, empty and padded strings and extreme numbers,
+//   so `name.isEmpty ? "Untitled" : name`, `nickname ?? ""` or `min(rank, 100)` do not.
 //
 // `managedID` is compared exactly: `ManagedObjectIdentity` makes `\T.managedID` for each class.
-// What the checks cannot tell from the attribute is a computed property with a setter that
-// returns and stores exactly one attribute's value, unchanged: Swift offers no way to see
-// that it is not the property (the wrapper's own key path would, but handing it to the hook
-// cost every attribute read a key path lookup), and its answers are the attribute's.
+// What the checks cannot tell from the attribute is a computed property that returns one
+// attribute's value unchanged (an alias): Swift offers no way to see that it is not the
+// property (the wrapper's own key path would, but handing it to the hook made every
+// attribute read look a key path up, since the optimizer cannot sink that into the hook's
+// branch), and its answers are the attribute's. Settability is no test: an attribute with a
+// `private(set)` setter has a read-only key path outside its class.
 //
 // The checks run once per request key path (microseconds), never per object.
 
@@ -49,7 +51,7 @@ extension ManagedObjectModel {
   /// property of another type, a to-many followed by more).
   func resolve(_ keyPath: AnyKeyPath, on entity: EntityDescription, maximumDepth: Int = 3) -> ResolvedKeyPath? {
     let key = ResolvedKeyPathCache.Key(
-      keyPath: keyPath.debugDescription, entity: entity.index, maximumDepth: maximumDepth)
+      keyPath: ObjectIdentifier(keyPath), hash: keyPath.hashValue, entity: entity.index, maximumDepth: maximumDepth)
     if let known = resolvedKeyPaths.withLock({ $0.entries[key] }) { return known }
     let resolved = resolveAfresh(keyPath, on: entity, maximumDepth: maximumDepth)
     resolvedKeyPaths.withLock { cache in
@@ -70,7 +72,6 @@ extension ManagedObjectModel {
     case .identity:
       return identityMatches(keyPath, resolved, from: entity) ? resolved : nil
     case .attribute, .relationship:
-      if components == 1 && !Self.isSettable(keyPath) { return nil }
       return valuesMatch(keyPath, resolved, from: entity) ? resolved : nil
     }
   }
@@ -87,13 +88,6 @@ extension ManagedObjectModel {
     guard let resolved = resolve(keyPath, on: entity, maximumDepth: 0), case .relationship(let index) = resolved.target
     else { return nil }
     return index
-  }
-
-  /// Whether a key path a probe saw read one property could be that property: one
-  /// component, settable. For declarations checked while the model is built (uniqueness
-  /// constraints, inverses), before there are probes with values.
-  static func couldBeProperty(_ keyPath: AnyKeyPath) -> Bool {
-    components(of: keyPath) == 1 && isSettable(keyPath)
   }
 
   /// How an error names a key path: by the model's property names when it names some
@@ -251,18 +245,21 @@ extension ManagedObjectModel {
     }
   }
 
-  /// Values of the codec's type to store in a probe and expect back: the cases of an enum
-  /// that lists them, then the first of some unusual stored values of each kind that the
-  /// codec decodes and encodes back unchanged, at most four.
+  /// Values of the codec's type to store in a probe and expect back: nil for an optional,
+  /// the cases of an enum that lists them, then those of some unusual stored values (empty,
+  /// padded, extreme) that the codec decodes and encodes back unchanged, at most eight.
   private static func samples(for codec: any ValueCodec) -> [PrimitiveValue] {
     let candidates: [PrimitiveValue] = [
-      .integer(73), .integer(-5), .integer(1), .integer(0), .real(2.5), .real(-0.75), .text("tS\u{e9}-1"),
-      .text("Probe b"), .text("12.5"), .text("-3"), .blob(Data((0..<16).map { UInt8($0 * 7) })),
-      .blob(Data((0..<16).map { UInt8(200 - $0) })), .text("00000000-0000-4000-8000-00000000004A"),
-      .text("https://probe.invalid/a"), .text("{}"), .text("[]"), .text("\"probe\""), .text("7"),
+      .integer(73), .integer(-5), .integer(0), .integer(1), .integer(.max), .integer(.min), .integer(1000),
+      .real(2.5), .real(-0.75), .real(0), .real(1e300), .text("tS\u{e9}-1"), .text(""), .text(" Probe b "),
+      .text("12.5"), .text("-3"), .text("0"), .text("1e30"), .blob(Data((0..<16).map { UInt8($0 * 7) })),
+      .blob(Data((0..<16).map { UInt8(200 - $0) })), .blob(Data()),
+      .text("00000000-0000-4000-8000-00000000004A"), .text("https://probe.invalid/a"), .text("{}"), .text("[]"),
+      .text("\"probe\""), .text("7"),
     ]
-    var samples = Array((codec.caseOrder ?? []).prefix(3))
-    for candidate in candidates where samples.count < 4 && !samples.contains(candidate) {
+    var samples: [PrimitiveValue] = codec.isOptional ? [.null] : []
+    samples += (codec.caseOrder ?? []).prefix(3).map(\.value)
+    for candidate in candidates where samples.count < 8 && !samples.contains(candidate) {
       guard let decoded = try? codec.decodeAny(candidate), (try? codec.encodeAny(decoded)) == candidate else {
         continue
       }
@@ -283,7 +280,9 @@ extension ManagedObjectModel {
     if resolved.relationships.isEmpty { return keyPath == identity }
     let prefix = "\\" + String(describing: type(of: identity).rootType)
     let component = identity.debugDescription.dropFirst(prefix.count)
-    return keyPath.debugDescription.hasSuffix("?" + component) && valuesMatchUpToIdentity(keyPath, resolved, entity)
+    let description = keyPath.debugDescription
+    return (description.hasSuffix("?" + component) || description.hasSuffix("?" + component + "?"))
+      && valuesMatchUpToIdentity(keyPath, resolved, entity)
   }
 
   /// The relationships on the way to a `managedID` return nil when they hold nothing.
@@ -314,15 +313,6 @@ extension ManagedObjectModel {
     return _openExistential(Swift.type(of: keyPath).rootType, do: check)
   }
 
-  /// Whether `keyPath` can be written through, as a stored property's can.
-  private static func isSettable(_ keyPath: AnyKeyPath) -> Bool {
-    func root<Root>(_: Root.Type) -> Bool {
-      func value<Value>(_: Value.Type) -> Bool { keyPath is ReferenceWritableKeyPath<Root, Value> }
-      return _openExistential(type(of: keyPath).valueType, do: value)
-    }
-    return _openExistential(type(of: keyPath).rootType, do: root)
-  }
-
   /// The number of properties in `keyPath`, as the standard library describes it
   /// (`\Note.<computed 0x… (Optional<Folder>)>?.<computed 0x… (String)>?` has two), when
   /// they are joined by optional chaining alone; nil for any other shape (a force unwrap, a
@@ -343,8 +333,19 @@ extension ManagedObjectModel {
       guard rest.first == "." else { return nil }
       rest = rest.dropFirst()
       if rest.hasPrefix("<") {
-        guard let end = rest.range(of: ")>") else { return nil }
-        rest = rest[end.upperBound...]
+        // `<computed 0x… (Type)>`: up to the parenthesis that closes the type, which may hold
+        // parentheses of its own (`Folder #1 in test()`), then `>`.
+        guard let open = rest.firstIndex(of: "(") else { return nil }
+        var depth = 0
+        var index = open
+        while index < rest.endIndex {
+          if rest[index] == "(" { depth += 1 } else if rest[index] == ")" { depth -= 1 }
+          if depth == 0 { break }
+          index = rest.index(after: index)
+        }
+        let next = index < rest.endIndex ? rest.index(after: index) : rest.endIndex
+        guard depth == 0, next < rest.endIndex, rest[next] == ">" else { return nil }
+        rest = rest[rest.index(after: next)...]
       } else {
         let name = rest.prefix { $0.isLetter || $0.isNumber || $0 == "_" }
         guard !name.isEmpty else { return nil }
@@ -368,11 +369,12 @@ extension EntityDescription {
 /// The key paths a model has resolved, and what to (nil: nothing it names).
 struct ResolvedKeyPathCache {
   struct Key: Hashable, Sendable {
-    /// The key path as the standard library describes it: its root type, then each
-    /// component by name or by the address of its accessors, with its type, so that two
-    /// key paths described alike read the same properties the same way. (A key path itself
-    /// is not `Sendable`, so the cache cannot keep it.)
-    var keyPath: String
+    /// The key path object and its hash over its components. A key path is not `Sendable`,
+    /// so the cache cannot keep it; a literal's object lives as long as the process, and a
+    /// key path made at run time whose address is reused by another one after it is freed
+    /// would also need the same hash, that is the same components, to be taken for it.
+    var keyPath: ObjectIdentifier
+    var hash: Int
     var entity: Int32
     var maximumDepth: Int
   }

@@ -78,7 +78,7 @@ struct RelationshipLinks {
         _ = probe[keyPath: inverseKeyPath]
         let read = probe.keyPathRecorder ?? []
         guard read.count == 1, let slot = read.first, slot < 0, Int(-slot - 1) < refs.count,
-          ManagedObjectModel.couldBeProperty(inverseKeyPath)
+          ManagedObjectModel.components(of: inverseKeyPath) == 1
         else {
           throw ModelError(
             entity: entity.name, property: own.name,

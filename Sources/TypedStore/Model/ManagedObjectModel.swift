@@ -49,6 +49,23 @@ public final class ManagedObjectModel: Sendable {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
     self.init(entities: entities, schema: schema, json: try encoder.encode(schema))
+    try checkUniquenessKeyPaths()
+  }
+
+  /// Each uniqueness constraint's key paths, resolved now that probes can hold values: a
+  /// computed property with a setter reads one attribute as a stored one does, and only the
+  /// values it returns tell them apart.
+  private func checkUniquenessKeyPaths() throws {
+    for entity in entities where entity.hasClass {
+      for constraint in entity.objectType.uniquenessConstraints {
+        for keyPath in constraint.keyPaths where resolve(keyPath, on: entity, maximumDepth: 0) == nil {
+          throw ModelError(
+            entity: entity.name,
+            reason: .invalidUniquenessConstraint(
+              "\(describe(keyPath, on: entity)) does not name one stored property (a computed property is none)"))
+        }
+      }
+    }
   }
 
   init(entities: [EntityDescription], schema: ModelSchema, json: Data) {
@@ -388,7 +405,7 @@ public final class ManagedObjectModel: Sendable {
         _ = probe[keyPath: path]
         let read = probe.keyPathRecorder ?? []
         probe.keyPathRecorder = nil
-        guard read.count == 1, let slot = read.first, Self.couldBeProperty(path) else {
+        guard read.count == 1, let slot = read.first, Self.components(of: path) == 1 else {
           throw ModelError(
             entity: name,
             reason: .invalidUniquenessConstraint(

@@ -14,13 +14,14 @@ protocol ValueCodec<Value>: Sendable {
   /// True for `StandardCodec`: the value is stored as its `AttributeValue` conformance says.
   var isStandard: Bool { get }
   /// For an enum that is `CaseIterable` and `Comparable`: each case's stored value, in the
-  /// order of Swift's `<` on the cases (how a sort orders them); nil for any other type.
-  var caseOrder: [PrimitiveValue]? { get }
+  /// order of Swift's `<` on the cases (how a sort orders them), with its rank (cases that
+  /// neither is `<` the other share one); nil for any other type.
+  var caseOrder: [RankedCase]? { get }
 }
 
 extension ValueCodec {
   var isStandard: Bool { false }
-  var caseOrder: [PrimitiveValue]? { nil }
+  var caseOrder: [RankedCase]? { nil }
 
   /// Decodes without the caller knowing `Value`; the result is a `Value`.
   func decodeAny(_ primitive: PrimitiveValue) throws -> Any { try decode(primitive) }
@@ -31,6 +32,12 @@ extension ValueCodec {
     guard let typed = value as? Value else { return nil }
     return try encode(typed)
   }
+}
+
+/// An enum case's stored value and its place in Swift's order of the cases.
+struct RankedCase: Sendable, Equatable {
+  var value: PrimitiveValue
+  var rank: Int
 }
 
 struct StandardCodec<Value: AttributeValue>: ValueCodec {
@@ -54,9 +61,16 @@ struct RawCodec<Value: RawRepresentable>: ValueCodec where Value.RawValue: Attri
 }
 
 extension RawCodec {
-  var caseOrder: [PrimitiveValue]? {
-    func ordered<Case: CaseIterable & Comparable>(_ type: Case.Type) -> [PrimitiveValue] {
-      type.allCases.sorted().compactMap { ($0 as? Value).map(encode) }
+  var caseOrder: [RankedCase]? {
+    func ordered<Case: CaseIterable & Comparable>(_ type: Case.Type) -> [RankedCase] {
+      let sorted = type.allCases.sorted()
+      var ranked: [RankedCase] = []
+      var rank = 0
+      for (index, element) in sorted.enumerated() {
+        if index > 0 && sorted[index - 1] < element { rank += 1 }
+        if let value = element as? Value { ranked.append(RankedCase(value: encode(value), rank: rank)) }
+      }
+      return ranked
     }
     guard let type = Value.self as? any (CaseIterable & Comparable).Type else { return nil }
     return ordered(type)
@@ -73,7 +87,7 @@ struct OptionalRawCodec<Value: OptionalRawRepresentable>: ValueCodec {
     if case .null = primitive { return Value(wrappedRaw: nil) }
     return Value(wrappedRaw: try RawCodec<Value.WrappedRaw>().decode(primitive))
   }
-  var caseOrder: [PrimitiveValue]? { RawCodec<Value.WrappedRaw>().caseOrder }
+  var caseOrder: [RankedCase]? { RawCodec<Value.WrappedRaw>().caseOrder }
 }
 
 struct JSONCodec<Value: Codable>: ValueCodec {

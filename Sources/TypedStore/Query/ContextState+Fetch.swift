@@ -139,7 +139,10 @@ extension ContextState {
   ) throws -> [Key: Result] {
     var groups: [Key: Result] = [:]
     for (key, value) in try aggregateRows(function, for: request, groupedBy: Optional(keyPath)) {
-      guard let key else { throw FetchError.unsupportedAggregate("a group key of \(keyPath) that cannot be read") }
+      guard let key else {
+        let described = store.model.describe(keyPath, on: store.model.entity(for: Entity.self))
+        throw FetchError.unsupportedAggregate("a group key of \(described) that cannot be read")
+      }
       groups[key] = value
     }
     return groups
@@ -329,7 +332,7 @@ extension ContextState {
     var objects = try fetchObjects(
       ManagedObject.self, of: resolved.entity, clauses: resolved.whereClause + resolved.orderBy,
       arguments: resolved.clauseArguments
-    ).filter { !$0.isDeleted }
+    ).filter { !request.includesPendingChanges || !$0.isDeleted }
     var candidates = request.includesPendingChanges ? inserted.filter { allowed.contains($0.entity?.name ?? "") } : []
     if let predicate = request.predicate, request.includesPendingChanges {
       // The store answered for the saved values; objects whose unsaved edits touch what the

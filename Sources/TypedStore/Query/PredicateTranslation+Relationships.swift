@@ -148,7 +148,7 @@ extension PredicateTranslator {
     _ keyPath: AnyKeyPath, of relationship: RelationshipDescription, owner: SQLFragment
   ) throws -> SQLFragment {
     guard let destination = model.entity(named: relationship.destinationEntityName), destination.hasClass else {
-      throw PredicateTranslationError.unknownKeyPath(String(describing: keyPath))
+      throw PredicateTranslationError.unknownKeyPath(ManagedObjectModel.readable(keyPath.debugDescription, reading: []))
     }
     let empty = relationship.accessor.boxedValue(holding: [])
     let one = relationship.accessor.boxedValue(holding: [destination.objectType.init()])
@@ -164,7 +164,8 @@ extension PredicateTranslator {
         isNullable: false)
     default:
       throw PredicateTranslationError.unsupportedExpression(
-        "\(keyPath) of a to-many relationship (count, isEmpty, contains(where:) and allSatisfy translate)")
+        "\(ManagedObjectModel.readable(keyPath.debugDescription, reading: [])) of a to-many relationship "
+          + "(count, isEmpty, contains(where:) and allSatisfy translate)")
     }
   }
 

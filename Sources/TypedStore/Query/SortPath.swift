@@ -33,8 +33,9 @@ enum SQLSortOrder: Sendable, Equatable {
   /// `String.StandardComparator.lexical` (`SWIFT_LEXICAL`).
   case column(collation: String?)
   /// A `CaseIterable` enum whose `<` is not its raw values' order: each case's stored raw
-  /// value, in Swift's order of the cases, ranked by a `CASE`.
-  case ranked([PrimitiveValue])
+  /// value with its rank in Swift's order of the cases (cases `<` ties share one), ranked by
+  /// a `CASE`.
+  case ranked([RankedCase])
   /// No SQL gives Swift's order (a `Codable` value's own `<`, an enum that is not
   /// `CaseIterable`, a comparator SQLite has no collation for): the objects are ordered in
   /// memory with the descriptor itself.
@@ -87,14 +88,15 @@ extension ContextState {
     }
     let attribute = entity.storedAttributes[path.slot]
     let codec = attribute.accessor.codec
-    if let ranks = codec.caseOrder {
+    if let cases = codec.caseOrder {
       // The cases' raw values in Swift's order: the column as stored when that is SQL's
-      // order of the raw values too.
+      // order of the raw values too, with no two cases tied.
       let text = attribute.attributeType == .string
-      let ascending = zip(ranks, ranks.dropFirst()).allSatisfy { left, right in
-        text ? compareSwift(left, right) < 0 : compareSQLite(left, right) < 0
+      let ascending = zip(cases, cases.dropFirst()).allSatisfy { left, right in
+        text ? compareSwift(left.value, right.value) < 0 : compareSQLite(left.value, right.value) < 0
       }
-      return ascending ? .column(collation: text ? "SWIFT" : nil) : .ranked(ranks)
+      let untied = zip(cases, cases.dropFirst()).allSatisfy { $0.rank < $1.rank }
+      return ascending && untied ? .column(collation: text ? "SWIFT" : nil) : .ranked(cases)
     }
     guard codec.isStandard else { return .inMemory }  // a Codable value's or an enum's own `<`
     switch attribute.attributeType {
@@ -152,9 +154,10 @@ extension ContextState {
     switch key.order {
     case .column(let collation):
       return ("\(value)\(collation.map { " COLLATE \($0)" } ?? "") \(direction)", [])
-    case .ranked(let ranks):
-      let cases = ranks.indices.map { "WHEN ? THEN \($0)" }.joined(separator: " ")
-      return ("CASE \(value) \(cases) END \(direction)", ranks)
+    case .ranked(let cases):
+      // The ranks are integers counted here, not values: only the raw values are bound.
+      let whens = cases.map { "WHEN ? THEN \($0.rank)" }.joined(separator: " ")
+      return ("CASE \(value) \(whens) END \(direction)", cases.map(\.value))
     case .inMemory:
       return nil
     }

@@ -247,6 +247,50 @@ struct SortCase: Sendable, CustomStringConvertible {
     #expect(failures.isEmpty, "seed \(seed): \(failures.count) differ; first: \(failures.prefix(3))")
   }
 
+  /// A sort whose SQL binds values (an enum ranked by a `CASE`) after a predicate's, and one
+  /// only memory can order, through every way of reading a request's results.
+  @Test func rankedAndInMemorySortsAgreeInEveryKindOfFetch() throws {
+    let container = try PersistentContainer.makeTest(
+      model: ManagedObjectModel(SortRow.self, SortParent.self, SortGroup.self))
+    let low = 0
+    let predicate = #Predicate<SortRow> { $0.int >= low && $0.string != "a" }
+    let failures = try container.viewContext.performAndWait { context -> [String] in
+      try Self.fill(context, rows: 80, seed: 42)
+      try context.save()
+      let all = try context.fetch(FetchRequest<SortRow>()).filter { try predicate.evaluate($0) }
+      var failures: [String] = []
+      for descriptors in [
+        [SortDescriptor(\SortRow.urgency, order: .reverse), SortDescriptor(\.int)],
+        [SortDescriptor(\SortRow.tier), SortDescriptor(\.parent?.urgency)],
+      ] {
+        let expected = Self.swiftOrder(all, descriptors).map(\.managedID)
+        var request = FetchRequest<SortRow>(predicate: predicate, sortBy: descriptors)
+        if try context.fetch(request).map(\.managedID) != expected { failures.append("fetch \(descriptors)") }
+        if try context.fetchObjectIDs(for: request) != expected { failures.append("fetchObjectIDs \(descriptors)") }
+        if try context.fetch(request, batchSize: 7).map(\.managedID) != expected {
+          failures.append("batched \(descriptors)")
+        }
+        let controller = FetchedResultsController(fetchRequest: request, context: context)
+        try controller.performFetch()
+        if controller.fetchedObjects.map(\.managedID) != expected { failures.append("controller \(descriptors)") }
+        request.fetchOffset = 3
+        request.fetchLimit = 10
+        if try context.fetch(request).map(\.managedID) != Array(expected.dropFirst(3).prefix(10)) {
+          failures.append("range \(descriptors)")
+        }
+        do {
+          let count = try context.aggregate(.count, for: request)
+          if count != 10 { failures.append("aggregate over a range: \(count)") }
+        } catch FetchError.unsupportedAggregate {
+          // Only a sort memory orders is refused over a range.
+          if descriptors.first?.keyPath == \SortRow.urgency { failures.append("ranked aggregate refused") }
+        }
+      }
+      return failures
+    }
+    #expect(failures.isEmpty, "\(failures)")
+  }
+
   @Test func aComputedPropertyIsRefusedBeforeTheStoreIsRead() throws {
     let container = try PersistentContainer.makeTest(
       model: ManagedObjectModel(SortRow.self, SortParent.self, SortGroup.self))
