@@ -19,6 +19,9 @@ final class ContextState: ObjectTracking {
   private(set) var inserted: [ManagedObject] = []
   private(set) var updated = ObjectList(.updated)
   private(set) var deleted = ObjectList(.deleted)
+  /// Inserted objects deleted before a save: they left the context at once, and are
+  /// `isDeleted` until the next save or rollback ends their deletion, as saved ones are.
+  private var deletedInserts: [ManagedObject] = []
   private var readerConnection: SQLiteConnection?
 
   private static let temporaryNonce = UInt64.random(in: 1...UInt64.max)
@@ -411,6 +414,7 @@ final class ContextState: ObjectTracking {
       inserted.removeAll { $0 === object }
       if let key = object.objectKey { registered[key] = nil }
       object.lifecycle = .invalidated
+      deletedInserts.append(object)
     } else {
       deleted.insert(object)
     }
@@ -552,8 +556,11 @@ final class ContextState: ObjectTracking {
           resolved.append((object, .kept))
           continue
         }
+        // Its row is gone and it has left the context: as in Core Data, it is no longer
+        // `isDeleted` (nothing is left to delete) and `managedObjectContext` is nil.
         unlinkFromGraph(object)
         if let key = object.objectKey { registered[key] = nil }
+        object.isDeleted = false
         object.lifecycle = .invalidated
       }
       for object in savedUpdates {
@@ -567,9 +574,11 @@ final class ContextState: ObjectTracking {
     // holds are let go below.)
     if !changeObservers.isEmpty { saved.inserted = Set(inserted.compactMap(anyID)) }
     for object in updated { object.committedValues.removeAll() }
+    for object in deletedInserts { object.isDeleted = false }
     inserted.removeAll()
     updated.removeAll()
     deleted.removeAll()
+    deletedInserts.removeAll()
     // Objects whose conflicts were resolved hold the row as it was committed.
     for (object, resolution) in resolved {
       if resolution == .deleted {
@@ -667,9 +676,11 @@ final class ContextState: ObjectTracking {
       object.observationChanged(slots: observed)
     }
     for object in deleted { object.isDeleted = false }
+    for object in deletedInserts { object.isDeleted = false }
     inserted.removeAll()
     updated.removeAll()
     deleted.removeAll()
+    deletedInserts.removeAll()
   }
 
   /// Forgets every registered object; they must not be used afterwards.
@@ -684,6 +695,7 @@ final class ContextState: ObjectTracking {
     inserted.removeAll()
     updated.removeAll()
     deleted.removeAll()
+    deletedInserts.removeAll()
   }
 
   /// Turns the object back into a fault (dropping its changes), or with `mergeChanges`

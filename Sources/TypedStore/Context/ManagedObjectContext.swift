@@ -400,9 +400,18 @@ extension ManagedObject {
     context.insert(self)
   }
 
-  /// The context the object belongs to, or nil for an object in no context.
+  /// The context the object belongs to; nil for an object in no context, and for one that
+  /// has left its context: its deletion was saved, its row was found deleted (by a merge or
+  /// when a fault was read), it was inserted and then deleted or rolled back, or the context
+  /// was reset.
+  ///
+  /// ```swift
+  /// try context.save()
+  /// let gone = note.managedObjectContext == nil   // true once a save deleted its row
+  /// ```
   public var managedObjectContext: ManagedObjectContext? {
-    (tracker as? ContextState)?.context
+    guard lifecycle != .invalidated else { return nil }
+    return (tracker as? ContextState)?.context
   }
 }
 
