@@ -16,6 +16,7 @@ extension ContextState {
       relationship.accessor.fulfill(object, with: [])
       return
     }
+    relationshipLoads?.append((object, index, relationship.accessor.foreignKey(in: object)))
     do {
       relationship.accessor.fulfill(
         object, with: try relatedObjects(of: relationship, for: [key.value], in: object)[key.value] ?? [])

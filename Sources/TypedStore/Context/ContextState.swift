@@ -43,6 +43,9 @@ final class ContextState: ObjectTracking {
 
   /// What this context's objects hold to reach it.
   let link = TrackerLink()
+  /// While `withoutRegisteringObjects` runs: each relationship fault fulfilled, with the key
+  /// the fault held.
+  var relationshipLoads: [(object: ManagedObject, index: Int32, foreignKey: Int64)]?
 
   init(store: PersistentStore, name: String?) {
     self.store = store
@@ -828,6 +831,32 @@ final class ContextState: ObjectTracking {
     deleted.remove(object)
     object.isDeleted = true
     object.lifecycle = .invalidated
+  }
+
+  /// Runs `body` and then forgets every object it registered: for answers that promise to
+  /// register none (`fetchObjectIDs(for:)`), computed with the same code as a fetch, which
+  /// makes an object for each row it reads when the context's unsaved changes take part.
+  /// Relationships of objects registered before that `body` loaded are faults again
+  /// afterwards, so that no object of the context holds one it no longer knows; what `body`
+  /// loaded into those objects themselves stays, as after a fetch.
+  func withoutRegisteringObjects<Result>(_ body: () throws -> Result) rethrows -> Result {
+    let before = Set(registered.values.map(ObjectIdentifier.init))
+    let outer = relationshipLoads
+    relationshipLoads = []
+    defer {
+      let loads = relationshipLoads ?? []
+      relationshipLoads = outer.map { $0 + loads }
+      for object in registered.values where !before.contains(ObjectIdentifier(object)) {
+        if let key = object.objectKey { registered[key] = nil }
+        object.lifecycle = .invalidated
+        object.trackerLink = nil
+      }
+      for load in loads where before.contains(ObjectIdentifier(load.object)) && load.object.lifecycle == .persisted {
+        guard let entity = load.object.entity else { continue }
+        entity.relationships[Int(load.index)].accessor.makeFault(load.object, foreignKey: load.foreignKey)
+      }
+    }
+    return try body()
   }
 
   /// Gives inserted objects their primary keys now, before they are saved.
