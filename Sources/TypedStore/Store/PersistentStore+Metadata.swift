@@ -25,8 +25,8 @@ extension PersistentStore {
   /// model is needed. A file with no tables yet (another process is creating it) is waited
   /// for, up to `options.busyTimeout`.
   ///
-  /// - Throws: `StoreError.notFound`, `.isADirectory`, `.notATypedStore` (another kind of
-  ///   file or database), `.corrupt` (metadata that cannot be read), `.sqlite`.
+  /// - Throws: `StoreError.notFound`, `.permissionDenied`, `.isADirectory`, `.notATypedStore`
+  ///   (another kind of file or database), `.corrupt` (metadata that cannot be read), `.sqlite`.
   public static func metadataForPersistentStore(at url: URL, options: StoreOptions = StoreOptions()) throws
     -> StoreMetadata
   {

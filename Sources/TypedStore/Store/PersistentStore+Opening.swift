@@ -92,6 +92,13 @@ extension PersistentStore {
     let exists = manager.fileExists(atPath: path, isDirectory: &isDirectory)
     if exists && isDirectory.boolValue { throw StoreError.isADirectory(path: path) }
     let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+    if !exists, let blocked = unsearchableFolder(onTheWayTo: path) {
+      // A file the process cannot see is not a missing one: say which folder hides it.
+      throw StoreError.permissionDenied(path: path, component: blocked)
+    }
+    if exists && access(path, R_OK) != 0 && errno == EACCES {
+      throw StoreError.permissionDenied(path: path, component: path)
+    }
     if !exists && (options.isReadOnly || !manager.fileExists(atPath: folder)) {
       throw StoreError.notFound(path: path)
     }
@@ -108,6 +115,18 @@ extension PersistentStore {
         reason: "its folder \(folder) is not writable, and SQLite keeps the -wal and -shm files there; "
           + "open it with StoreOptions.isReadOnly to read it")
     }
+  }
+
+  /// The first folder on the way to `path` that this process may not search (no `x`
+  /// permission for it: a `700` folder of another user), or nil when it may search them all
+  /// (the file is then there or not, as `stat` says).
+  static func unsearchableFolder(onTheWayTo path: String) -> String? {
+    var folder = ""
+    for component in URL(fileURLWithPath: path).deletingLastPathComponent().pathComponents {
+      folder = folder.isEmpty || component == "/" ? component : (folder == "/" ? "/" : folder + "/") + component
+      if access(folder, X_OK) != 0 { return errno == EACCES ? folder : nil }
+    }
+    return nil
   }
 
   // MARK: - What the file holds

@@ -34,7 +34,8 @@ public final class PersistentStore: Sendable {
 
   /// Opens the store at `url`, creating it if the file does not exist or is empty.
   ///
-  /// - Throws: `StoreError` when the path is a directory or missing, the file is not a
+  /// - Throws: `StoreError` when the path is a directory, missing or out of the process's
+  ///   reach (`permissionDenied`), the file is not a
   ///   database, not a TypedStore store, damaged (its pages or its write-ahead log), of an
   ///   unknown format version, made with another model, or not writable by this process;
   ///   the files are unchanged.

@@ -153,6 +153,39 @@ struct UnwritableStoreTests {
     withExtendedLifetime(writer) {}
   }
 
+  @Test func aStoreInAFolderTheProcessCannotSearchIsAPermissionErrorNamingTheFolder() throws {
+    let directory = try folder("unsearchable")
+    let url = try makeEventStore(in: directory)
+    let inner = directory.appendingPathComponent("inner")
+    try FileManager.default.createDirectory(at: inner, withIntermediateDirectories: true)
+    let hidden = try makeEventStore(in: inner)
+    // A daemon user meets another user's 700 folder.
+    try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
+    defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path) }
+    let says = "cannot be reached by this process: it may not search the folder \(directory.path) (permission denied)"
+    for arguments in [["open", url.path], ["open", url.path, "read-only"], ["open", hidden.path, "read-only"]] {
+      let output = try asNobody(arguments)
+      #expect(output.contains("open failed: \(arguments[1]) \(says)"), "\(arguments): \(output)")
+      #expect(!output.contains("there is no store"))
+    }
+    let tool = try typedstore(["history", "stats", "--store", url.path], user: nobody)
+    #expect(tool.status == 3, "a store that cannot be opened")
+    #expect(tool.stderr.contains("typedstore: cannot open \(url.path): \(url.path) \(says)"), "\(tool.stderr)")
+    // Where the process may search, a missing store is still "no store".
+    try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+    let missing = directory.appendingPathComponent("missing.sqlite").path
+    #expect(try asNobody(["open", missing, "read-only"]).contains("open failed: there is no store at \(missing)"))
+    #expect(!FileManager.default.fileExists(atPath: missing))
+  }
+
+  @Test func aStoreFileTheProcessCannotReadIsAPermissionError() throws {
+    let directory = try folder("unreadable-file")
+    let url = try makeEventStore(in: directory)
+    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path)
+    let output = try asNobody(["open", url.path, "read-only"])
+    #expect(output.contains("open failed: \(url.path) cannot be read by this process (permission denied)"), "\(output)")
+  }
+
   @Test func aReadOnlyOpenOfAFileBeingCreatedWaitsForTheCreatorOrRefusesIt() async throws {
     let url = try folder("creating").appendingPathComponent("store.sqlite")
     _ = FileManager.default.createFile(atPath: url.path, contents: Data())  // no tables yet

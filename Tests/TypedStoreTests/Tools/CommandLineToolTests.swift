@@ -17,11 +17,17 @@ struct ToolRun {
   var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any] ?? [:] }
 }
 
-/// Runs the built tool as a user would, with a deadline (a hung tool fails its test).
-func typedstore(_ arguments: [String], shell prefix: String? = nil, seconds: Double = 120) throws -> ToolRun {
+/// Runs the built tool as a user would, with a deadline (a hung tool fails its test); as the
+/// user `uid` when given (through `setpriv`: the tests run as root, which may open any file).
+func typedstore(
+  _ arguments: [String], shell prefix: String? = nil, user uid: String? = nil, seconds: Double = 120
+) throws -> ToolRun {
   let process = Process()
   let tool = builtProduct("typedstore")
-  if let prefix {
+  if let uid {
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+    process.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", tool.path] + arguments
+  } else if let prefix {
     // For a limit set by the shell (ulimit) before the tool runs.
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
     let quoted = ([tool.path] + arguments).map { "'\($0.replacingOccurrences(of: "'", with: "'\\''"))'" }
