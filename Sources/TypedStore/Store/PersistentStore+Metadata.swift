@@ -37,7 +37,9 @@ extension PersistentStore {
     let deadline = ContinuousClock.now + options.busyTimeout
     let connection: SQLiteConnection
     do {
-      connection = try SQLiteConnection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout)
+      connection = try SQLiteConnection(
+        path: path, mode: .readOnly, busyTimeout: options.busyTimeout,
+        companions: CompanionFileCleanup(forOpening: path))
     } catch let error as SQLiteError {
       throw storeError(error, path: path, options: readOnly)
     }

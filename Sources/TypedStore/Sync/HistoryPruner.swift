@@ -67,7 +67,8 @@ public struct HistoryPruner: Sendable {
   /// ```
   ///
   /// - Parameters:
-  ///   - dryRun: report what would go, delete nothing.
+  ///   - dryRun: report what would go, delete nothing: the store is only read (one read
+  ///     transaction), so a dry run works on a store opened with `StoreOptions.isReadOnly`.
   ///   - archive: called with each transaction before it is deleted, in order; if it throws,
   ///     nothing is deleted and the error is rethrown.
   ///   - willDelete: called once with the report after the last transaction went through
@@ -96,7 +97,9 @@ extension PersistentStore {
   ) throws -> HistoryPruner.Report {
     let identifier = identifier
     let model = model
-    return try writer.write(TransactionInfo()) { connection, _ in
+    // A prune is one write transaction; a dry run reads the same in one read transaction,
+    // which sees one snapshot as consistent, and so runs on a store opened read-only too.
+    let plan: @Sendable (SQLiteConnection) throws -> HistoryPruner.Report = { connection in
       let horizon = try HistoryReader.horizon(connection)  // the lowest number kept
       let current = try HistoryReader.currentNumber(connection)
       // The first transaction to keep, as the policy asks.
@@ -155,5 +158,9 @@ extension PersistentStore {
       if !dryRun && target > horizon { try HistoryReader.deleteHistory(before: target, connection: connection) }
       return report
     }
+    if dryRun {
+      return try writer.withConnection { connection in try connection.readTransaction { try plan(connection) } }
+    }
+    return try writer.write(TransactionInfo()) { connection, _ in try plan(connection) }
   }
 }

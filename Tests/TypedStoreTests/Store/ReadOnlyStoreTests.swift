@@ -3,9 +3,34 @@ import Testing
 
 @testable import TypedStore
 
-/// The bytes of a store file and of its -wal (nil where absent).
+/// The bytes of a store file, of its -wal and of its -shm (nil where absent).
 func storeBytes(_ url: URL) -> [Data?] {
-  ["", "-wal"].map { FileManager.default.contents(atPath: url.path + $0) }
+  ["", "-wal", "-shm"].map { FileManager.default.contents(atPath: url.path + $0) }
+}
+
+/// The states a store's files are found in: closed by its last connection (no -wal or
+/// -shm), left by a writer killed with the store open (the WAL holds commits never
+/// checkpointed, and its index is there), and that WAL without its index (a copy).
+enum LeftFiles: CaseIterable, Sendable {
+  case closed, killedWriter, walWithoutIndex
+}
+
+/// A store of three events (the `Event` model of the test writer), its files as `state` says.
+func eventStore(_ state: LeftFiles, variant: String = "", function: String = #function) throws -> URL {
+  let url = PersistentContainer.testStoreURL(variant: "\(variant)\(state)", function: function)
+  try PersistentContainer.destroyPersistentStore(at: url)
+  if state == .closed {
+    #expect(
+      try SpawnedProcess(builtProduct("typedstore-test-writer"), [url.path, "maker", "3"]).finish().contains("saved 3"))
+  } else {
+    let holder = try SpawnedProcess(builtProduct("typedstore-test-writer"), ["hold", url.path, "3"])
+    #expect(holder.waitForLine("ready"))
+    holder.kill()
+    if state == .walWithoutIndex { try FileManager.default.removeItem(atPath: url.path + "-shm") }
+  }
+  let present = ["-wal", "-shm"].map { FileManager.default.fileExists(atPath: url.path + $0) }
+  #expect(present == (state == .closed ? [false, false] : [true, state == .killedWriter]))
+  return url
 }
 
 private func readOnlyOptions() -> StoreOptions {
@@ -63,6 +88,26 @@ private func readOnlyOptions() -> StoreOptions {
       try context.count(for: FetchRequest<Note>())
     }
     #expect(count == 2)
+  }
+
+  @Test(arguments: LeftFiles.allCases)
+  func aReadOnlyStoreLeavesEveryFileByteForByte(state: LeftFiles) async throws {
+    let url = try eventStore(state)
+    let before = storeBytes(url)
+    do {
+      let model = try ManagedObjectModel(Event.self)
+      let reader = try PersistentContainer(name: "Events", model: model, storeURL: url, options: readOnlyOptions())
+      let count = try await reader.newBackgroundContext().perform { context in
+        try context.count(for: FetchRequest<Event>())
+      }
+      #expect(count == 3)
+      #expect(try reader.fetchHistory(HistoryRequest()).count == 3)
+      let store = try PersistentStore(url: url, options: readOnlyOptions())  // with the model it keeps
+      #expect(try store.checkConsistency().passed)
+      _ = try store.inspect()
+      _ = try PersistentStore.metadataForPersistentStore(at: url)
+    }
+    #expect(storeBytes(url) == before, "\(state)")
   }
 
   @Test func aReadOnlyOpenOfAMissingFileCreatesNothing() throws {

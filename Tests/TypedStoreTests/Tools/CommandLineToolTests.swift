@@ -401,6 +401,39 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     #expect(check.json["rowsChecked"] as? Int == 4)
   }
 
+  /// Every command that only reads, and every dry run, opens the store read-only and leaves
+  /// its file, its -wal and its -shm byte for byte as they were: a store closed by its last
+  /// connection, one a killed writer left with commits in its WAL, and that WAL without its
+  /// index.
+  @Test(arguments: LeftFiles.allCases)
+  func readingCommandsAndDryRunsLeaveEveryFileByteForByte(state: LeftFiles) async throws {
+    let url = try eventStore(state)
+    let path = url.path
+    let output = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-export-\(getpid()).gz")
+    defer { try? FileManager.default.removeItem(at: output) }
+    let before = storeBytes(url)
+    for arguments in [
+      ["history", "export", "--store", path], ["history", "export", "--store", path, "--gzip", "-o", output.path],
+      ["history", "stats", "--store", path], ["history", "stats", "--store", path, "--json"],
+      ["consumers", "list", "--store", path], ["inspect", "--store", path], ["check", "--store", path],
+      ["history", "prune", "--store", path, "--consumed", "--dry-run"],
+      ["history", "prune", "--store", path, "--keep-last", "1", "--dry-run", "--json"],
+    ] {
+      let run = try typedstore(arguments)
+      #expect(run.status == 0, "\(arguments): \(run.stderr)")
+      #expect(storeBytes(url) == before, "\(state): \(arguments.joined(separator: " "))")
+    }
+    let watcher = try RunningTool(["history", "watch", "--store", path, "--after", "0"])
+    defer { watcher.killIfRunning() }
+    #expect(try await watcher.waitForError("Ctrl-C stops"))
+    #expect(try await watcher.firstLine().contains("\"number\":1"))
+    #expect(try await watcher.stop(with: SIGINT) == 0)
+    #expect(storeBytes(url) == before, "\(state): history watch")
+    let dryRun = try typedstore(["history", "prune", "--store", path, "--keep-last", "1", "--dry-run"])
+    #expect(dryRun.stdout.contains("would delete 2 transactions; horizon 2"), "\(dryRun.stdout)")
+    #expect(storeBytes(url) == before)
+  }
+
   /// `inspect` lists each entity's relationships (kind, inverse, delete rule, where the links
   /// are stored) and counts the links of the side that stores them, from the model the store
   /// keeps: the tool has none of the classes.
