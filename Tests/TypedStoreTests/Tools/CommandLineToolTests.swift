@@ -527,6 +527,71 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     #expect(again.stderr.contains("exists already"))
   }
 
+  /// Runs `command` with `/bin/sh` in `folder`, with `path` as the PATH: the way a user types
+  /// what the demo printed.
+  private func shell(_ command: String, in folder: URL, path: String) throws -> ToolRun {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", command]
+    process.currentDirectoryURL = folder
+    process.environment = ["PATH": path, "HOME": NSTemporaryDirectory()]
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let collected = Mutex(Data())
+    let reader = Thread { collected.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() } }
+    reader.start()
+    let out = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    while reader.isExecuting || !reader.isFinished { usleep(1000) }
+    return ToolRun(
+      status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+      stderr: String(decoding: collected.withLock { $0 }, as: UTF8.self))
+  }
+
+  /// The demo prints commands that run as printed from where it was started: the tool's path
+  /// when no `typedstore` on the PATH is this tool (after `swift run`), `typedstore` when it is.
+  @Test func theDemosCommandsRunAsPrintedFromWhereItWasStarted() throws {
+    let base = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-demo-commands-\(getpid())")
+    try? FileManager.default.removeItem(at: base)
+    let bin = base.appendingPathComponent("bin")
+    try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: base) }
+    let tool = builtProduct("typedstore").path
+    let quoted = "'\(tool.replacingOccurrences(of: "'", with: "'\\''"))'"
+    for installed in [false, true] {
+      if installed {
+        try FileManager.default.createSymbolicLink(
+          atPath: bin.appendingPathComponent("typedstore").path, withDestinationPath: tool)
+      }
+      let folder = base.appendingPathComponent(installed ? "installed" : "built")
+      try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+      let path = "\(bin.path):/usr/bin:/bin"
+      let demo = try shell("\(quoted) demo --dir store --seconds 1", in: folder, path: path)
+      #expect(demo.status == 0, "\(demo.stderr)")
+      let commands = demo.lines.drop { $0 != "Try, on this store:" }.dropFirst().map {
+        String($0.trimmingCharacters(in: .whitespaces).split(separator: "#")[0]).trimmingCharacters(in: .whitespaces)
+      }
+      #expect(commands.count == 10, "\(demo.stdout)")
+      for command in commands {
+        let program = String(command.prefix { $0 != " " })
+        if installed {
+          #expect(program == "typedstore", "\(command)")
+        } else {
+          let resolved = URL(fileURLWithPath: program, relativeTo: folder).resolvingSymlinksInPath().path
+          #expect(program.hasPrefix("/") && resolved == URL(fileURLWithPath: tool).resolvingSymlinksInPath().path)
+        }
+        // `watch` runs until interrupted; the demo's writer, once, is enough.
+        guard !command.contains(" history watch "), !installed || command.contains(" check ") else { continue }
+        let run = try shell(command, in: folder, path: path)
+        #expect(run.status == 0, "\(command): \(run.stderr)")
+      }
+    }
+  }
+
   @Test func ofTwoDemosStartedOnOneFolderAtOnceOneRunsAndOneRefuses() async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-demos-\(getpid())")
     try? FileManager.default.removeItem(at: directory)
