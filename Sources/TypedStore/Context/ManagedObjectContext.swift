@@ -372,7 +372,7 @@ public actor ManagedObjectContext {
   ///
   /// ```swift
   /// for await changes in container.storeChanges() {
-  ///   await context.perform { context in context.mergeChanges(changes) }
+  ///   await context.perform { context in _ = context.mergeChanges(changes) }
   /// }
   /// ```
   @discardableResult
