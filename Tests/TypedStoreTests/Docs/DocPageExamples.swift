@@ -224,6 +224,14 @@ enum BatchPage {
     let blank = try context.execute(BatchDeleteRequest<Note>(predicate: #Predicate { $0.title == "" }))
     return [result.count, updated.count, deleted.count, blank.count]
   }
+
+  static func deletingWhatIsGone(context: isolated ManagedObjectContext, ids: [ManagedID<Note>]) throws {
+    do {
+      _ = try context.execute(BatchDeleteRequest(objectIDs: ids))
+    } catch ManagedIDError.noSuchRow(let uri) {
+      print("\(uri) was already deleted; nothing was deleted")
+    }
+  }
 }
 
 enum HistoryPage {
@@ -356,6 +364,7 @@ enum RelationshipsPage {
       let note = try context.existingObject(with: ids[1])
       #expect(try TypedIDsPage.example(context: context, note: note) === note)
       #expect(try BatchPage.examples(context: context, ids: [ids[1]]) == [2, 1, 1, 1])
+      try BatchPage.deletingWhatIsGone(context: context, ids: [ids[1]])  // deleted just now
     }
     try HistoryPage.changes(container: container)
     let (task, observation) = HistoryPage.notifications(container: container)
