@@ -39,6 +39,38 @@ enum DemoCommand {
     return URL(fileURLWithPath: path)
   }
 
+  /// How to run this tool, typed where the user stands: `typedstore` when the first
+  /// `typedstore` on the PATH is this program; otherwise its path, relative to the current
+  /// folder when it lies below it (`.build/debug/typedstore` after `swift run`).
+  static var invocation: String {
+    let manager = FileManager.default
+    let program = executable.resolvingSymlinksInPath().path
+    for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+      let candidate = URL(fileURLWithPath: String(folder)).appendingPathComponent("typedstore")
+      guard manager.isExecutableFile(atPath: candidate.path) else { continue }
+      if candidate.resolvingSymlinksInPath().path == program { return "typedstore" }
+      break  // the shell would run another program of that name
+    }
+    let here = manager.currentDirectoryPath
+    // As it was started, or where it is; for a build of SwiftPM's
+    // (`.build/x86_64-unknown-linux-gnu/debug/typedstore`), by the shorter link to its folder
+    // (`.build/debug/typedstore`).
+    let started = CommandLine.arguments.first.flatMap { $0.contains("/") ? $0 : nil }
+    var parts = URL(fileURLWithPath: program).pathComponents
+    var linked: String?
+    if parts.count > 4, parts[parts.count - 4] == ".build" {
+      parts.remove(at: parts.count - 3)
+      linked = NSString.path(withComponents: parts)
+    }
+    for path in [linked, started, program].compactMap({ $0 }) {
+      let absolute = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: here, isDirectory: true))
+      guard absolute.resolvingSymlinksInPath().path == program else { continue }
+      let full = absolute.standardizedFileURL.path
+      return Values.shellQuoted(full.hasPrefix(here + "/") ? String(full.dropFirst(here.count + 1)) : full)
+    }
+    return Values.shellQuoted(program)
+  }
+
   // MARK: - The demo
 
   static func run(_ command: ParsedCommand) throws(Failure) {
@@ -150,17 +182,23 @@ enum DemoCommand {
         + "\(number(merged["checkpoint"])).",
       "",
       "Try, on this store:",
-      "  typedstore history export --store \(path) --limit 3",
-      "  typedstore history export --store \(path) --gzip -o history.ndjson.gz",
-      "  typedstore history watch --store \(path)",
-      "  typedstore demo-writer --store \(path) --name writer-3 --seconds 2   # more commits, in another shell",
-      "  typedstore history stats --store \(path)",
-      "  typedstore history prune --store \(path) --consumed --dry-run",
-      "  typedstore history prune --store \(path) --consumed --archive archive.ndjson.gz",
-      "  typedstore consumers list --store \(path)",
-      "  typedstore inspect --store \(path)",
-      "  typedstore check --store \(path)",
     ]
+    // Commands that run as printed, where the demo was started: no `typedstore` need be on
+    // the PATH (README.md says how to install it).
+    let tool = invocation
+    let storePath = Values.shellQuoted(path)
+    lines += [
+      "history export --store \(storePath) --limit 3",
+      "history export --store \(storePath) --gzip -o history.ndjson.gz",
+      "history watch --store \(storePath)",
+      "demo-writer --store \(storePath) --name writer-3 --seconds 2   # more commits, in another shell",
+      "history stats --store \(storePath)",
+      "history prune --store \(storePath) --consumed --dry-run",
+      "history prune --store \(storePath) --consumed --archive archive.ndjson.gz",
+      "consumers list --store \(storePath)",
+      "inspect --store \(storePath)",
+      "check --store \(storePath)",
+    ].map { "  \(tool) \($0)" }
     if (merged["matchesStore"] as? Bool) != true { lines.append("\nThe merger's objects differ from the store.") }
     print(lines.joined(separator: "\n"))
     if (merged["matchesStore"] as? Bool) != true { throw .failed("the demo's merger did not converge") }

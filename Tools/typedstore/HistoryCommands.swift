@@ -100,6 +100,17 @@ enum HistoryCommands {
   // MARK: - watch
 
   static func watch(_ command: ParsedCommand) throws(Failure) {
+    var store = try follow(command)
+    // A read-only open gives the -wal and -shm files it made SQLite create back when the
+    // store's last connection closes. The remote-change monitor's thread closes its own as it
+    // ends, a moment after the container goes: the store is let go here, once nothing else
+    // holds it, so that this happens before the process exits.
+    let deadline = ContinuousClock.now + .seconds(2)
+    while !isKnownUniquelyReferenced(&store) && ContinuousClock.now < deadline { usleep(1000) }
+  }
+
+  /// Prints each new transaction until a signal; returns the store it followed.
+  private static func follow(_ command: ParsedCommand) throws(Failure) -> PersistentStore {
     let path = try usage { try command.required("--store") }
     let container = try openContainer(path)
     let store = container.persistentStore
@@ -143,6 +154,7 @@ enum HistoryCommands {
       _ = wake.wait(timeout: .now() + 1)
     }
     printError("last token: \(position.stringRepresentation)")
+    return store
   }
 
   // MARK: - prune
@@ -158,8 +170,9 @@ enum HistoryCommands {
             : "Give one policy, not \(policies.joined(separator: " and "))"))
     }
     let dryRun = command.flag("--dry-run")
-    // A dry run too reads the consumers under the write lock, as a prune does, and writes nothing.
-    let store = try openStore(path, writable: true)
+    // A dry run only reads (one snapshot), so it opens the store read-only: no byte of its
+    // files changes.
+    let store = try openStore(path, writable: !dryRun)
     let policy: HistoryPruner.Policy
     if command.flag("--consumed") {
       policy = .consumed

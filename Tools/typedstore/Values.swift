@@ -4,6 +4,14 @@ import TypedStore
 
 /// The values commands take on the command line, parsed with errors that say what is wanted.
 enum Values {
+  /// `text` as a shell word: as it is when it holds only characters no shell treats
+  /// specially, otherwise in single quotes.
+  static func shellQuoted(_ text: String) -> String {
+    let plain = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+    if !text.isEmpty && text.allSatisfy(plain.contains) { return text }
+    return "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+  }
+
   /// A token: `<store UUID>:<number>` as `history export` prints it, or a bare transaction
   /// number of the store at hand. A token of another store is refused.
   static func token(_ text: String, option: String, store: PersistentStore, command: ParsedCommand) throws(Failure)

@@ -16,6 +16,7 @@ extension ContextState {
       relationship.accessor.fulfill(object, with: [])
       return
     }
+    relationshipLoads?.append((object, index, relationship.accessor.foreignKey(in: object)))
     do {
       relationship.accessor.fulfill(
         object, with: try relatedObjects(of: relationship, for: [key.value], in: object)[key.value] ?? [])
@@ -220,8 +221,9 @@ extension ContextState {
     return writes
   }
 
-  /// After the commit: objects the store's delete rules deleted leave the context; objects
-  /// whose relationship they cleared reload.
+  /// After the commit: objects the store's delete rules deleted leave the context (the save
+  /// deleted them, so, like the objects it was asked to delete, they are not `isDeleted`
+  /// afterwards); objects whose relationship they cleared reload.
   func applyPropagation(_ propagation: DeletePropagation) {
     for (entityName, keys) in propagation.deleted {
       guard let entity = model.entity(named: entityName) else { continue }
@@ -230,6 +232,7 @@ extension ContextState {
           object.lifecycle != .invalidated
         {
           forgetDeleted(object)
+          object.isDeleted = false
         }
       }
     }

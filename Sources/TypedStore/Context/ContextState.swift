@@ -19,6 +19,9 @@ final class ContextState: ObjectTracking {
   private(set) var inserted: [ManagedObject] = []
   private(set) var updated = ObjectList(.updated)
   private(set) var deleted = ObjectList(.deleted)
+  /// Inserted objects deleted before a save: they left the context at once, and are
+  /// `isDeleted` until the next save or rollback ends their deletion, as saved ones are.
+  private var deletedInserts: [ManagedObject] = []
   private var readerConnection: SQLiteConnection?
 
   private static let temporaryNonce = UInt64.random(in: 1...UInt64.max)
@@ -40,6 +43,9 @@ final class ContextState: ObjectTracking {
 
   /// What this context's objects hold to reach it.
   let link = TrackerLink()
+  /// While `withoutRegisteringObjects` runs: each relationship fault fulfilled, with the key
+  /// the fault held.
+  var relationshipLoads: [(object: ManagedObject, index: Int32, foreignKey: Int64)]?
 
   init(store: PersistentStore, name: String?) {
     self.store = store
@@ -411,6 +417,7 @@ final class ContextState: ObjectTracking {
       inserted.removeAll { $0 === object }
       if let key = object.objectKey { registered[key] = nil }
       object.lifecycle = .invalidated
+      deletedInserts.append(object)
     } else {
       deleted.insert(object)
     }
@@ -552,8 +559,11 @@ final class ContextState: ObjectTracking {
           resolved.append((object, .kept))
           continue
         }
+        // Its row is gone and it has left the context: as in Core Data, it is no longer
+        // `isDeleted` (nothing is left to delete) and `managedObjectContext` is nil.
         unlinkFromGraph(object)
         if let key = object.objectKey { registered[key] = nil }
+        object.isDeleted = false
         object.lifecycle = .invalidated
       }
       for object in savedUpdates {
@@ -567,9 +577,11 @@ final class ContextState: ObjectTracking {
     // holds are let go below.)
     if !changeObservers.isEmpty { saved.inserted = Set(inserted.compactMap(anyID)) }
     for object in updated { object.committedValues.removeAll() }
+    for object in deletedInserts { object.isDeleted = false }
     inserted.removeAll()
     updated.removeAll()
     deleted.removeAll()
+    deletedInserts.removeAll()
     // Objects whose conflicts were resolved hold the row as it was committed.
     for (object, resolution) in resolved {
       if resolution == .deleted {
@@ -667,9 +679,11 @@ final class ContextState: ObjectTracking {
       object.observationChanged(slots: observed)
     }
     for object in deleted { object.isDeleted = false }
+    for object in deletedInserts { object.isDeleted = false }
     inserted.removeAll()
     updated.removeAll()
     deleted.removeAll()
+    deletedInserts.removeAll()
   }
 
   /// Forgets every registered object; they must not be used afterwards.
@@ -684,6 +698,7 @@ final class ContextState: ObjectTracking {
     inserted.removeAll()
     updated.removeAll()
     deleted.removeAll()
+    deletedInserts.removeAll()
   }
 
   /// Turns the object back into a fault (dropping its changes), or with `mergeChanges`
@@ -816,6 +831,32 @@ final class ContextState: ObjectTracking {
     deleted.remove(object)
     object.isDeleted = true
     object.lifecycle = .invalidated
+  }
+
+  /// Runs `body` and then forgets every object it registered: for answers that promise to
+  /// register none (`fetchObjectIDs(for:)`), computed with the same code as a fetch, which
+  /// makes an object for each row it reads when the context's unsaved changes take part.
+  /// Relationships of objects registered before that `body` loaded are faults again
+  /// afterwards, so that no object of the context holds one it no longer knows; what `body`
+  /// loaded into those objects themselves stays, as after a fetch.
+  func withoutRegisteringObjects<Result>(_ body: () throws -> Result) rethrows -> Result {
+    let before = Set(registered.values.map(ObjectIdentifier.init))
+    let outer = relationshipLoads
+    relationshipLoads = []
+    defer {
+      let loads = relationshipLoads ?? []
+      relationshipLoads = outer.map { $0 + loads }
+      for object in registered.values where !before.contains(ObjectIdentifier(object)) {
+        if let key = object.objectKey { registered[key] = nil }
+        object.lifecycle = .invalidated
+        object.trackerLink = nil
+      }
+      for load in loads where before.contains(ObjectIdentifier(load.object)) && load.object.lifecycle == .persisted {
+        guard let entity = load.object.entity else { continue }
+        entity.relationships[Int(load.index)].accessor.makeFault(load.object, foreignKey: load.foreignKey)
+      }
+    }
+    return try body()
   }
 
   /// Gives inserted objects their primary keys now, before they are saved.

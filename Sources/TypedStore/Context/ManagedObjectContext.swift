@@ -307,12 +307,25 @@ public actor ManagedObjectContext {
     return try state.aggregate(function, for: request, groupedBy: keyPath)
   }
 
-  /// How many objects the request would fetch, without loading them.
+  /// How many objects the request would fetch, without registering any: unsaved changes
+  /// that touch the request count as `fetch(_:)` would see them.
+  ///
+  /// ```swift
+  /// let drafts = try context.count(for: FetchRequest<Note>(predicate: #Predicate { $0.title == "" }))
+  /// ```
   public func count<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> Int {
     try state.count(for: request)
   }
 
-  /// The IDs of the objects the request would fetch, without registering objects.
+  /// The IDs of the objects the request would fetch, in its order, without registering any:
+  /// the context's registered objects are the same before and after. Unsaved changes that
+  /// touch the request take part, as in `fetch(_:)` (an inserted object's ID is temporary);
+  /// the rows are then read to merge them with the changes, and no object made for that is
+  /// kept.
+  ///
+  /// ```swift
+  /// let ids = try context.fetchObjectIDs(for: FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]))
+  /// ```
   public func fetchObjectIDs<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> [ManagedID<Entity>] {
     try state.fetchObjectIDs(for: request)
   }
@@ -359,7 +372,7 @@ public actor ManagedObjectContext {
   ///
   /// ```swift
   /// for await changes in container.storeChanges() {
-  ///   await context.perform { context in context.mergeChanges(changes) }
+  ///   await context.perform { context in _ = context.mergeChanges(changes) }
   /// }
   /// ```
   @discardableResult
@@ -400,9 +413,18 @@ extension ManagedObject {
     context.insert(self)
   }
 
-  /// The context the object belongs to, or nil for an object in no context.
+  /// The context the object belongs to; nil for an object in no context, and for one that
+  /// has left its context: its deletion was saved, its row was found deleted (by a merge or
+  /// when a fault was read), it was inserted and then deleted or rolled back, or the context
+  /// was reset.
+  ///
+  /// ```swift
+  /// try context.save()
+  /// let gone = note.managedObjectContext == nil   // true once a save deleted its row
+  /// ```
   public var managedObjectContext: ManagedObjectContext? {
-    (tracker as? ContextState)?.context
+    guard lifecycle != .invalidated else { return nil }
+    return (tracker as? ContextState)?.context
   }
 }
 

@@ -230,13 +230,26 @@ public final class ModelContext {
     return try state.aggregate(function, for: request, groupedBy: keyPath)
   }
 
-  /// How many objects the request would fetch, without loading them.
+  /// How many objects the request would fetch, without registering any: unsaved changes
+  /// that touch the request count as `fetch(_:)` would see them.
+  ///
+  /// ```swift
+  /// let drafts = try context.count(for: FetchRequest<Note>(predicate: #Predicate { $0.title == "" }))
+  /// ```
   public func count<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> Int {
     applyPendingMerges()
     return try state.count(for: request)
   }
 
-  /// The IDs of the objects the request would fetch.
+  /// The IDs of the objects the request would fetch, in its order, without registering any:
+  /// the context's registered objects are the same before and after. Unsaved changes that
+  /// touch the request take part, as in `fetch(_:)` (an inserted object's ID is temporary);
+  /// the rows are then read to merge them with the changes, and no object made for that is
+  /// kept.
+  ///
+  /// ```swift
+  /// let ids = try context.fetchObjectIDs(for: FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]))
+  /// ```
   public func fetchObjectIDs<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> [ManagedID<Entity>] {
     applyPendingMerges()
     return try state.fetchObjectIDs(for: request)

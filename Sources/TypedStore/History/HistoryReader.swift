@@ -10,8 +10,10 @@ enum HistoryReader {
     try connection.scalarInt("SELECT seq FROM sqlite_sequence WHERE name = '_history_transaction'") ?? 0
   }
 
-  /// The lowest transaction number still kept (history below it was deleted).
-  static func horizon(_ connection: SQLiteConnection) throws -> Int64 {
+  /// The number of the first transaction kept: the horizon + 1 (the horizon, as users see it,
+  /// is the token after which history is complete: the last transaction deleted, or 0). The
+  /// metadata's `history_horizon` holds this number.
+  static func firstKept(_ connection: SQLiteConnection) throws -> Int64 {
     try connection.scalarText("SELECT value FROM _metadata WHERE key = 'history_horizon'").flatMap { Int64($0) } ?? 1
   }
 
@@ -54,23 +56,23 @@ enum HistoryReader {
       throw HistoryError.invalidRequest("transactionLimit must not be negative")
     }
     try connection.readTransaction {
-      let horizon = try horizon(connection)
+      let firstKept = try Self.firstKept(connection)
       var conditions: [String] = []
       var arguments: [PrimitiveValue] = []
       var after = Int64.min  // the number the next page of transactions starts after
       switch request.start {
       case .beginning:
-        guard horizon <= 1 else {
+        guard firstKept <= 1 else {
           throw HistoryError.tokenExpired(
-            horizon: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: horizon - 1))
+            horizon: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: firstKept - 1))
         }
       case .after(let token):
         guard token.storeIdentifier == storeIdentifier else {
           throw HistoryError.foreignStore(expected: storeIdentifier, found: token.storeIdentifier)
         }
-        guard token.transactionNumber >= horizon - 1 else {
+        guard token.transactionNumber >= firstKept - 1 else {
           throw HistoryError.tokenExpired(
-            horizon: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: horizon - 1))
+            horizon: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: firstKept - 1))
         }
         // Not a condition of its own: the pages' `number > ?` starts at it (two rowid bounds
         // let SQLite seek by one and filter by the other, rescanning from the start per page).
@@ -78,7 +80,7 @@ enum HistoryReader {
       case .afterDate(let date):
         if let deleted = try horizonDate(connection), date < deleted {
           throw HistoryError.tokenExpired(
-            horizon: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: horizon - 1))
+            horizon: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: firstKept - 1))
         }
         conditions.append("timestamp > ?")
         arguments.append(.real(date.timeIntervalSinceReferenceDate))
@@ -231,8 +233,8 @@ enum HistoryReader {
   /// Runs inside a write transaction. Returns how many transactions were deleted.
   @discardableResult
   static func deleteHistory(before number: Int64, connection: SQLiteConnection) throws -> Int {
-    let horizon = try horizon(connection)
-    guard number > horizon else { return 0 }
+    let firstKept = try Self.firstKept(connection)
+    guard number > firstKept else { return 0 }
     let latest = try connection.statement("SELECT max(timestamp) FROM _history_transaction WHERE number < ?")
     latest.bind(number, at: 1)
     let deletedUntil = try latest.step() && !latest.isNull(0) ? latest.double(0) : nil

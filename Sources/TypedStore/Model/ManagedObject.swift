@@ -62,7 +62,25 @@ open class ManagedObject: Hashable {
     didSet { _needsAccessHook = isFault || keyPathRecorder != nil || observesAccess }
   }
 
-  /// True when the object is marked for deletion at the next save.
+  /// True while the object is marked for deletion: from `context.delete(_:)` until the save
+  /// that deletes its row, or a rollback.
+  ///
+  /// As in Core Data, the save ends it: the object has then left its context, `isDeleted` is
+  /// false again and `managedObjectContext` is nil (its `managedID` still names the row that
+  /// was). An object whose row another context or process deleted — learned from a merge, a
+  /// save's conflict resolution, or a fault whose row is gone — is marked deleted instead: it
+  /// leaves its context too, and `isDeleted` stays true, since no save of its context deleted it.
+  ///
+  /// ```swift
+  /// context.delete(note)
+  /// note.isDeleted                  // true: the next save deletes the row
+  /// try context.save()
+  /// note.isDeleted                  // false
+  /// note.managedObjectContext       // nil: the object has left the context
+  /// ```
+  ///
+  /// To ask whether an object still stands for a row of its context, whatever deleted it,
+  /// test `managedObjectContext != nil`.
   public internal(set) final var isDeleted = false
 
   /// The row the object stands for in its context's identity map; nil outside a context.

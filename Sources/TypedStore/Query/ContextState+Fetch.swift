@@ -64,8 +64,11 @@ extension ContextState {
   func fetchObjectIDs<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> [ManagedID<Entity>] {
     let resolved = try resolve(request)
     if resolved.sortsInMemory || (request.includesPendingChanges && pendingChangesAffect(resolved)) {
-      return try fetchMergingPending(request, resolved).compactMap { object in
-        anyID(of: object).map { ManagedID<Entity>(unchecked: $0) }
+      // The same answer as a fetch, whose objects (and the ones it made on the way) go again.
+      return try withoutRegisteringObjects {
+        try fetchMergingPending(request, resolved).compactMap { object in
+          anyID(of: object).map { ManagedID<Entity>(unchecked: $0) }
+        }
       }
     }
     let storeID = store.identifier

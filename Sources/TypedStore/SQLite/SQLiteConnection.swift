@@ -43,18 +43,31 @@ final class SQLiteConnection {
   private var statements: [String: Statement] = [:]
   private let walObserver = WALObserver()
   private(set) var busyTimeout: Duration
+  /// Kept until the connection is closed: see `CompanionFileCleanup`.
+  private let companions: CompanionFileCleanup?
 
   // MARK: - Opening
 
-  init(path: String, mode: OpenMode, busyTimeout: Duration = .seconds(5)) throws {
+  /// Opens `path`. A read-only connection writes no byte of the database, its `-wal` or its
+  /// `-shm`: where the `-shm` exists it is opened read-only (`readonly_shm`), so that not even
+  /// a read mark or a rebuilt index goes into it; where it does not, SQLite creates it and
+  /// an empty `-wal` (reading a WAL database needs both), and `companions` removes them again
+  /// once the last connection that shares it has closed.
+  init(
+    path: String, mode: OpenMode, busyTimeout: Duration = .seconds(5), companions: CompanionFileCleanup? = nil
+  ) throws {
     var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+    var name = path
     switch mode {
-    case .readOnly: flags |= SQLITE_OPEN_READONLY
+    case .readOnly:
+      flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+      name = Self.readOnlyURI(path, shmExists: FileManager.default.fileExists(atPath: path + "-shm"))
     case .readWrite: flags |= SQLITE_OPEN_READWRITE
     case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
     }
+    self.companions = companions
     var handle: OpaquePointer?
-    let code = sqlite3_open_v2(path, &handle, flags, nil)
+    let code = sqlite3_open_v2(name, &handle, flags, nil)
     guard code == SQLITE_OK, let handle else {
       let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
       if let handle { sqlite3_close_v2(handle) }
@@ -71,6 +84,34 @@ final class SQLiteConnection {
   deinit {
     statements.removeAll()
     sqlite3_close_v2(handle)
+  }
+
+  /// The URI of a read-only open of `path` (sqlite.org, "Uniform Resource Identifiers"):
+  /// `mode=ro`, and `readonly_shm=1` when the `-shm` exists.
+  static func readOnlyURI(_ path: String, shmExists: Bool) -> String {
+    let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/".utf8)
+    var escaped = ""
+    for byte in path.utf8 {
+      escaped += allowed.contains(byte) ? String(UnicodeScalar(byte)) : String(format: "%%%02X", byte)
+    }
+    return "file:\(escaped)?mode=ro" + (shmExists ? "&readonly_shm=1" : "")
+  }
+
+  /// Deletes the `-shm` (and, with `includingWAL`, an empty `-wal`) of `path` when no
+  /// connection anywhere has the file open: SQLite's exclusive lock on it says so, and is held
+  /// while the files go, so that no process opens the store in between. A `-wal` that holds
+  /// frames is never deleted. Does nothing when the lock cannot be had.
+  static func removeCompanionFiles(of path: String, includingWAL: Bool) {
+    let manager = FileManager.default
+    guard manager.fileExists(atPath: path + "-shm") || (includingWAL && manager.fileExists(atPath: path + "-wal")),
+      let lock = (try? exclusiveLock(path: path)) ?? nil
+    else { return }
+    withExtendedLifetime(lock) {
+      if includingWAL, (try? manager.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int == 0 {
+        try? manager.removeItem(atPath: path + "-wal")
+      }
+      try? manager.removeItem(atPath: path + "-shm")
+    }
   }
 
   /// Applies the pragmas every TypedStore connection uses. `journal_mode` is only set by the

@@ -15,7 +15,7 @@ extension PersistentStore {
   /// The oldest position history can still be read from: history after it is complete.
   public func historyHorizon() throws -> HistoryToken {
     try withHistoryReader { connection in
-      HistoryToken(storeIdentifier: identifier, transactionNumber: try HistoryReader.horizon(connection) - 1)
+      HistoryToken(storeIdentifier: identifier, transactionNumber: try HistoryReader.firstKept(connection) - 1)
     }
   }
 
@@ -119,7 +119,7 @@ extension PersistentStore {
       if let existing, existing.checkpoint.storeIdentifier != identifier { return existing }
       let number =
         try existing?.checkpoint.transactionNumber
-        ?? (fromBeginning ? HistoryReader.horizon(connection) - 1 : HistoryReader.currentNumber(connection))
+        ?? (fromBeginning ? HistoryReader.firstKept(connection) - 1 : HistoryReader.currentNumber(connection))
       try HistoryConsumers.write(
         name: name, storeIdentifier: identifier, number: number, lease: lease, advanced: existing == nil,
         connection: connection)

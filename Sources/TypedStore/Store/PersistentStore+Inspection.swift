@@ -125,11 +125,11 @@ extension PersistentStore {
   public func historyStatistics() throws -> HistoryStatistics {
     try withHistoryReader { connection in
       try connection.readTransaction {
-        let horizon = try HistoryReader.horizon(connection)
+        let firstKept = try HistoryReader.firstKept(connection)
         let current = try HistoryReader.currentNumber(connection)
         var statistics = HistoryStatistics(
           transactions: 0, changes: 0, changesByEntity: [:], transactionsByAuthor: [:], unattributedTransactions: 0,
-          horizon: HistoryToken(storeIdentifier: identifier, transactionNumber: horizon - 1),
+          horizon: HistoryToken(storeIdentifier: identifier, transactionNumber: firstKept - 1),
           currentToken: HistoryToken(storeIdentifier: identifier, transactionNumber: current))
         let authors = try connection.statement(
           "SELECT author, count(*), min(timestamp), max(timestamp) FROM _history_transaction GROUP BY author")
@@ -228,7 +228,7 @@ extension PersistentStore {
           freePages: Int(try connection.scalarInt("PRAGMA freelist_count") ?? 0),
           journalMode: try connection.scalarText("PRAGMA journal_mode") ?? "",
           horizon: HistoryToken(
-            storeIdentifier: identifier, transactionNumber: try HistoryReader.horizon(connection) - 1),
+            storeIdentifier: identifier, transactionNumber: try HistoryReader.firstKept(connection) - 1),
           currentToken: HistoryToken(
             storeIdentifier: identifier, transactionNumber: try HistoryReader.currentNumber(connection)),
           consumers: try HistoryConsumers.all(storeIdentifier: identifier, connection: connection))
@@ -272,7 +272,7 @@ extension PersistentStore {
       }
 
       // Metadata.
-      let horizon = try HistoryReader.horizon(connection)
+      let firstKept = try HistoryReader.firstKept(connection)
       let current = try HistoryReader.currentNumber(connection)
       if let stored = try Self.readMetadata(connection) {
         do {
@@ -294,11 +294,11 @@ extension PersistentStore {
       } catch {
         problem(.metadata, "\(error)")
       }
-      if horizon < 1 || horizon > current + 1 {
-        problem(.metadata, "the history horizon \(horizon - 1) lies outside the transactions recorded (0…\(current))")
+      if firstKept < 1 || firstKept > current + 1 {
+        problem(.metadata, "the history horizon \(firstKept - 1) lies outside the transactions recorded (0…\(current))")
       }
-      if let lowest = try connection.scalarInt("SELECT min(number) FROM _history_transaction"), lowest < horizon {
-        problem(.metadata, "transaction \(lowest) is kept below the history horizon \(horizon - 1)")
+      if let lowest = try connection.scalarInt("SELECT min(number) FROM _history_transaction"), lowest < firstKept {
+        problem(.metadata, "transaction \(lowest) is kept below the history horizon \(firstKept - 1)")
       }
 
       // History against itself.
@@ -316,10 +316,10 @@ extension PersistentStore {
       var visitor = LastChangeVisitor(model: model)
       try HistoryReader.visit(
         HistoryRequest(
-          after: HistoryToken(storeIdentifier: identifier, transactionNumber: max(0, min(horizon, current + 1) - 1))),
+          after: HistoryToken(storeIdentifier: identifier, transactionNumber: max(0, min(firstKept, current + 1) - 1))),
         storeIdentifier: identifier, model: model, connection: connection, visitor: &visitor)
       var rowsChecked = 0
-      let pruned = horizon > 1
+      let pruned = firstKept > 1
       for root in model.entities where root.isRoot {
         let table = layout(of: root)
         var lastChanges = visitor.lastChanges[root.name] ?? [:]
@@ -400,10 +400,10 @@ extension PersistentStore {
           problem(
             .consumer, "\(consumer.name)'s checkpoint \(number) lies outside the transactions recorded (0…\(current))"
           )
-        } else if number < horizon - 1 {
+        } else if number < firstKept - 1 {
           problem(
             .consumer,
-            "\(consumer.name) has not read transactions \(number + 1)…\(horizon - 1), which were pruned")
+            "\(consumer.name) has not read transactions \(number + 1)…\(firstKept - 1), which were pruned")
         }
       }
       return StoreCheckReport(problems: problems, rowsChecked: rowsChecked, transactionsChecked: visitor.transactions)

@@ -25,8 +25,8 @@ extension PersistentStore {
   /// model is needed. A file with no tables yet (another process is creating it) is waited
   /// for, up to `options.busyTimeout`.
   ///
-  /// - Throws: `StoreError.notFound`, `.isADirectory`, `.notATypedStore` (another kind of
-  ///   file or database), `.corrupt` (metadata that cannot be read), `.sqlite`.
+  /// - Throws: `StoreError.notFound`, `.permissionDenied`, `.isADirectory`, `.notATypedStore`
+  ///   (another kind of file or database), `.corrupt` (metadata that cannot be read), `.sqlite`.
   public static func metadataForPersistentStore(at url: URL, options: StoreOptions = StoreOptions()) throws
     -> StoreMetadata
   {
@@ -37,7 +37,9 @@ extension PersistentStore {
     let deadline = ContinuousClock.now + options.busyTimeout
     let connection: SQLiteConnection
     do {
-      connection = try SQLiteConnection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout)
+      connection = try SQLiteConnection(
+        path: path, mode: .readOnly, busyTimeout: options.busyTimeout,
+        companions: CompanionFileCleanup(forOpening: path))
     } catch let error as SQLiteError {
       throw storeError(error, path: path, options: readOnly)
     }

@@ -6,17 +6,24 @@ import Foundation
 // is a protocol in which every decision that depends on what another process may be doing is
 // taken under SQLite's locks, and nothing is ever deleted:
 //
-// 1. The path is looked at without opening it: a directory, a missing file or folder, a file
-//    or folder this process cannot write are typed errors. No file descriptor is opened on
-//    the database file: closing one would release every POSIX lock this process holds on the
-//    file, SQLite's included (see "How To Corrupt An SQLite Database File" on sqlite.org).
+// 1. The path is looked at without opening it: a directory, a missing file or folder, a
+//    folder the process may not search, a file or folder this process cannot write are typed
+//    errors. No file descriptor is opened on the database file: closing one would release
+//    every POSIX lock this process holds on the file, SQLite's included (see "How To Corrupt
+//    An SQLite Database File" on sqlite.org).
 // 2. A write-ahead log that holds commits SQLite would not replay is refused before SQLite
 //    touches it, when no connection has the store open (no `-shm`); otherwise under the
-//    write lock in step 5.
-// 3. The writer connection is opened with checkpoint-on-close off, so that closing it after a
+//    write lock in step 5 (and, for an open for writing, first as in step 3).
+// 3. Where a `-shm` exists, an open for writing first makes the checks that can refuse the
+//    file (step 4's, and the WAL's, as a read-only open makes it) on a read-only connection,
+//    which writes no byte of the three files: the writer connection's first read would
+//    write into the `-shm`, and a refused open leaves every file as it was.
+//    The writer connection is opened with checkpoint-on-close off, so that closing it after a
 //    refusal can never checkpoint or delete a WAL. (When the open succeeds it is switched
 //    back on: the last connection to close then checkpoints and deletes `-wal` and `-shm`,
-//    which SQLite does only under an exclusive lock, when no other connection exists.)
+//    which SQLite does only under an exclusive lock, when no other connection exists.) The
+//    `-wal` and `-shm` files a refused open made SQLite create go again
+//    (`CompanionFileCleanup`).
 // 4. A read decides what the file is: a TypedStore store (its format and model are checked),
 //    another application's database (refused, nothing written), or a file with no tables
 //    at all: new, empty, or being created by another process right now.
@@ -27,13 +34,18 @@ import Foundation
 //    one process creates; the others wait on the lock and open what it made.
 //
 // A read-only open never writes: it waits (up to the busy timeout) for a creator to commit,
-// and checks the WAL without the write lock, trusting only a result that stays the same.
+// and checks the WAL without the write lock, trusting only a result that stays the same. Its
+// connections open an existing `-shm` read-only; where there is none, SQLite creates it and
+// an empty `-wal` to read the WAL database, and they go again when the store's last
+// connection closes, if no other connection has the file open by then.
 
 extension PersistentStore {
-  /// Opens or creates the store file at `path` and returns its writer connection and UUID.
+  /// Opens or creates the store file at `path` and returns its writer connection, its UUID
+  /// and, for a read-only open that made SQLite create the `-wal` and `-shm` files, what
+  /// removes them again (every read connection of the store holds it).
   static func openFile(
     path: String, model: ManagedObjectModel, tables: [TableLayout], options: StoreOptions
-  ) throws -> (SQLiteConnection, UUID) {
+  ) throws -> (SQLiteConnection, UUID, CompanionFileCleanup?) {
     let deadline = ContinuousClock.now + options.busyTimeout
     try checkPath(path, options: options)
     var damagedWALCopied = false
@@ -41,11 +53,19 @@ extension PersistentStore {
     // What the WAL index said was published, read before this connection's first read can
     // rebuild the index from the log (SQLite's recovery, which stops at damage).
     let published = WALInspection.publishedFrames(walPath: path + "-wal", shmPath: path + "-shm")
+    // The companion files this open makes SQLite create, if it does: they go again when the
+    // open is refused, and, for a read-only open, when its last connection closes.
+    let companions = CompanionFileCleanup(forOpening: path)
+    if !options.isReadOnly && companions == nil {
+      try refuseWithoutWriting(
+        path: path, model: model, options: options, published: published, copied: &damagedWALCopied)
+    }
 
     let connection: SQLiteConnection
     do {
       connection = try SQLiteConnection(
-        path: path, mode: options.isReadOnly ? .readOnly : .readWriteCreate, busyTimeout: options.busyTimeout)
+        path: path, mode: options.isReadOnly ? .readOnly : .readWriteCreate, busyTimeout: options.busyTimeout,
+        companions: companions)
     } catch let error as SQLiteError {
       throw storeError(error, path: path, options: options)
     }
@@ -72,16 +92,52 @@ extension PersistentStore {
           return try createStore(connection: connection, model: model, tables: tables)
         }
       }
+      if options.isReadOnly { return (connection, identifier, companions) }
+      // The store's own files from now on: the last connection to close checkpoints the WAL
+      // and deletes both, as SQLite does.
+      companions?.keep()
       connection.setCheckpointsOnClose(true)
-      return (connection, identifier)
+      return (connection, identifier, nil)
     } catch {
-      // A refused file keeps its files as they were: SQLite's close removes the -wal and
-      // -shm files this connection created (only when it is the last connection, under an
-      // exclusive lock), unless the WAL holds damage, which must stay for recovery.
-      if (try? WALInspection(path: path + "-wal"))??.isDamaged != true { connection.setCheckpointsOnClose(true) }
+      // A refused file keeps its files as they were: this connection closes without a
+      // checkpoint, and the companion files it made SQLite create go once it has closed.
+      // When it made both, the WAL it made is empty, and SQLite's own close deletes them (only
+      // as the last connection, under an exclusive lock) even where the file cannot be read.
+      if !options.isReadOnly, let companions, companions.removesWAL {
+        companions.keep()
+        connection.setCheckpointsOnClose(true)
+      }
       if let error = error as? SQLiteError { throw storeError(error, path: path, options: options) }
       throw error
     }
+  }
+
+  /// For an open for writing of a store whose `-shm` exists (another connection uses it, or a
+  /// process that was killed left it): the checks that can refuse the file, made through a
+  /// read-only connection, which writes no byte of any of its files. The writer connection's
+  /// first read would write into the `-shm` (a read mark, or the index it rebuilds), and a
+  /// refused open leaves all three files as they were. What passes here is checked again
+  /// under the write lock.
+  private static func refuseWithoutWriting(
+    path: String, model: ManagedObjectModel, options: StoreOptions, published: WALInspection.Published?,
+    copied: inout Bool
+  ) throws {
+    guard let probe = try? SQLiteConnection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout) else {
+      return  // the writer connection reports why it cannot open the file
+    }
+    probe.setCheckpointsOnClose(false)
+    do {
+      _ = try probe.readTransaction { try existingStore(connection: probe, path: path, model: model) }
+    } catch let error as SQLiteError {
+      // A file that is no database, or a damaged one, is refused here; any other failure of
+      // the read-only connection is left to the writer connection, which reports it.
+      let refusal = storeError(error, path: path, options: options)
+      switch refusal {
+      case .notADatabase, .corrupt: throw refusal
+      default: return
+      }
+    }
+    try checkWALWithoutLock(path: path, options: options, published: published, copied: &copied)
   }
 
   // MARK: - The path
@@ -92,6 +148,13 @@ extension PersistentStore {
     let exists = manager.fileExists(atPath: path, isDirectory: &isDirectory)
     if exists && isDirectory.boolValue { throw StoreError.isADirectory(path: path) }
     let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+    if !exists, let blocked = unsearchableFolder(onTheWayTo: path) {
+      // A file the process cannot see is not a missing one: say which folder hides it.
+      throw StoreError.permissionDenied(path: path, component: blocked)
+    }
+    if exists && access(path, R_OK) != 0 && errno == EACCES {
+      throw StoreError.permissionDenied(path: path, component: path)
+    }
     if !exists && (options.isReadOnly || !manager.fileExists(atPath: folder)) {
       throw StoreError.notFound(path: path)
     }
@@ -108,6 +171,18 @@ extension PersistentStore {
         reason: "its folder \(folder) is not writable, and SQLite keeps the -wal and -shm files there; "
           + "open it with StoreOptions.isReadOnly to read it")
     }
+  }
+
+  /// The first folder on the way to `path` that this process may not search (no `x`
+  /// permission for it: a `700` folder of another user), or nil when it may search them all
+  /// (the file is then there or not, as `stat` says).
+  static func unsearchableFolder(onTheWayTo path: String) -> String? {
+    var folder = ""
+    for component in URL(fileURLWithPath: path).deletingLastPathComponent().pathComponents {
+      folder = folder.isEmpty || component == "/" ? component : (folder == "/" ? "/" : folder + "/") + component
+      if access(folder, X_OK) != 0 { return errno == EACCES ? folder : nil }
+    }
+    return nil
   }
 
   // MARK: - What the file holds

@@ -11,7 +11,8 @@ import Synchronization
 /// Opening never changes a file it refuses, and any number of processes may open or create
 /// the same file at once: exactly one creates it, in one write transaction, and the others
 /// wait for the write lock and open what it made (`PersistentStore+Opening.swift` has the
-/// protocol). A store opened with `StoreOptions.isReadOnly` is never written.
+/// protocol). A store opened with `StoreOptions.isReadOnly` is never written: its file, its
+/// `-wal` and its `-shm` stay byte for byte as they were (docs/file-format.md says how).
 public final class PersistentStore: Sendable {
   /// The store's file format version, kept in its metadata.
   public static let formatVersion = 2
@@ -28,13 +29,17 @@ public final class PersistentStore: Sendable {
   let writer: StoreWriter
   /// A reader for history requests made on the store itself (contexts have their own).
   let historyReader = Mutex<SQLiteConnection?>(nil)
+  /// For a read-only store whose opening made SQLite create the `-wal` and `-shm` files:
+  /// shared by its connections, it removes them once they have all closed.
+  private let companions: CompanionFileCleanup?
   private let layouts: [String: TableLayout]
 
   // MARK: - Opening
 
   /// Opens the store at `url`, creating it if the file does not exist or is empty.
   ///
-  /// - Throws: `StoreError` when the path is a directory or missing, the file is not a
+  /// - Throws: `StoreError` when the path is a directory, missing or out of the process's
+  ///   reach (`permissionDenied`), the file is not a
   ///   database, not a TypedStore store, damaged (its pages or its write-ahead log), of an
   ///   unknown format version, made with another model, or not writable by this process;
   ///   the files are unchanged.
@@ -59,8 +64,10 @@ public final class PersistentStore: Sendable {
     self.layouts = layouts
 
     let tables = layouts.values.sorted { $0.root.index < $1.root.index }
-    let (connection, identifier) = try Self.openFile(path: url.path, model: model, tables: tables, options: options)
+    let (connection, identifier, companions) = try Self.openFile(
+      path: url.path, model: model, tables: tables, options: options)
     self.identifier = identifier
+    self.companions = companions
     let pruner =
       options.recordsHistory && !options.isReadOnly ? options.automaticHistoryPruning.map(AutomaticPruner.init) : nil
     self.writer = StoreWriter(
@@ -78,7 +85,8 @@ public final class PersistentStore: Sendable {
   /// A new connection for reading, used by one context on its executor.
   func makeReadConnection() throws -> SQLiteConnection {
     let connection = try SQLiteConnection(
-      path: url.path, mode: options.isReadOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout)
+      path: url.path, mode: options.isReadOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout,
+      companions: companions)
     try connection.configure(enableWAL: false)
     try connection.execute("PRAGMA query_only=1")
     return connection

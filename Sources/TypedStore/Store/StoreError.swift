@@ -14,6 +14,11 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   /// There is no store at the path (a read-only open does not create one), or the folder
   /// that should hold it does not exist.
   case notFound(path: String)
+  /// The process may not reach the store: `component` is the first folder on the way that it
+  /// may not search (no `x` permission for its user, as a daemon user meets a `700` folder of
+  /// another), or the store file itself when it may not read it. Whether a store is there is
+  /// not known; nothing was opened or created.
+  case permissionDenied(path: String, component: String)
   /// The process cannot write the store: the file, or the folder SQLite keeps its `-wal` and
   /// `-shm` files in, is not writable. Open it with `StoreOptions.isReadOnly` to read it. A
   /// read-only open reports it too when SQLite cannot create the `-shm` file it needs to read
@@ -68,6 +73,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case .notADatabase(let path): "\(path) is not an SQLite database"
     case .isADirectory(let path): "\(path) is a directory, not a store file"
     case .notFound(let path): "there is no store at \(path)"
+    case .permissionDenied(let path, let component) where component == path:
+      "\(path) cannot be read by this process (permission denied)"
+    case .permissionDenied(let path, let component):
+      "\(path) cannot be reached by this process: it may not search the folder \(component) (permission denied)"
     case .notWritable(let path, let reason):
       "\(path) cannot be written by this process: \(reason)"
     case .readOnly(let path): "\(path) was opened read-only; nothing was written"

@@ -67,7 +67,8 @@ public struct HistoryPruner: Sendable {
   /// ```
   ///
   /// - Parameters:
-  ///   - dryRun: report what would go, delete nothing.
+  ///   - dryRun: report what would go, delete nothing: the store is only read (one read
+  ///     transaction), so a dry run works on a store opened with `StoreOptions.isReadOnly`.
   ///   - archive: called with each transaction before it is deleted, in order; if it throws,
   ///     nothing is deleted and the error is rethrown.
   ///   - willDelete: called once with the report after the last transaction went through
@@ -96,14 +97,16 @@ extension PersistentStore {
   ) throws -> HistoryPruner.Report {
     let identifier = identifier
     let model = model
-    return try writer.write(TransactionInfo()) { connection, _ in
-      let horizon = try HistoryReader.horizon(connection)  // the lowest number kept
+    // A prune is one write transaction; a dry run reads the same in one read transaction,
+    // which sees one snapshot as consistent, and so runs on a store opened read-only too.
+    let plan: @Sendable (SQLiteConnection) throws -> HistoryPruner.Report = { connection in
+      let firstKept = try HistoryReader.firstKept(connection)
       let current = try HistoryReader.currentNumber(connection)
       // The first transaction to keep, as the policy asks.
       var target: Int64
       switch policy {
       case .consumed:
-        target = horizon  // raised to the consumers' checkpoints below; nothing without consumers
+        target = firstKept  // raised to the consumers' checkpoints below; nothing without consumers
       case .olderThan(let age):
         target = try HistoryReader.firstNumber(after: Date().addingTimeInterval(-age.inSeconds), connection: connection)
       case .keepLast(let count):
@@ -127,15 +130,15 @@ extension PersistentStore {
         heldBackBy.append(consumer.name)
       }
       if let lowest = holding.map(\.checkpoint.transactionNumber).min() { target = min(target, lowest + 1) }
-      target = min(max(target, horizon), current + 1)
+      target = min(max(target, firstKept), current + 1)
       let prunedPastStale =
         includingStale
         ? consumers.filter { $0.isStale(at: now) && $0.checkpoint.transactionNumber + 1 < target }.map(\.name) : []
 
       var deleted = 0
-      if target > horizon {
+      if target > firstKept {
         // Everything about to go passes through the archive first, a page at a time.
-        var position = horizon - 1
+        var position = firstKept - 1
         while position < target - 1 {
           var request = HistoryRequest(after: HistoryToken(storeIdentifier: identifier, transactionNumber: position))
           request.end = HistoryToken(storeIdentifier: identifier, transactionNumber: target - 1)
@@ -149,11 +152,15 @@ extension PersistentStore {
       }
       let report = HistoryPruner.Report(
         deletedTransactions: deleted,
-        horizon: HistoryToken(storeIdentifier: identifier, transactionNumber: max(horizon, target) - 1),
+        horizon: HistoryToken(storeIdentifier: identifier, transactionNumber: max(firstKept, target) - 1),
         heldBackBy: heldBackBy.sorted(), staleConsumers: stale, prunedPastStale: prunedPastStale, isDryRun: dryRun)
       try willDelete?(report)
-      if !dryRun && target > horizon { try HistoryReader.deleteHistory(before: target, connection: connection) }
+      if !dryRun && target > firstKept { try HistoryReader.deleteHistory(before: target, connection: connection) }
       return report
     }
+    if dryRun {
+      return try writer.withConnection { connection in try connection.readTransaction { try plan(connection) } }
+    }
+    return try writer.write(TransactionInfo()) { connection, _ in try plan(connection) }
   }
 }

@@ -6,7 +6,7 @@ import Foundation
 /// ```swift
 /// for await changes in container.storeChanges() {
 ///   let deleted: Set<ManagedID<Note>> = changes.deleted(Note.self)
-///   try await container.viewContext.perform { context in context.mergeChanges(changes) }
+///   await container.viewContext.perform { context in _ = context.mergeChanges(changes) }
 /// }
 /// ```
 ///

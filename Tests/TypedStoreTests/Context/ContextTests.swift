@@ -191,6 +191,52 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
     #expect(remaining == 1)
   }
 
+  @Test func aSavedDeletionLeavesTheObjectOutOfItsContextAndNoLongerDeletedAsInCoreData() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["gone", "kept"], in: container)
+    try await container.newBackgroundContext().perform { context in
+      let note = try context.existingObject(with: ids[0])
+      let kept = try context.existingObject(with: ids[1])
+      let inserted = Note(context: context)
+      context.delete(note)
+      context.delete(inserted)
+      #expect(note.isDeleted && inserted.isDeleted, "marked for deletion until the save")
+      #expect(note.managedObjectContext === context)
+      try context.save()
+      #expect(!note.isDeleted, "the save deleted the row: nothing is left to delete")
+      #expect(!inserted.isDeleted)
+      #expect(note.managedObjectContext == nil, "the object has left its context")
+      #expect(inserted.managedObjectContext == nil)
+      #expect(!note.hasChanges)
+      #expect(try context.registeredObject(for: ids[0]) == nil)
+      #expect(note.managedID == ids[0], "its ID still names the row that was")
+      #expect(kept.managedObjectContext === context && !kept.isDeleted)
+      let pending = context.hasChanges
+      #expect(!pending)
+    }
+  }
+
+  @Test func anObjectWhoseRowAnotherContextDeletedIsMarkedDeletedWhenMerged() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["gone"], in: container)
+    let here = container.newBackgroundContext()
+    let start = try container.currentHistoryToken
+    try await here.perform { context in _ = try context.existingObject(with: ids[0]) }
+    try await container.performBackgroundTask { context in
+      context.delete(try context.existingObject(with: ids[0]))
+      try context.save()
+    }
+    let transactions = try container.fetchHistory(HistoryRequest(after: start))
+    try await here.perform { context in
+      let registered = try context.registeredObject(for: ids[0])
+      let note = try #require(registered)
+      for transaction in transactions { context.mergeChanges(transaction) }
+      #expect(note.isDeleted, "this context did not delete it: it learns that it is gone")
+      #expect(note.managedObjectContext == nil)
+      #expect(try context.registeredObject(for: ids[0]) == nil)
+    }
+  }
+
   @Test func savedObjectsNobodyHoldsAreReleasedAfterTheSaveSoAnImportLoopStaysBounded() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let batch = KeyTable.minimumDropThreshold + 10
@@ -363,7 +409,7 @@ final class Tag: ManagedObject {
           (Result { () throws(ManagedIDError) in try context.registeredObject(for: id) })
             == .failure(.temporaryID(id.description))
         })
-      return notes.filter { !$0.isDeleted }.map(\.managedID)
+      return notes.filter { $0.managedObjectContext != nil }.map(\.managedID)
     }
     #expect(kept.count == 666 && kept.allSatisfy { !$0.isTemporaryID })
     let titles = try await container.performBackgroundTask { context in

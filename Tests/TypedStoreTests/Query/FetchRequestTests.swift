@@ -87,6 +87,66 @@ import Testing
     #expect(withoutPending == ["alpha", "bravo", "charlie"])
   }
 
+  @Test func fetchObjectIDsAndCountWithPendingChangesRegisterNoObject() async throws {
+    let container = try await seeded()
+    let outcome = try await container.newBackgroundContext().perform { context in
+      // Held: one changed, one deleted; the other rows stay unregistered.
+      let delta = try #require(
+        try context.fetch(FetchRequest<Note>(predicate: #Predicate { $0.title == "delta" })).first)
+      let alpha = try #require(
+        try context.fetch(FetchRequest<Note>(predicate: #Predicate { $0.title == "alpha" })).first)
+      delta.title = "aaa"
+      context.delete(alpha)
+      let new = Note(context: context)
+      new.title = "bzz"
+      let before = context.registeredObjects
+      let request = FetchRequest<Note>(predicate: #Predicate { $0.title != "echo" }, sortBy: [SortDescriptor(\.title)])
+      let ids = try context.fetchObjectIDs(for: request)
+      let count = try context.count(for: request)
+      let after = context.registeredObjects
+      let fetched = try context.fetch(request).map(\.managedID)
+      return (before == after, before.count, ids, count, fetched, new.managedID, delta.managedID)
+    }
+    #expect(outcome.0, "no object registered by fetchObjectIDs or count")
+    #expect(outcome.1 == 3, "the changed note, the deleted one and the inserted one")
+    #expect(outcome.2 == outcome.4, "the IDs a fetch returns, in its order")
+    #expect(outcome.2.count == 5 && outcome.3 == 5)
+    #expect(outcome.2.first == outcome.6 && outcome.2[2] == outcome.5)
+  }
+
+  @Test func fetchObjectIDsSortedThroughARelationshipWithPendingChangesRegistersNoObject() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    try await container.performBackgroundTask { context in
+      for (index, name) in ["b", "a", "c"].enumerated() {
+        let shelf = Shelf(context: context)
+        shelf.name = name
+        let book = Book(context: context)
+        book.title = "book \(index)"
+        book.shelf = shelf
+      }
+      try context.save()
+    }
+    let outcome = try await container.newBackgroundContext().perform { context in
+      let book = try #require(
+        try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.title == "book 0" })).first)
+      book.title = "book 0 changed"  // a pending change, read through by the sort below
+      let added = Book(context: context)
+      added.title = "new"
+      let before = context.registeredObjects
+      let request = FetchRequest<Book>(sortBy: [SortDescriptor(\.shelf?.name), SortDescriptor(\.title)])
+      let ids = try context.fetchObjectIDs(for: request)
+      let after = context.registeredObjects
+      let entity = try #require(book.entity)
+      let shelf = try #require(entity.relationships.first { $0.name == "shelf" })
+      let shelfIsAFault = shelf.accessor.isFault(book)
+      return (before == after, shelfIsAFault, ids, try context.fetch(request).map(\.managedID))
+    }
+    #expect(outcome.0)
+    #expect(outcome.1, "the relationship loaded for the sort is a fault again")
+    #expect(outcome.2 == outcome.3)
+    #expect(outcome.2.count == 4)
+  }
+
   @Test func pendingUpdatesReorderOnlyWhenTheyChangeASortKey() async throws {
     let container = try await seeded()
     let (byTitle, limited, counted) = try await container.newBackgroundContext().perform { context in

@@ -3,9 +3,34 @@ import Testing
 
 @testable import TypedStore
 
-/// The bytes of a store file and of its -wal (nil where absent).
+/// The bytes of a store file, of its -wal and of its -shm (nil where absent).
 func storeBytes(_ url: URL) -> [Data?] {
-  ["", "-wal"].map { FileManager.default.contents(atPath: url.path + $0) }
+  ["", "-wal", "-shm"].map { FileManager.default.contents(atPath: url.path + $0) }
+}
+
+/// The states a store's files are found in: closed by its last connection (no -wal or
+/// -shm), left by a writer killed with the store open (the WAL holds commits never
+/// checkpointed, and its index is there), and that WAL without its index (a copy).
+enum LeftFiles: CaseIterable, Sendable {
+  case closed, killedWriter, walWithoutIndex
+}
+
+/// A store of three events (the `Event` model of the test writer), its files as `state` says.
+func eventStore(_ state: LeftFiles, variant: String = "", function: String = #function) throws -> URL {
+  let url = PersistentContainer.testStoreURL(variant: "\(variant)\(state)", function: function)
+  try PersistentContainer.destroyPersistentStore(at: url)
+  if state == .closed {
+    #expect(
+      try SpawnedProcess(builtProduct("typedstore-test-writer"), [url.path, "maker", "3"]).finish().contains("saved 3"))
+  } else {
+    let holder = try SpawnedProcess(builtProduct("typedstore-test-writer"), ["hold", url.path, "3"])
+    #expect(holder.waitForLine("ready"))
+    holder.kill()
+    if state == .walWithoutIndex { try FileManager.default.removeItem(atPath: url.path + "-shm") }
+  }
+  let present = ["-wal", "-shm"].map { FileManager.default.fileExists(atPath: url.path + $0) }
+  #expect(present == (state == .closed ? [false, false] : [true, state == .killedWriter]))
+  return url
 }
 
 private func readOnlyOptions() -> StoreOptions {
@@ -63,6 +88,26 @@ private func readOnlyOptions() -> StoreOptions {
       try context.count(for: FetchRequest<Note>())
     }
     #expect(count == 2)
+  }
+
+  @Test(arguments: LeftFiles.allCases)
+  func aReadOnlyStoreLeavesEveryFileByteForByte(state: LeftFiles) async throws {
+    let url = try eventStore(state)
+    let before = storeBytes(url)
+    do {
+      let model = try ManagedObjectModel(Event.self)
+      let reader = try PersistentContainer(name: "Events", model: model, storeURL: url, options: readOnlyOptions())
+      let count = try await reader.newBackgroundContext().perform { context in
+        try context.count(for: FetchRequest<Event>())
+      }
+      #expect(count == 3)
+      #expect(try reader.fetchHistory(HistoryRequest()).count == 3)
+      let store = try PersistentStore(url: url, options: readOnlyOptions())  // with the model it keeps
+      #expect(try store.checkConsistency().passed)
+      _ = try store.inspect()
+      _ = try PersistentStore.metadataForPersistentStore(at: url)
+    }
+    #expect(storeBytes(url) == before, "\(state)")
   }
 
   @Test func aReadOnlyOpenOfAMissingFileCreatesNothing() throws {
@@ -151,6 +196,39 @@ struct UnwritableStoreTests {
     let readOnly = try asNobody(["open", url.path, "read-only"])
     #expect(readOnly.contains("opened: 3 events, 3 transactions"), "\(readOnly)")
     withExtendedLifetime(writer) {}
+  }
+
+  @Test func aStoreInAFolderTheProcessCannotSearchIsAPermissionErrorNamingTheFolder() throws {
+    let directory = try folder("unsearchable")
+    let url = try makeEventStore(in: directory)
+    let inner = directory.appendingPathComponent("inner")
+    try FileManager.default.createDirectory(at: inner, withIntermediateDirectories: true)
+    let hidden = try makeEventStore(in: inner)
+    // A daemon user meets another user's 700 folder.
+    try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
+    defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path) }
+    let says = "cannot be reached by this process: it may not search the folder \(directory.path) (permission denied)"
+    for arguments in [["open", url.path], ["open", url.path, "read-only"], ["open", hidden.path, "read-only"]] {
+      let output = try asNobody(arguments)
+      #expect(output.contains("open failed: \(arguments[1]) \(says)"), "\(arguments): \(output)")
+      #expect(!output.contains("there is no store"))
+    }
+    let tool = try typedstore(["history", "stats", "--store", url.path], user: nobody)
+    #expect(tool.status == 3, "a store that cannot be opened")
+    #expect(tool.stderr.contains("typedstore: cannot open \(url.path): \(url.path) \(says)"), "\(tool.stderr)")
+    // Where the process may search, a missing store is still "no store".
+    try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+    let missing = directory.appendingPathComponent("missing.sqlite").path
+    #expect(try asNobody(["open", missing, "read-only"]).contains("open failed: there is no store at \(missing)"))
+    #expect(!FileManager.default.fileExists(atPath: missing))
+  }
+
+  @Test func aStoreFileTheProcessCannotReadIsAPermissionError() throws {
+    let directory = try folder("unreadable-file")
+    let url = try makeEventStore(in: directory)
+    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path)
+    let output = try asNobody(["open", url.path, "read-only"])
+    #expect(output.contains("open failed: \(url.path) cannot be read by this process (permission denied)"), "\(output)")
   }
 
   @Test func aReadOnlyOpenOfAFileBeingCreatedWaitsForTheCreatorOrRefusesIt() async throws {

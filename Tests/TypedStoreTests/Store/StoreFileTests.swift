@@ -4,8 +4,10 @@ import Testing
 @testable import TypedStore
 
 /// The bytes of a store file and of its -wal (nil where absent), and whether its -shm exists.
-/// The -shm file is SQLite's shared-memory index: every reader of a WAL store updates its read
-/// marks, so only its presence is compared.
+/// These tests refuse stores that a container of this process holds open: SQLite shares one
+/// mapping of the -shm among a process's connections, and every read updates a read mark in
+/// it, so only its presence is compared. With no connection open, a refused open leaves the
+/// -shm byte for byte too (`anOpenRefusedForItsModelLeavesAllThreeFilesByteForByte`).
 private func snapshot(_ url: URL) -> [Data?] {
   ["", "-wal"].map { FileManager.default.contents(atPath: url.path + $0) }
     + [FileManager.default.fileExists(atPath: url.path + "-shm") ? Data("present".utf8) : nil]
@@ -63,6 +65,27 @@ private func refusal(
     #expect(
       refusal(opening: url, with: other)
         == .modelMismatch(storeHash: notesModel.versionHash, modelHash: other.versionHash))
+  }
+
+  @Test(arguments: LeftFiles.allCases)
+  func anOpenRefusedForItsModelLeavesAllThreeFilesByteForByte(state: LeftFiles) throws {
+    let url = try eventStore(state)
+    let before = storeBytes(url)
+    var readOnly = StoreOptions()
+    readOnly.isReadOnly = true
+    for options in [StoreOptions(), readOnly] {
+      let error = #expect(throws: StoreError.self) {
+        try PersistentContainer(name: "Test", model: notesModel, storeURL: url, options: options)
+      }
+      guard case .modelMismatch = error else {
+        Issue.record("expected modelMismatch, got \(String(describing: error))")
+        continue
+      }
+      #expect(storeBytes(url) == before, "\(state), read-only: \(options.isReadOnly)")
+    }
+    // And the store still opens with its own model, every event there.
+    let container = try PersistentContainer(name: "Events", model: ManagedObjectModel(Event.self), storeURL: url)
+    #expect(try container.viewContext.performAndWait { try $0.count(for: FetchRequest<Event>()) } == 3)
   }
 
   @Test func entityCodesAreListedAndCheckedOnOpening() async throws {

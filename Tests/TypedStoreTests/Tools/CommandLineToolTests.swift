@@ -17,11 +17,17 @@ struct ToolRun {
   var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any] ?? [:] }
 }
 
-/// Runs the built tool as a user would, with a deadline (a hung tool fails its test).
-func typedstore(_ arguments: [String], shell prefix: String? = nil, seconds: Double = 120) throws -> ToolRun {
+/// Runs the built tool as a user would, with a deadline (a hung tool fails its test); as the
+/// user `uid` when given (through `setpriv`: the tests run as root, which may open any file).
+func typedstore(
+  _ arguments: [String], shell prefix: String? = nil, user uid: String? = nil, seconds: Double = 120
+) throws -> ToolRun {
   let process = Process()
   let tool = builtProduct("typedstore")
-  if let prefix {
+  if let uid {
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+    process.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", tool.path] + arguments
+  } else if let prefix {
     // For a limit set by the shell (ulimit) before the tool runs.
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
     let quoted = ([tool.path] + arguments).map { "'\($0.replacingOccurrences(of: "'", with: "'\\''"))'" }
@@ -395,6 +401,39 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     #expect(check.json["rowsChecked"] as? Int == 4)
   }
 
+  /// Every command that only reads, and every dry run, opens the store read-only and leaves
+  /// its file, its -wal and its -shm byte for byte as they were: a store closed by its last
+  /// connection, one a killed writer left with commits in its WAL, and that WAL without its
+  /// index.
+  @Test(arguments: LeftFiles.allCases)
+  func readingCommandsAndDryRunsLeaveEveryFileByteForByte(state: LeftFiles) async throws {
+    let url = try eventStore(state)
+    let path = url.path
+    let output = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-export-\(getpid()).gz")
+    defer { try? FileManager.default.removeItem(at: output) }
+    let before = storeBytes(url)
+    for arguments in [
+      ["history", "export", "--store", path], ["history", "export", "--store", path, "--gzip", "-o", output.path],
+      ["history", "stats", "--store", path], ["history", "stats", "--store", path, "--json"],
+      ["consumers", "list", "--store", path], ["inspect", "--store", path], ["check", "--store", path],
+      ["history", "prune", "--store", path, "--consumed", "--dry-run"],
+      ["history", "prune", "--store", path, "--keep-last", "1", "--dry-run", "--json"],
+    ] {
+      let run = try typedstore(arguments)
+      #expect(run.status == 0, "\(arguments): \(run.stderr)")
+      #expect(storeBytes(url) == before, "\(state): \(arguments.joined(separator: " "))")
+    }
+    let watcher = try RunningTool(["history", "watch", "--store", path, "--after", "0"])
+    defer { watcher.killIfRunning() }
+    #expect(try await watcher.waitForError("Ctrl-C stops"))
+    #expect(try await watcher.firstLine().contains("\"number\":1"))
+    #expect(try await watcher.stop(with: SIGINT) == 0)
+    #expect(storeBytes(url) == before, "\(state): history watch")
+    let dryRun = try typedstore(["history", "prune", "--store", path, "--keep-last", "1", "--dry-run"])
+    #expect(dryRun.stdout.contains("would delete 2 transactions; horizon 2"), "\(dryRun.stdout)")
+    #expect(storeBytes(url) == before)
+  }
+
   /// `inspect` lists each entity's relationships (kind, inverse, delete rule, where the links
   /// are stored) and counts the links of the side that stores them, from the model the store
   /// keeps: the tool has none of the classes.
@@ -486,6 +525,71 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     let again = try typedstore(["demo", "--dir", directory.path, "--seconds", "1"])
     #expect(again.status == 1)
     #expect(again.stderr.contains("exists already"))
+  }
+
+  /// Runs `command` with `/bin/sh` in `folder`, with `path` as the PATH: the way a user types
+  /// what the demo printed.
+  private func shell(_ command: String, in folder: URL, path: String) throws -> ToolRun {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", command]
+    process.currentDirectoryURL = folder
+    process.environment = ["PATH": path, "HOME": NSTemporaryDirectory()]
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let collected = Mutex(Data())
+    let reader = Thread { collected.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() } }
+    reader.start()
+    let out = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    while reader.isExecuting || !reader.isFinished { usleep(1000) }
+    return ToolRun(
+      status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+      stderr: String(decoding: collected.withLock { $0 }, as: UTF8.self))
+  }
+
+  /// The demo prints commands that run as printed from where it was started: the tool's path
+  /// when no `typedstore` on the PATH is this tool (after `swift run`), `typedstore` when it is.
+  @Test func theDemosCommandsRunAsPrintedFromWhereItWasStarted() throws {
+    let base = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-demo-commands-\(getpid())")
+    try? FileManager.default.removeItem(at: base)
+    let bin = base.appendingPathComponent("bin")
+    try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: base) }
+    let tool = builtProduct("typedstore").path
+    let quoted = "'\(tool.replacingOccurrences(of: "'", with: "'\\''"))'"
+    for installed in [false, true] {
+      if installed {
+        try FileManager.default.createSymbolicLink(
+          atPath: bin.appendingPathComponent("typedstore").path, withDestinationPath: tool)
+      }
+      let folder = base.appendingPathComponent(installed ? "installed" : "built")
+      try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+      let path = "\(bin.path):/usr/bin:/bin"
+      let demo = try shell("\(quoted) demo --dir store --seconds 1", in: folder, path: path)
+      #expect(demo.status == 0, "\(demo.stderr)")
+      let commands = demo.lines.drop { $0 != "Try, on this store:" }.dropFirst().map {
+        String($0.trimmingCharacters(in: .whitespaces).split(separator: "#")[0]).trimmingCharacters(in: .whitespaces)
+      }
+      #expect(commands.count == 10, "\(demo.stdout)")
+      for command in commands {
+        let program = String(command.prefix { $0 != " " })
+        if installed {
+          #expect(program == "typedstore", "\(command)")
+        } else {
+          let resolved = URL(fileURLWithPath: program, relativeTo: folder).resolvingSymlinksInPath().path
+          #expect(program.hasPrefix("/") && resolved == URL(fileURLWithPath: tool).resolvingSymlinksInPath().path)
+        }
+        // `watch` runs until interrupted; the demo's writer, once, is enough.
+        guard !command.contains(" history watch "), !installed || command.contains(" check ") else { continue }
+        let run = try shell(command, in: folder, path: path)
+        #expect(run.status == 0, "\(command): \(run.stderr)")
+      }
+    }
   }
 
   @Test func ofTwoDemosStartedOnOneFolderAtOnceOneRunsAndOneRefuses() async throws {

@@ -1,0 +1,401 @@
+import Foundation
+import Observation
+import Testing
+import TypedStore
+
+// The Swift examples of README.md and docs/ that no other test holds, as the pages write them
+// (`DocCodeBlockTests` checks that every paragraph of every example is in a compiled file):
+// each page's declarations in a namespace of its own (the fixtures already have a Note), its
+// statements in functions that the tests below run, where they can end.
+
+// MARK: - README.md
+
+enum ReadmePage {
+  final class Note: ManagedObject {
+    @Attribute var title: String = ""
+    @Attribute(persistentName: "created") var createdAt: Date? = nil
+  }
+
+  static func example(url: URL) async throws -> String {
+    let container = try PersistentContainer(
+      name: "Notes", model: ManagedObjectModel(Note.self), storeURL: url)
+
+    let id: ManagedID<Note> = try await container.performBackgroundTask { context in
+      let note = Note(context: context)
+      note.title = "Draft"
+      try context.save()
+      return note.managedID
+    }
+
+    let title = try await container.viewContext.perform { context in
+      try context.existingObject(with: id).title  // a Note: no cast
+    }
+    return title
+  }
+}
+
+// MARK: - docs/model.md
+
+enum ModelPage {
+  enum Status: String { case draft, published }
+  struct Options: Codable { var pinned = false }
+
+  final class Folder: ManagedObject {
+    @Attribute var name: String = ""
+  }
+
+  class Note: ManagedObject {
+    @Attribute var title: String = ""
+    @Attribute(persistentName: "created") var createdAt: Date? = nil
+    @Attribute var status: Status = .draft  // RawRepresentable, stored raw
+    @Attribute(.codable) var options: Options? = nil  // Codable, stored as JSON
+    @Attribute(preservedOnDeletion: true) var uuid: UUID = UUID()
+  }
+
+  final class Checklist: Note {  // a subentity of Note
+    @Attribute var itemCount: Int = 0
+  }
+
+  final class Member: ManagedObject {
+    override class var uniquenessConstraints: [UniquenessConstraint] {
+      [UniquenessConstraint(\Member.givenName, \Member.familyName)]
+    }
+    @Attribute var givenName: String = ""
+    @Attribute var familyName: String = ""
+  }
+
+  static func example() throws -> ManagedObjectModel {
+    let model = try ManagedObjectModel(Folder.self, Note.self, Checklist.self)
+    return model
+  }
+}
+
+// MARK: - docs/container-and-contexts.md
+
+actor Importer: ModelActor {
+  nonisolated let modelExecutor: ModelExecutor
+  let modelContext: ModelContext
+  private var watched: [Note] = []
+
+  init(container: PersistentContainer) {
+    let context = container.newModelContext()
+    modelExecutor = context.executor  // the actor runs where the context's merges run
+    modelContext = context
+    modelContext.automaticallyMergesChangesFromParent = true
+  }
+
+  func importTitles(_ titles: [String]) throws -> [ManagedID<Note>] {
+    let notes = titles.map { title in
+      let note = Note(context: modelContext)
+      note.title = title
+      return note
+    }
+    try modelContext.save()
+    return notes.map(\.managedID)
+  }
+
+  func watch() throws { watched = try modelContext.fetch(FetchRequest<Note>()) }
+  func watchedTitles() -> [String] { watched.map(\.title) }  // up to date: merged live
+}
+
+enum ContainerPage {
+  static func readOnly(model: ManagedObjectModel, url: URL) throws -> PersistentContainer {
+    var options = StoreOptions()
+    options.isReadOnly = true
+    let container = try PersistentContainer(name: "Notes", model: model, storeURL: url, options: options)
+    return container
+  }
+}
+
+// MARK: - docs/queries.md
+
+enum QueriesPage {
+  static func export(_ note: Note) {}
+
+  static func examples(context: isolated ManagedObjectContext) throws -> (Int, [ManagedID<Note>], Int) {
+    let published = Status.published
+    let count = try context.count(for: FetchRequest<Note>(predicate: #Predicate { $0.createdAt == nil }))
+    let ids = try context.fetchObjectIDs(for: FetchRequest<Note>(predicate: #Predicate { $0.title == "" }))
+
+    for note in try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]), batchSize: 1_000) {
+      export(note)
+    }
+    return (count, ids, try aggregates(context: context, published: published))
+  }
+
+  static func aggregates(context: isolated ManagedObjectContext, published: Status) throws -> Int {
+    let request = FetchRequest<Note>(predicate: #Predicate { $0.status == published })
+    let count = try context.aggregate(.count, for: request)  // Int
+    let newest = try context.aggregate(.max(\.createdAt), for: request)  // Date?
+    let perStatus = try context.aggregate(.count, for: FetchRequest<Note>(), groupedBy: \.status)  // [Status: Int]
+    return count + (newest == nil ? 0 : 1) + perStatus.count
+  }
+
+  actor Board: ModelActor {
+    nonisolated let modelExecutor: ModelExecutor
+    let modelContext: ModelContext
+    private var controller: FetchedResultsController<Note>?
+
+    init(container: PersistentContainer) {
+      let context = container.newModelContext(name: "board")
+      modelExecutor = context.executor
+      modelContext = context
+    }
+
+    func start() throws -> AsyncStream<FetchedResultsDiff> {
+      modelContext.automaticallyMergesChangesFromParent = true  // other contexts and processes
+      let controller = FetchedResultsController(
+        fetchRequest: FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]), context: modelContext)
+      try controller.performFetch()
+      self.controller = controller
+      return controller.changes  // or set controller.delegate
+    }
+  }
+
+  actor NoteWatcher: ModelActor {
+    nonisolated let modelExecutor: ModelExecutor
+    let modelContext: ModelContext
+    private let note: Note
+
+    init(container: PersistentContainer, id: ManagedID<Note>) throws {
+      let context = container.newModelContext()
+      context.automaticallyMergesChangesFromParent = true  // hear other contexts and processes
+      modelExecutor = context.executor
+      modelContext = context
+      note = try context.existingObject(with: id)
+    }
+
+    func titles() -> Observations<String, Never> {
+      Observations { [self] in note.title }
+    }
+  }
+
+  /// Compiled, not run: it waits for every change to come.
+  static func follow(_ watcher: NoteWatcher) async {
+    for await title in await watcher.titles() { print(title) }  // now, then after each change
+  }
+}
+
+enum ObservationPage {
+  final class Folder: ManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(deleteRule: .cascade) var notes: Set<Note>
+  }
+
+  final class Note: ManagedObject, Observable {
+    @Attribute var title: String = ""
+    @Relationship(inverse: \Folder.notes) var folder: Folder?
+  }
+
+  static func example(context: ManagedObjectContext, id: ManagedID<Note>) async throws {
+    try await context.perform { context in
+      context.automaticallyMergesChangesFromParent = true
+      let note = try context.existingObject(with: id)
+      withObservationTracking {
+        print(note.title, note.folder?.name ?? "-")
+      } onChange: {
+        print("the note will change")  // once; track again to hear the next change
+      }
+    }
+  }
+}
+
+// MARK: - docs/batch.md, docs/history.md, docs/merging.md, docs/typed-ids.md
+
+enum BatchPage {
+  static func examples(context: isolated ManagedObjectContext, ids: [ManagedID<Note>]) throws -> [Int] {
+    // Insert: key path and value pairs...
+    let result = try context.execute(
+      BatchInsertRequest<Note>(rows: [
+        [.set(\.title, "one"), .set(\.status, .published)],
+        [.set(\.title, "two")],
+      ]))
+    // ... or a closure that fills a typed draft per row.
+    _ = try context.execute(BatchInsertRequest<Note>(count: 1000) { index, note in note.title = "Note \(index)" })
+
+    // Update: typed assignments, for every row or a list of IDs.
+    var update = BatchUpdateRequest<Note>(objectIDs: ids, propertiesToUpdate: [.set(\.title, "Updated")])
+    update.returnsObjectIDs = true
+    let updated = try context.execute(update)
+
+    // Delete: every row or a list of IDs; tombstones are recorded.
+    let deleted = try context.execute(BatchDeleteRequest(objectIDs: ids))
+
+    let blank = try context.execute(BatchDeleteRequest<Note>(predicate: #Predicate { $0.title == "" }))
+    return [result.count, updated.count, deleted.count, blank.count]
+  }
+
+  static func deletingWhatIsGone(context: isolated ManagedObjectContext, ids: [ManagedID<Note>]) throws {
+    do {
+      _ = try context.execute(BatchDeleteRequest(objectIDs: ids))
+    } catch ManagedIDError.noSuchRow(let uri) {
+      print("\(uri) was already deleted; nothing was deleted")
+    }
+  }
+}
+
+enum HistoryPage {
+  static func changes(container: PersistentContainer) throws {
+    let start = try container.currentHistoryToken
+    // ... saves, batch requests, in this process or others ...
+    for transaction in try container.fetchHistory(HistoryRequest(after: start)) {
+      for change in transaction.changes {
+        if let id = change.objectID(as: Note.self) {  // typed; nil for other entities
+          switch change.kind {
+          case .insert: print("inserted", id)
+          case .update: print("updated", id, change.changedAttributes)
+          case .delete: print("deleted", id, change.tombstone?[\Note.uuid] as Any)
+          }
+        }
+      }
+    }
+  }
+
+  static func notifications(container: PersistentContainer) -> (Task<Void, Never>, StoreChangesObservation) {
+    let task =
+      Task {
+        for await changes in container.storeChanges() {
+          await container.viewContext.perform { context in _ = context.mergeChanges(changes) }
+        }
+      }
+    let observation = container.addStoreChangesObserver { changes in print(changes.insertedIDs.count) }
+    return (task, observation)
+  }
+}
+
+enum MergingPage {
+  /// What the merging page's hook feeds: a search index of its own.
+  struct Index: Sendable {
+    func add(_ id: ManagedID<Note>, key: Int64) throws {}
+  }
+
+  static func automatic(container: PersistentContainer) async -> ManagedObjectContext {
+    let context = container.newBackgroundContext()
+    await context.perform { $0.automaticallyMergesChangesFromParent = true }
+    return context
+  }
+
+  static func consumer(container: PersistentContainer, context: ManagedObjectContext, index: Index) async throws
+    -> HistoryMerger
+  {
+    var options = HistoryMerger.Options()
+    options.startsAt = .beginning  // a new consumer: from the oldest kept transaction (default: .now)
+    options.excludedAuthors = ["indexer"]  // pass over its own writes
+    options.lease = .seconds(3600)  // unseen for longer than this: stale
+    let merger = try HistoryMerger(container: container, consumer: "indexer", contexts: [context], options: options)
+    merger.addHook { event in
+      for id in event.inserted(Note.self) { try index.add(id, key: event.transaction.number) }
+    }
+    try await merger.start()
+    return merger
+  }
+
+  static func pruning(container: PersistentContainer) throws -> StoreOptions {
+    let report = try HistoryPruner(container: container).prune(.olderThan(.seconds(7 * 86_400)))
+    print(report.deletedTransactions, report.horizon, report.heldBackBy, report.staleConsumers)
+
+    var storeOptions = StoreOptions()
+    storeOptions.automaticHistoryPruning = AutomaticHistoryPruning(.keepLast(100_000), afterCommits: 1_000)
+    return storeOptions
+  }
+}
+
+enum TypedIDsPage {
+  static func example(context: isolated ManagedObjectContext, note: Note) throws -> Note {
+    let id: ManagedID<Note> = note.managedID
+    let again: Note = try context.existingObject(with: id)  // no cast
+    return again
+  }
+}
+
+// MARK: - docs/relationships.md
+
+enum RelationshipsPage {
+  typealias Folder = RelationshipsDoc.Folder
+  typealias Note = RelationshipsDoc.Note
+  typealias Attachment = RelationshipsDoc.Attachment
+
+  static func links(note: Note, inbox: Folder, a: Note, b: Note) {
+    note.folder = inbox  // inbox.notes.contains(note); the note left its old folder
+    inbox.notes.remove(note)  // note.folder == nil
+    inbox.notes = [a, b]  // a.folder === inbox, b.folder === inbox; the others left
+  }
+
+  static func helpers(folder: Folder, note: Note, file: Attachment) {
+    folder.$notes.insert(note)  // Set: add
+    folder.$notes.remove(note)  // Set: remove
+    note.$attachments.append(file)  // ordered: add at the end (moves it if present)
+    note.$attachments.insert(file, at: 0)
+    note.$attachments.remove(file)
+  }
+}
+
+// MARK: - Runs
+
+@Suite struct DocPageExamplesTests {
+  @Test func theReadmeExampleRuns() async throws {
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    #expect(try await ReadmePage.example(url: url) == "Draft")
+  }
+
+  @Test func theModelPageDeclaresAValidModel() throws {
+    let model = try ModelPage.example()
+    #expect(model.entity(for: ModelPage.Checklist.self)?.superentityName == "Note")
+    _ = try ManagedObjectModel(ModelPage.Member.self)
+  }
+
+  @Test func theContainerPageExamplesRun() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let importer = Importer(container: container)
+    #expect(try await importer.importTitles(["a", "b"]).count == 2)
+    try await importer.watch()
+    #expect(await importer.watchedTitles().sorted() == ["a", "b"])
+    let reader = try ContainerPage.readOnly(model: notesModel, url: container.persistentStore.url)
+    #expect(reader.persistentStore.options.isReadOnly)
+  }
+
+  @Test func theQueriesBatchHistoryAndIDPagesExamplesRun() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["", "a"], in: container)
+    try await container.newBackgroundContext().perform { context in
+      let (count, blank, aggregates) = try QueriesPage.examples(context: context)
+      #expect(count == 2 && blank == [ids[0]] && aggregates == 1)
+      let note = try context.existingObject(with: ids[1])
+      #expect(try TypedIDsPage.example(context: context, note: note) === note)
+      #expect(try BatchPage.examples(context: context, ids: [ids[1]]) == [2, 1, 1, 1])
+      try BatchPage.deletingWhatIsGone(context: context, ids: [ids[1]])  // deleted just now
+    }
+    try HistoryPage.changes(container: container)
+    let (task, observation) = HistoryPage.notifications(container: container)
+    task.cancel()
+    withExtendedLifetime(observation) {}
+  }
+
+  @Test func theMergingPageExamplesRun() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    _ = try await saveNotes(["a"], in: container)
+    let context = await MergingPage.automatic(container: container)
+    let merger = try await MergingPage.consumer(container: container, context: context, index: MergingPage.Index())
+    await merger.stop()
+    let options = try MergingPage.pruning(container: container)
+    #expect(options.automaticHistoryPruning != nil)
+  }
+
+  @Test func theQueriesPageActorsRun() async throws {
+    let model = try ManagedObjectModel(ObservationPage.Folder.self, ObservationPage.Note.self)
+    let observed = try PersistentContainer.makeTest(model: model)
+    let id = try await observed.performBackgroundTask { context in
+      let note = ObservationPage.Note(context: context)
+      note.title = "watched"
+      try context.save()
+      return note.managedID
+    }
+    try await ObservationPage.example(context: observed.newBackgroundContext(), id: id)
+
+    let container = try PersistentContainer.makeTest(model: notesModel, variant: "board")
+    let noteID = try await saveNotes(["a"], in: container)[0]
+    _ = try await QueriesPage.Board(container: container).start()
+    _ = try QueriesPage.NoteWatcher(container: container, id: noteID)
+  }
+}
