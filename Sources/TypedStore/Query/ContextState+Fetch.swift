@@ -122,7 +122,7 @@ extension ContextState {
   func aggregate<Entity: ManagedObject, Result>(
     _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity>
   ) throws -> Result {
-    let rows = try aggregateRows(function, for: request, groupedBy: KeyPath<Entity, Int>?.none)
+    let (_, rows) = try aggregateRows(function, for: request, groupedBy: nil)
     guard let result = rows.first?.value ?? function.emptyResult as? Result else {
       throw FetchError.unsupportedAggregate("\(function.kind): no result")
     }
@@ -134,9 +134,13 @@ extension ContextState {
     _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity>,
     groupedBy keyPath: KeyPath<Entity, Key>
   ) throws -> [Key: Result] {
+    let (grouping, rows) = try aggregateRows(function, for: request, groupedBy: keyPath)
+    guard let attribute = grouping else { return [:] }
     var groups: [Key: Result] = [:]
-    for (key, value) in try aggregateRows(function, for: request, groupedBy: Optional(keyPath)) {
-      guard let key else { throw FetchError.unsupportedAggregate("a group key of \(keyPath) that cannot be read") }
+    for (key, value) in rows {
+      guard let key = try attribute.accessor.codec.decodeAny(key[0]) as? Key else {
+        throw FetchError.unsupportedAggregate("a group key of \(keyPath) that cannot be read")
+      }
       groups[key] = value
     }
     return groups
@@ -152,11 +156,12 @@ extension ContextState {
   }
 
   /// One aggregate over the request's saved rows, grouped by `groupedBy`'s attribute when
-  /// given; each result decoded by the attribute's codec into the function's `Result`.
-  private func aggregateRows<Entity: ManagedObject, Result, Key>(
+  /// given; each result decoded by the attribute's codec into the function's `Result`, each
+  /// row's group key the attribute's stored value.
+  private func aggregateRows<Entity: ManagedObject, Result>(
     _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity>,
-    groupedBy group: KeyPath<Entity, Key>?
-  ) throws -> [(key: Key?, value: Result)] {
+    groupedBy group: PartialKeyPath<Entity>?
+  ) throws -> (grouping: AttributeDescription?, rows: [(key: [PrimitiveValue], value: Result)]) {
     let resolved = try resolve(request)
     let entity = resolved.entity
     func attribute(_ keyPath: PartialKeyPath<Entity>) throws -> AttributeDescription {
@@ -172,12 +177,16 @@ extension ContextState {
       valueAttribute = attribute
       let column = "\"\(attribute.columnName)\""
       switch (function.kind, attribute.attributeType) {
-      case (_, .decimal), (_, .uri), (_, .codable), (_, .binaryData), (_, .uuid), (.sum, .string), (.average, .string),
+      case (_, .uri), (_, .codable), (_, .binaryData), (_, .uuid), (.sum, .string), (.average, .string),
         (.sum, .date), (.average, .date), (.sum, .boolean), (.average, .boolean):
         throw FetchError.unsupportedAggregate(
           "\(attribute.attributeType.rawValue) values of \(entity.name).\(attribute.name) with \(function.kind)")
       case (.min, .string): expression = "min(\(column) COLLATE SWIFT)"
       case (.max, .string): expression = "max(\(column) COLLATE SWIFT)"
+      case (.min, .decimal): expression = "min(\(column) COLLATE SWIFT_DECIMAL)"
+      case (.max, .decimal): expression = "max(\(column) COLLATE SWIFT_DECIMAL)"
+      case (.sum, .decimal): expression = "swift_decimal_sum(\(column))"
+      case (.average, .decimal): expression = "swift_decimal_avg(\(column))"
       case (.min, _): expression = "min(\(column))"
       case (.max, _): expression = "max(\(column))"
       case (.sum, _): expression = "sum(\(column))"
@@ -185,34 +194,56 @@ extension ContextState {
       case (.count, _): expression = "count(\(column))"
       }
     }
-    let groupAttribute = try group.map { try attribute($0) }
-    let groupColumn = groupAttribute.map { "\"\($0.columnName)\"" }
-    var source = "\"\(entity.tableName)\"\(resolved.whereClause)"
+    let grouping = try group.map { try attribute($0) }
+    let table = "\"\(entity.tableName)\""
+    var source = "\(table)\(resolved.whereClause)"
     if request.fetchLimit > 0 || request.fetchOffset > 0 {
       // The aggregate of the rows the request would return: a subquery with its order and range.
       let range = clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset)
-      source = "(SELECT * FROM \"\(entity.tableName)\"\(range))"
+      source = "(SELECT * FROM \(table)\(range))"
     }
-    var sql = "SELECT \(groupColumn ?? "NULL"), \(expression) FROM \(source)"
-    if let groupColumn, let groupAttribute {
-      sql += " GROUP BY \(groupColumn)\(groupAttribute.attributeType == .string ? " COLLATE SWIFT" : "")"
+    let sql: String
+    switch grouping {
+    case nil:
+      sql = "SELECT \(expression) FROM \(source)"
+    case let attribute?:
+      let column = "\"\(attribute.columnName)\""
+      // Keys equal in Swift are one group: strings by Swift's `==`, decimals by value.
+      let collation =
+        switch attribute.attributeType {
+        case .string: " COLLATE SWIFT"
+        case .decimal: " COLLATE SWIFT_DECIMAL"
+        default: ""
+        }
+      sql = "SELECT \(column), \(expression) FROM \(source) GROUP BY \(column)\(collation)"
     }
-    let rows = try store.selectPairs(sql, arguments: resolved.arguments, connection: reader())
-    return try rows.map { key, value in
+    let rows: [[PrimitiveValue]]
+    do {
+      rows = try store.selectRows(sql, arguments: resolved.arguments, connection: reader())
+    } catch let error as SQLiteError where error.message.contains(SwiftDecimalFunctions.orderDependentSum) {
+      throw FetchError.unsupportedAggregate(
+        "\(function.kind) of \(entity.name).\(valueAttribute?.name ?? "?"): \(SwiftDecimalFunctions.orderDependentSum)")
+    }
+    let results = try rows.map { row -> (key: [PrimitiveValue], value: Result) in
+      guard let value = row.last else { throw FetchError.unsupportedAggregate("\(function.kind): no result") }
       let result: Result?
       switch value {
       case .null: result = function.emptyResult as? Result
       case .integer(let count) where function.kind == .count: result = Int(count) as? Result
       case .integer(let number) where function.kind == .average: result = Double(number) as? Result
       case .real(let number) where function.kind == .average: result = Double?.some(number) as? Result
+      case .text(let text) where function.kind == .average && valueAttribute?.attributeType == .decimal:
+        // `average(_:)` of a `Decimal` gives a `Decimal?`; its `Double?` form the nearest `Double`.
+        let average = try Decimal(primitiveValue: value)
+        result = Decimal?.some(average) as? Result ?? Double?.some(Double(text) ?? .nan) as? Result
       default: result = try valueAttribute.flatMap { try $0.accessor.codec.decodeAny(value) as? Result }
       }
       guard let result else {
         throw FetchError.unsupportedAggregate("\(function.kind) of \(valueAttribute?.name ?? "rows"): got \(value)")
       }
-      let decodedKey = try groupAttribute.flatMap { try $0.accessor.codec.decodeAny(key) as? Key }
-      return (decodedKey, result)
+      return (Array(row.dropLast()), result)
     }
+    return (grouping, results)
   }
 
   // MARK: - Translation
