@@ -220,4 +220,100 @@ import Testing
           == objects.filter { $0.total > fifty }.count)
     }
   }
+
+  @Test func groupingByAToOneRelationshipKeysEachGroupByTheRelatedObjectsID() async throws {
+    let container = try await shop()
+    try await container.newBackgroundContext().perform { context in
+      let fifty = Decimal(50)
+      var limited = FetchRequest<Order>(sortBy: [SortDescriptor(\.number)])
+      limited.fetchLimit = 9
+      limited.fetchOffset = 3
+      var ownOnly = FetchRequest<Order>(predicate: #Predicate { $0.total < fifty })
+      ownOnly.includesSubentities = false
+      for request in [
+        FetchRequest<Order>(), FetchRequest<Order>(predicate: #Predicate { $0.total < fifty }), limited, ownOnly,
+      ] {
+        let groups = Dictionary(grouping: try context.fetch(request)) { $0.customer?.managedID }
+        let revenue: [ManagedID<Customer>?: Decimal] = try context.aggregate(
+          .sum(\.total), for: request, groupedBy: \.customer)
+        #expect(revenue == groups.mapValues { Self.sum($0.map(\.total)) })
+        #expect(try context.aggregate(.count, for: request, groupedBy: \.customer) == groups.mapValues(\.count))
+        #expect(
+          try context.aggregate(.max(\.total), for: request, groupedBy: \.customer)
+            == groups.mapValues { $0.map(\.total).max() })
+        #expect(
+          try context.aggregate(.average(\.tip), for: request, groupedBy: \.customer)
+            == groups.mapValues { Self.average($0.compactMap(\.tip)) })
+      }
+      // A group for the orders without a customer, and the IDs of VIPs name their entity.
+      let counts = try context.aggregate(.count, for: FetchRequest<Order>(), groupedBy: \.customer)
+      #expect(counts[nil] ?? 0 > 0)
+      let vips = try context.fetch(FetchRequest<VIPCustomer>())
+      #expect(!vips.isEmpty)
+      for vip in vips {
+        let id = try #require(vip.managedID.untyped.typed(as: Customer.self))
+        #expect(id.untyped.entityName == "VIPCustomer")
+        #expect(counts[id] == vip.orders.count)
+      }
+      // A to-many is no grouping: an object would be in several groups.
+      #expect(throws: FetchError.self) {
+        try context.aggregate(.count, for: FetchRequest<Customer>(), groupedBy: \.orders)
+      }
+      // A subentity's request groups by the relationship it inherits.
+      let rush = try context.fetch(FetchRequest<RushOrder>())
+      #expect(
+        try context.aggregate(.sum(\.fee), for: FetchRequest<RushOrder>(), groupedBy: \.customer)
+          == Dictionary(grouping: rush) { $0.customer?.managedID }.mapValues { Self.sum($0.map(\.fee)) })
+    }
+  }
+
+  @Test func groupingByTheSideOfAOneToOneThatHoldsNoKey() async throws {
+    let container = try await shop()
+    try await container.newBackgroundContext().perform { context in
+      let receipts = try context.fetch(FetchRequest<Receipt>())
+      #expect(!receipts.isEmpty)
+      let unrelated = Receipt(context: context)
+      unrelated.code = "none"
+      try context.save()
+      let counts = try context.aggregate(.count, for: FetchRequest<Receipt>(), groupedBy: \.order)
+      let all = try context.fetch(FetchRequest<Receipt>())
+      #expect(counts == Dictionary(grouping: all) { $0.order?.managedID }.mapValues(\.count))
+      #expect(counts[nil] == 1)
+      // An order that is a rush order is named so.
+      #expect(counts.keys.contains { $0?.untyped.entityName == "RushOrder" })
+    }
+  }
+
+  @Test func groupingByARelationshipReadsTheSavedRowsWithUnsavedChangesAsAllAggregatesDo() async throws {
+    let container = try await shop()
+    let context = container.newModelContext()
+    func revenue(_ orders: [Order]) -> [ManagedID<Customer>?: Decimal] {
+      Dictionary(grouping: orders) { $0.customer?.managedID }.mapValues { Self.sum($0.map(\.total)) }
+    }
+    let saved = revenue(try context.fetch(FetchRequest<Order>()))
+    // Unsaved: a new order of a saved customer, a new customer with an order, an order moved
+    // to another customer, an order's customer removed, an order deleted, a total changed.
+    let orders = try context.fetch(FetchRequest<Order>(sortBy: [SortDescriptor(\.number)]))
+    let customers = try context.fetch(FetchRequest<Customer>(sortBy: [SortDescriptor(\.name)]))
+    let extra = Order(context: context)
+    extra.total = Decimal("7.77")
+    extra.customer = customers[1]
+    let newcomer = VIPCustomer(context: context)
+    newcomer.name = "newcomer"
+    let first = Order(context: context)
+    first.total = Decimal("12.34")
+    first.customer = newcomer
+    orders[0].customer = customers[2]
+    orders[1].customer = nil
+    context.delete(orders[2])
+    orders[3].total += Decimal("0.01")
+    #expect(context.hasChanges)
+    #expect(try context.aggregate(.sum(\.total), for: FetchRequest<Order>(), groupedBy: \.customer) == saved)
+    try context.save()
+    let now = try context.aggregate(.sum(\.total), for: FetchRequest<Order>(), groupedBy: \.customer)
+    #expect(now == revenue(try context.fetch(FetchRequest<Order>())))
+    #expect(now != saved)
+    let newcomerID = try #require(newcomer.managedID.untyped.typed(as: Customer.self))
+    #expect(now[newcomerID] == Decimal("12.34"))
+  }
 }
