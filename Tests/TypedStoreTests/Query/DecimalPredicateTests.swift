@@ -92,4 +92,24 @@ import Testing
       }
     }
   }
+
+  @Test func theQueriesGuidesExamplesRun() async throws {
+    let container = try await orders()
+    try await container.newBackgroundContext().perform { context in
+      // docs/queries.md, "Decimals compare and compute as Swift's Decimal does"
+      let (low, high) = (Decimal(string: "9.99")!, Decimal(100))
+      let range = low...high
+      let midRange = try context.fetch(FetchRequest<Order>(predicate: #Predicate { range.contains($0.total) }))
+      let costly = try context.fetch(FetchRequest<Order>(predicate: #Predicate { $0.total + ($0.tip ?? 0) > high }))
+      #expect(midRange.map(\.number).sorted() == [4, 5])
+      #expect(costly.map(\.number) == [5, 10])
+      // docs/queries.md, "Aggregates"
+      let revenue = try context.aggregate(
+        .sum(\.total), for: FetchRequest<Order>(predicate: #Predicate { $0.number < 9 }))
+      let perCustomer = try context.aggregate(
+        .sum(\.total), for: FetchRequest<Order>(predicate: #Predicate { $0.number < 9 }), groupedBy: \.customer)
+      #expect(revenue == Decimal("128.65"))
+      #expect(perCustomer == [nil: Decimal("128.65")])
+    }
+  }
 }
