@@ -217,7 +217,8 @@ public final class ModelContext {
     return try state.aggregate(function, for: request)
   }
 
-  /// The aggregate for each value of an attribute, as a dictionary by that value.
+  /// The aggregate for each value of an attribute, as a dictionary by that value (values
+  /// equal in Swift are one group: strings by `String`'s `==`, decimals by `Decimal`'s).
   ///
   /// ```swift
   /// let perTeam: [String: Int] = try context.aggregate(.count, for: FetchRequest<Player>(), groupedBy: \.team)
@@ -228,6 +229,29 @@ public final class ModelContext {
   ) throws -> [Key: Result] {
     applyPendingMerges()
     return try state.aggregate(function, for: request, groupedBy: keyPath)
+  }
+
+  /// The aggregate for each object a to-one relationship relates the rows to, as a dictionary
+  /// by that object's ID; the rows related to none are the group of the `nil` key. Each ID
+  /// names the related object's own entity (a subentity's, for an object of a subentity), so
+  /// it equals that object's `managedID`.
+  ///
+  /// ```swift
+  /// let revenue: [ManagedID<Customer>?: Decimal] = try context.aggregate(
+  ///   .sum(\.total), for: FetchRequest<Order>(), groupedBy: \.customer)
+  /// let walkIns = revenue[nil] ?? 0          // orders without a customer
+  /// ```
+  ///
+  /// Like every aggregate, it reads the saved rows: unsaved changes do not count.
+  ///
+  /// - Throws: `FetchError.unsupportedAggregate` for a key path that is not a to-one
+  ///   relationship of `Entity` and for what `aggregate(_:for:)` refuses; the request's errors.
+  public func aggregate<Entity: ManagedObject, Result, Destination: ManagedObject>(
+    _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity> = FetchRequest(),
+    groupedBy relationship: KeyPath<Entity, Destination?> & Sendable
+  ) throws -> [ManagedID<Destination>?: Result] {
+    applyPendingMerges()
+    return try state.aggregate(function, for: request, groupedBy: relationship)
   }
 
   /// How many objects the request would fetch, without registering any: unsaved changes

@@ -242,14 +242,17 @@ extension URL: AttributeValue {
   }
 }
 
-/// Decimals are stored as text, so no digit is lost to binary floating point.
+/// Decimals are stored as text, so no digit is lost to binary floating point: the value's
+/// `description`, which writes every digit in plain notation with a "." whatever the locale
+/// (`-12.5`, `0.000001`, 1e100 as "1" and 100 zeros), and `NaN` for `Decimal.nan`. Reading it
+/// back gives an equal `Decimal` for every value (`AttributeRoundTripTests`).
 extension Decimal: AttributeValue {
   public static var attributeType: AttributeType { .decimal }
   public var primitiveValue: PrimitiveValue { .text(description) }
   public init(primitiveValue: PrimitiveValue) throws {
     switch primitiveValue {
     case .text(let text):
-      guard let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+      guard let value = Decimal(storedText: text) else {
         throw AttributeDecodingError(expected: Decimal.self, found: primitiveValue)
       }
       self = value
@@ -257,6 +260,50 @@ extension Decimal: AttributeValue {
     case .real(let value): self = Decimal(value)
     default: throw AttributeDecodingError(expected: Decimal.self, found: primitiveValue)
     }
+  }
+}
+
+extension Decimal {
+  /// Reads a decimal attribute's stored text: `NaN`, or a whole number in plain or
+  /// exponent notation (`-12.5`, `+.5`, `1e-3`), read as `Decimal(string:)` reads it; nil for
+  /// anything else. `Decimal(string:)` alone reads the longest prefix it can, so that "1abc"
+  /// would read as 1, "-" as 0 and " 1" as 1: text another tool wrote must be a number as a
+  /// whole or it is not read at all.
+  ///
+  /// The one reading of that text: attribute decoding and the SQL functions and collation of
+  /// `SwiftDecimalFunctions` (which SQLite calls on the same text) use it.
+  init?(storedText text: some StringProtocol) {
+    if text == "NaN" {
+      self = .nan
+      return
+    }
+    guard Self.isNumberSyntax(text), let value = Decimal(string: String(text)) else { return nil }
+    self = value
+  }
+
+  /// Whether `text` is `[+-]? (digits [. digits?] | . digits) ([eE] [+-]? digits)?`.
+  private static func isNumberSyntax(_ text: some StringProtocol) -> Bool {
+    let bytes = Array(text.utf8)
+    var index = 0
+    func accept(_ allowed: String) -> Bool {
+      guard index < bytes.count, allowed.utf8.contains(bytes[index]) else { return false }
+      index += 1
+      return true
+    }
+    func digits() -> Int {
+      let start = index
+      while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+      return index - start
+    }
+    _ = accept("+-")
+    var count = digits()
+    if accept(".") { count += digits() }
+    guard count > 0 else { return false }
+    if accept("eE") {
+      _ = accept("+-")
+      guard digits() > 0 else { return false }
+    }
+    return index == bytes.count
   }
 }
 

@@ -92,7 +92,9 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
   /// `fetchLimit` or `fetchOffset` is negative.
   case invalidRange(String)
   /// An aggregate over a key path that is not one attribute, or over values SQLite cannot
-  /// aggregate as Swift would (`Decimal`, `URL`, `Data`, `UUID`, `Codable`; sums of strings).
+  /// aggregate as Swift would (`URL`, `Data`, `UUID`, `Codable`; sums of strings); a sum or
+  /// average of decimals whose Swift answer depends on the order of the rows; a group key path
+  /// that is neither an attribute nor a to-one relationship.
   case unsupportedAggregate(String)
   /// A key path in `relationshipKeyPathsForPrefetching` that names no relationship.
   case notARelationship(String)

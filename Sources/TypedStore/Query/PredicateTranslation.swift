@@ -17,7 +17,7 @@ public enum PredicateTranslationError: Error, Sendable, Equatable, CustomStringC
   /// A key path that does not name one stored attribute of the entity (a computed property, a
   /// property of another type).
   case unknownKeyPath(String)
-  /// A value or attribute whose type cannot be compared in SQL as in Swift (`Decimal`, `URL`,
+  /// A value or attribute whose type cannot be compared in SQL as in Swift (`URL` and
   /// `Codable` attributes), with the operation asked.
   case unsupportedValue(type: String, operation: String)
 
@@ -47,6 +47,10 @@ enum SQLValueKind: Equatable {
   case number
   /// Strings: compared with the `SWIFT` collation and functions (`SwiftStringFunctions`).
   case text
+  /// Decimals, stored as text: compared with the `SWIFT_DECIMAL` collation, and added,
+  /// subtracted, multiplied and negated by the `swift_decimal_` functions
+  /// (`SwiftDecimalFunctions`).
+  case decimal
   /// Data and UUIDs: compared by bytes, for equality only.
   case blob
   /// A boolean expression (never NULL).
@@ -154,8 +158,9 @@ struct PredicateTranslator<Entity: ManagedObject> {
     let kind: SQLValueKind
     switch attribute.attributeType {
     case .string: kind = .text
+    case .decimal: kind = .decimal
     case .binaryData, .uuid: kind = .blob
-    case .decimal, .uri, .codable:
+    case .uri, .codable:
       throw PredicateTranslationError.unsupportedValue(
         type: "\(attribute.attributeType.rawValue) (\(entity.name).\(attribute.name))", operation: "a comparison")
     default: kind = .number
@@ -189,8 +194,9 @@ struct PredicateTranslator<Entity: ManagedObject> {
       let kind: SQLValueKind
       switch type(of: attributeValue).attributeType {
       case .string: kind = .text
+      case .decimal: kind = .decimal
       case .binaryData, .uuid: kind = .blob
-      case .decimal, .uri, .codable:
+      case .uri, .codable:
         throw PredicateTranslationError.unsupportedValue(type: name(of: value), operation: "a comparison")
       default: kind = .number
       }
@@ -217,9 +223,15 @@ struct PredicateTranslator<Entity: ManagedObject> {
     return collect(sequence)
   }
 
-  /// ` COLLATE SWIFT` when either side is text.
+  /// ` COLLATE SWIFT_DECIMAL` when either side is a decimal, ` COLLATE SWIFT` when either is
+  /// text.
   static func collation(_ left: SQLFragment, _ right: SQLFragment) -> String {
-    left.kind == .text || right.kind == .text ? " COLLATE SWIFT" : ""
+    collation(left.kind, right.kind)
+  }
+
+  static func collation(_ left: SQLValueKind, _ right: SQLValueKind) -> String {
+    if left == .decimal || right == .decimal { return " COLLATE SWIFT_DECIMAL" }
+    return left == .text || right == .text ? " COLLATE SWIFT" : ""
   }
 }
 
@@ -288,6 +300,15 @@ extension PredicateExpressions.Comparison: SQLTranslatable {
     let (left, right) = try translator.pair(try translator.fragment(lhs), try translator.fragment(rhs))
     guard left.kind != .blob && right.kind != .blob else {
       throw PredicateTranslationError.unsupportedValue(type: "Data or UUID", operation: "ordering")
+    }
+    for side in [left, right] {
+      if let codec = side.codec, !codec.isStandard, !codec.storesCasesInTheirOrder {
+        // `<` on a raw enum is its own: SQL can compare the raw values only when they are in
+        // that order.
+        throw PredicateTranslationError.unsupportedValue(
+          type: "an enum whose raw values are not in the order of its own < (or that is not CaseIterable)",
+          operation: "ordering")
+      }
     }
     let symbol: String
     switch op {
@@ -377,6 +398,9 @@ extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
 extension PredicateExpressions.Arithmetic: SQLTranslatable {
   func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
     let (left, right) = try translator.pair(try translator.fragment(lhs), try translator.fragment(rhs))
+    if left.kind == .decimal || right.kind == .decimal {
+      return try PredicateTranslator<Entity>.decimalArithmetic(op, left, right)
+    }
     guard left.kind == .number || left.kind == .unknown, right.kind == .number || right.kind == .unknown else {
       throw PredicateTranslationError.unsupportedValue(type: "non-numeric", operation: "arithmetic")
     }
@@ -396,12 +420,170 @@ extension PredicateExpressions.Arithmetic: SQLTranslatable {
 extension PredicateExpressions.UnaryMinus: SQLTranslatable {
   func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
     let operand = try translator.bound(try translator.fragment(wrapped))
+    if operand.kind == .decimal {
+      // Swift's prefix `-` on `Decimal`, whose NaN stays NaN.
+      return SQLFragment(
+        sql: "swift_decimal_negate(\(operand.sql))", arguments: operand.arguments, kind: .decimal, codec: nil,
+        literal: nil, isNullable: operand.isNullable)
+    }
     guard operand.kind == .number || operand.kind == .unknown else {
       throw PredicateTranslationError.unsupportedValue(type: "non-numeric", operation: "unary minus")
     }
     return SQLFragment(
       sql: "(-\(operand.sql))", arguments: operand.arguments, kind: .number, codec: nil, literal: nil,
       isNullable: operand.isNullable)
+  }
+}
+
+extension PredicateTranslator {
+  /// `+`, `-` or `*` of decimals: Swift's own operators, called by SQLite (`SwiftDecimalFunctions`),
+  /// so that the digits kept, the rounding and NaN are Swift's.
+  static func decimalArithmetic(
+    _ op: PredicateExpressions.ArithmeticOperator, _ left: SQLFragment, _ right: SQLFragment
+  ) throws -> SQLFragment {
+    guard left.kind == .decimal || left.kind == .unknown, right.kind == .decimal || right.kind == .unknown else {
+      throw PredicateTranslationError.unsupportedValue(type: "Decimal and another type", operation: "arithmetic")
+    }
+    let function: String
+    switch op {
+    case .add: function = "swift_decimal_add"
+    case .subtract: function = "swift_decimal_subtract"
+    case .multiply: function = "swift_decimal_multiply"
+    @unknown default: throw PredicateTranslationError.unsupportedExpression("arithmetic \(op)")
+    }
+    return SQLFragment(
+      sql: "\(function)(\(left.sql), \(right.sql))", arguments: left.arguments + right.arguments, kind: .decimal,
+      codec: nil, literal: nil, isNullable: left.isNullable || right.isNullable)
+  }
+}
+
+// MARK: - Ranges
+
+/// A range expression whose bounds are translated: `a...b` and `a..<b` of captured values.
+protocol SQLRangeBounds {
+  var lowerBound: Any { get }
+  var upperBound: Any { get }
+  /// Whether the range contains its upper bound.
+  var isClosed: Bool { get }
+}
+
+extension PredicateExpressions.ClosedRange: SQLRangeBounds {
+  var lowerBound: Any { lower }
+  var upperBound: Any { upper }
+  var isClosed: Bool { true }
+}
+
+extension PredicateExpressions.Range: SQLRangeBounds {
+  var lowerBound: Any { lower }
+  var upperBound: Any { upper }
+  var isClosed: Bool { false }
+}
+
+/// A captured range value: its bounds are already Swift values.
+protocol SQLRangeValue {
+  var lowerBoundValue: Any? { get }
+  var upperBoundValue: Any? { get }
+  var isClosed: Bool { get }
+}
+
+extension ClosedRange: SQLRangeValue {
+  var lowerBoundValue: Any? { lowerBound }
+  var upperBoundValue: Any? { upperBound }
+  var isClosed: Bool { true }
+}
+
+extension Range: SQLRangeValue {
+  var lowerBoundValue: Any? { lowerBound }
+  var upperBoundValue: Any? { upperBound }
+  var isClosed: Bool { false }
+}
+
+extension PartialRangeFrom: SQLRangeValue {
+  var lowerBoundValue: Any? { lowerBound }
+  var upperBoundValue: Any? { nil }
+  var isClosed: Bool { true }
+}
+
+extension PartialRangeThrough: SQLRangeValue {
+  var lowerBoundValue: Any? { nil }
+  var upperBoundValue: Any? { upperBound }
+  var isClosed: Bool { true }
+}
+
+extension PartialRangeUpTo: SQLRangeValue {
+  var lowerBoundValue: Any? { nil }
+  var upperBoundValue: Any? { upperBound }
+  var isClosed: Bool { false }
+}
+
+extension PredicateExpressions.RangeExpressionContains: SQLTranslatable {
+  func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
+    // `(a...b).contains(x)` is `a <= x && x <= b`, as Swift's `ClosedRange.contains`; `..<`
+    // leaves out the upper bound. The bounds must be captured values, checked here: Swift
+    // stops the program when a range's lower bound is above its upper one.
+    let (lower, upper, isClosed) = try translator.rangeBounds(range)
+    let element = try translator.fragment(element)
+    if let codec = element.codec, !codec.isStandard {
+      // A raw enum's stored values need not be in the order of its own `<`.
+      throw PredicateTranslationError.unsupportedValue(type: "a RawRepresentable attribute", operation: "a range")
+    }
+    var tests: [(sql: String, arguments: [PrimitiveValue])] = []
+    func test(_ bound: Any, below: Bool, orEqual: Bool) throws {
+      let value = SQLFragment(sql: "?", kind: .unknown, codec: nil, literal: bound, isNullable: true)
+      let (x, limit) = try translator.pair(element, value)
+      guard x.kind != .blob && limit.kind != .blob else {
+        throw PredicateTranslationError.unsupportedValue(type: "Data or UUID", operation: "a range")
+      }
+      let symbol = (below ? "<" : ">") + (orEqual ? "=" : "")
+      tests.append(
+        (
+          "\(limit.sql) \(symbol) \(x.sql)\(PredicateTranslator<Entity>.collation(x, limit))",
+          limit.arguments + x.arguments
+        )
+      )
+    }
+    if let lower { try test(lower, below: true, orEqual: true) }
+    if let upper { try test(upper, below: false, orEqual: isClosed) }
+    guard !tests.isEmpty else { return SQLFragment(sql: "1", kind: .boolean, isNullable: false) }
+    return SQLFragment(
+      sql: "(" + tests.map(\.sql).joined(separator: " AND ") + ")", arguments: tests.flatMap(\.arguments),
+      kind: .boolean, isNullable: element.isNullable)
+  }
+}
+
+extension PredicateTranslator {
+  /// The bounds of a range in a predicate (a captured range, or `a...b` or `a..<b` of captured
+  /// values), and whether it contains its upper bound.
+  mutating func rangeBounds(_ node: Any) throws -> (lower: Any?, upper: Any?, isClosed: Bool) {
+    if let range = node as? any SQLRangeBounds {
+      let lower = try fragment(range.lowerBound)
+      let upper = try fragment(range.upperBound)
+      guard let low = lower.literal, let high = upper.literal else {
+        throw PredicateTranslationError.unsupportedExpression(
+          "a range whose bounds are not captured values (Swift stops the program when the lower bound is above the upper one)"
+        )
+      }
+      guard Self.isOrdered(low, high) else {
+        throw PredicateTranslationError.unsupportedExpression(
+          "the range \(low)...\(high), whose lower bound is above its upper one (Swift stops the program)")
+      }
+      return (low, high, range.isClosed)
+    }
+    let value = try fragment(node)
+    guard let range = value.literal as? any SQLRangeValue else {
+      throw PredicateTranslationError.unsupportedExpression("contains on a range that is not a value")
+    }
+    return (range.lowerBoundValue, range.upperBoundValue, range.isClosed)
+  }
+
+  /// `lower <= upper`, as a range's initializer checks it.
+  static func isOrdered(_ lower: Any, _ upper: Any) -> Bool {
+    func check<Bound: Comparable>(_ lower: Bound) -> Bool {
+      guard let upper = upper as? Bound else { return false }
+      return lower <= upper
+    }
+    guard let lower = lower as? any Comparable else { return false }
+    return check(lower)
   }
 }
 
@@ -448,7 +630,7 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
       let (value, kind) =
         try member.codec.flatMap { codec in try codec.encodeAny(item).map { ($0, member.kind) } }
         ?? PredicateTranslator<Entity>.encode(item, store: translator.storeIdentifier)
-      let collation = member.kind == .text || kind == .text ? " COLLATE SWIFT" : ""
+      let collation = PredicateTranslator<Entity>.collation(member.kind, kind)
       tests.append("\(member.sql) IS ?\(collation)")
       arguments += member.arguments + [value]
     }

@@ -13,6 +13,19 @@ struct SortPath: Sendable, Equatable {
   var slot: Int
 }
 
+extension ValueCodec {
+  /// Whether SQL's order of the stored values is Swift's `<` on the values: for an enum that
+  /// is `CaseIterable`, its cases' raw values ascend, with no two cases tied.
+  var storesCasesInTheirOrder: Bool {
+    guard let cases = caseOrder else { return false }
+    let text = attributeType == .string
+    return zip(cases, cases.dropFirst()).allSatisfy { left, right in
+      left.rank < right.rank
+        && (text ? compareSwift(left.value, right.value) < 0 : compareSQLite(left.value, right.value) < 0)
+    }
+  }
+}
+
 extension ManagedObjectModel {
   /// What a sort key path reads: one attribute of the root object (`\Note.title`), or of an
   /// object reached through to-one relationships (`\Note.folder?.name`, at most
@@ -92,11 +105,7 @@ extension ContextState {
       // The cases' raw values in Swift's order: the column as stored when that is SQL's
       // order of the raw values too, with no two cases tied.
       let text = attribute.attributeType == .string
-      let ascending = zip(cases, cases.dropFirst()).allSatisfy { left, right in
-        text ? compareSwift(left.value, right.value) < 0 : compareSQLite(left.value, right.value) < 0
-      }
-      let untied = zip(cases, cases.dropFirst()).allSatisfy { $0.rank < $1.rank }
-      return ascending && untied ? .column(collation: text ? "SWIFT" : nil) : .ranked(cases)
+      return codec.storesCasesInTheirOrder ? .column(collation: text ? "SWIFT" : nil) : .ranked(cases)
     }
     guard codec.isStandard else { return .inMemory }  // a Codable value's or an enum's own `<`
     switch attribute.attributeType {
@@ -106,6 +115,8 @@ extension ContextState {
       return comparator == .lexical ? .column(collation: "SWIFT_LEXICAL") : .inMemory
     case .integer16, .integer32, .integer64, .double, .float, .date, .uuid, .boolean:
       return .column(collation: nil)
+    case .decimal:
+      return .column(collation: "SWIFT_DECIMAL")  // Decimal's `<`, whatever the text's spelling
     default:
       return .inMemory
     }

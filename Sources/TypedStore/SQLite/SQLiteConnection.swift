@@ -78,6 +78,7 @@ final class SQLiteConnection {
     self.busyTimeout = busyTimeout
     sqlite3_extended_result_codes(handle, 1)
     SwiftStringFunctions.register(on: handle)
+    SwiftDecimalFunctions.register(on: handle)
     setBusyTimeout(busyTimeout)
   }
 

@@ -91,6 +91,9 @@ final class Statement {
 
   // MARK: - Reading columns (indices start at 0, as in SQLite)
 
+  /// How many columns each row has.
+  var columnCount: Int32 { sqlite3_column_count(handle) }
+
   func isNull(_ index: Int32) -> Bool { sqlite3_column_type(handle, index) == SQLITE_NULL }
 
   func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }

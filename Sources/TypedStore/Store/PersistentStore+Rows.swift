@@ -106,17 +106,18 @@ extension PersistentStore {
     return rows
   }
 
-  /// Runs a query of two columns (a group key and an aggregate) built by the query layer
-  /// from the validated model; its values are bound.
-  func selectPairs(_ sql: String, arguments: [PrimitiveValue], connection: SQLiteConnection) throws
-    -> [(PrimitiveValue, PrimitiveValue)]
+  /// Runs a query built by the query layer from the validated model (an aggregate, with its
+  /// group keys); its values are bound. Each row's columns, in order.
+  func selectRows(_ sql: String, arguments: [PrimitiveValue], connection: SQLiteConnection) throws
+    -> [[PrimitiveValue]]
   {
     let statement = try connection.statement(sql)
     defer { statement.reset() }
     for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-    var pairs: [(PrimitiveValue, PrimitiveValue)] = []
-    while try statement.step() { pairs.append((statement.column(0).primitive, statement.column(1).primitive)) }
-    return pairs
+    let count = statement.columnCount
+    var rows: [[PrimitiveValue]] = []
+    while try statement.step() { rows.append((0..<count).map { statement.column($0).primitive }) }
+    return rows
   }
 
   /// Runs a query that returns one integer (a count).

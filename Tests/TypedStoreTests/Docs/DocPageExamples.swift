@@ -176,6 +176,16 @@ enum QueriesPage {
   }
 }
 
+/// docs/queries.md's report over decimals, on the shop model.
+enum ReportsPage {
+  static func revenue(context: isolated ManagedObjectContext) throws -> (Decimal, [ManagedID<Customer>?: Decimal]) {
+    let revenue = try context.aggregate(.sum(\.total), for: FetchRequest<Order>())  // Decimal, exact
+    let perCustomer = try context.aggregate(
+      .sum(\.total), for: FetchRequest<Order>(), groupedBy: \.customer)  // [ManagedID<Customer>?: Decimal]
+    return (revenue, perCustomer)
+  }
+}
+
 enum ObservationPage {
   final class Folder: ManagedObject {
     @Attribute var name: String = ""
@@ -333,6 +343,25 @@ enum RelationshipsPage {
 // MARK: - Runs
 
 @Suite struct DocPageExamplesTests {
+  @Test func theQueriesPageReportRuns() throws {
+    let container = try PersistentContainer.makeTest(model: shopModel)
+    let (revenue, perCustomer) = try container.viewContext.performAndWait { context in
+      let customer = Customer(context: context)
+      for (total, owner) in [(Decimal(string: "0.1"), customer), (Decimal(string: "0.2"), customer), (1, nil)] {
+        let order = Order(context: context)
+        order.total = total ?? 0
+        order.customer = owner
+      }
+      try context.save()
+      let id = customer.managedID
+      let result = try ReportsPage.revenue(context: context)
+      return (result.0, [id: result.1[id], nil: result.1[nil]])
+    }
+    #expect(revenue == Decimal(string: "1.3"))
+    #expect(
+      perCustomer.values.compactMap { $0 }.sorted() == [Decimal(1), Decimal(string: "0.3")].compactMap { $0 }.sorted())
+  }
+
   @Test func theReadmeExampleRuns() async throws {
     let url = PersistentContainer.testStoreURL()
     try PersistentContainer.destroyPersistentStore(at: url)

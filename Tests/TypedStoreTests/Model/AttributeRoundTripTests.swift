@@ -168,4 +168,76 @@ import Testing
     #expect(row.string(10) == "AllTypes")
     #expect(row.int64(11) == 1)
   }
+
+  /// Decimals of every shape: signs, zero, 38 and 39 digits, the ends of the exponent, results
+  /// of arithmetic, NaN, and 2,000 random ones (up to 39 digits, any exponent a Decimal has).
+  static func decimals() -> [Decimal] {
+    let posix = Locale(identifier: "en_US_POSIX")
+    var values: [Decimal] =
+      [
+        "0", "-0", "1", "-1", "0.1", "-0.5", "19.99", "1e100", "-1e-100", "0.00000000000000000000000000000001",
+        "12345678901234567890123456789012345678", "340282366920938463463374607431768211455",
+        "-0.12345678901234567890123456789012345678",
+      ].compactMap { Decimal(string: $0, locale: posix) } + [
+        .greatestFiniteMagnitude, .leastFiniteMagnitude, .leastNonzeroMagnitude, -Decimal.leastNonzeroMagnitude, .pi,
+        Decimal(1) / 3, Decimal(2) / 3, Decimal(string: "0.1", locale: posix)! * 3, Decimal(Int64.min),
+        Decimal(UInt64.max),
+        Decimal(Double.leastNonzeroMagnitude), Decimal(0.1), .nan,
+      ]
+    var rng = SeededGenerator(state: 42)
+    while values.count < 2_000 {
+      let count = Int.random(in: 1...39, using: &rng)
+      let digits = String((0..<count).map { _ in "0123456789".randomElement(using: &rng)! })
+      guard count < 39 || digits <= "340282366920938463463374607431768211455",
+        let significand = Decimal(string: (Bool.random(using: &rng) ? "-" : "") + digits, locale: posix)
+      else { continue }
+      let value = Decimal(sign: .plus, exponent: Int.random(in: -128...127, using: &rng), significand: significand)
+      if !value.isNaN { values.append(value) }
+    }
+    return values
+  }
+
+  @Test func everyDecimalRoundTripsExactlyAsItsDescription() async throws {
+    let values = Self.decimals()
+    let container = try PersistentContainer.makeTest(model: allTypesModel)
+    let ids = try await container.performBackgroundTask { context in
+      let objects = values.map { value in
+        let object = AllTypes(context: context)
+        object.decimal = value
+        object.optionalDecimal = value
+        return object
+      }
+      try context.save()
+      return objects.map(\.managedID)
+    }
+    let read = try await container.newBackgroundContext().perform { context in
+      try ids.map { id in
+        let object = try context.existingObject(with: id)
+        return (object.decimal, object.optionalDecimal)
+      }
+    }
+    var differences: [String] = []
+    for (value, (back, optional)) in zip(values, read) {
+      let same = value.isNaN ? back.isNaN && optional?.isNaN == true : back == value && optional == value
+      if !same || back.description != value.description { differences.append("\(value) read as \(back)") }
+    }
+    #expect(differences.isEmpty, "\(differences.count) differ: \(differences.prefix(5))")
+    // The stored text is the description: plain digits and a point, whatever the locale.
+    let connection = try SQLiteConnection(path: container.persistentStore.url.path, mode: .readOnly)
+    let rows = try connection.statement(#"SELECT "decimal", typeof("decimal") FROM "AllTypes" ORDER BY pk"#)
+    var stored: [String] = []
+    while try rows.step() {
+      #expect(rows.string(1) == "text")
+      stored.append(rows.string(0))
+    }
+    rows.reset()
+    #expect(stored == values.map(\.description))
+    #expect(stored.allSatisfy { $0 == "NaN" || $0.allSatisfy { "-0123456789.".contains($0) } })
+    // Equal values are the same text, however they were computed.
+    let posix = Locale(identifier: "en_US_POSIX")
+    let one = Decimal(1)
+    for same in [Decimal(5) / 10 + Decimal(5) / 10, Decimal(string: "1.000", locale: posix)!, one * 10 / 10, -(-one)] {
+      #expect(same == one && same.description == one.description)
+    }
+  }
 }

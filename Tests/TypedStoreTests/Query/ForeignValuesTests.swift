@@ -81,4 +81,29 @@ import Testing
     }
     #expect(found == [.blob(Data([0x00, 0xff])), .real(2.5)])
   }
+
+  @Test func decimalTextIsReadOnlyWhenItIsANumberAsAWhole() async throws {
+    let (container, ids) = try await saved()
+    let read: [(String, Decimal?)] = [
+      ("1.0", 1), ("+5", 5), ("1E2", 100), (".5", Decimal(5) / 10), ("-0.50", Decimal(-5) / 10), ("NaN", .nan),
+      ("1abc", nil), (" 1", nil), ("-", nil), ("", nil), ("1e", nil), ("1,5", nil), ("nan", nil), ("e5", nil),
+      ("1e200", nil),
+    ]
+    for (text, expected) in read {
+      let update = try SQLiteConnection(path: container.persistentStore.url.path, mode: .readWrite)
+      let statement = try update.statement(#"UPDATE "AllTypes" SET "decimal" = ? WHERE pk = 1"#)
+      statement.bind(text, at: 1)
+      try statement.run()
+      let value = await container.newBackgroundContext().perform { context -> Result<Decimal, any Error> in
+        Result { try context.existingObject(with: ids[0]).decimal }
+      }
+      switch (value, expected) {
+      case (.success(let value), let expected?):
+        #expect(expected.isNaN ? value.isNaN : value == expected, "\(text)")
+      case (.failure(let error), nil):
+        #expect((error as? AttributeDecodingError)?.found == .text(text), "\(text)")
+      default: Issue.record("\(text) read as \(value), expected \(String(describing: expected))")
+      }
+    }
+  }
 }

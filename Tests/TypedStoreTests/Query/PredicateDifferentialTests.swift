@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import TypedStore
+
+@testable import TypedStore
 
 /// Every attribute type a predicate compares, optional and not.
 final class Sample: ManagedObject {
@@ -20,6 +21,16 @@ final class Sample: ManagedObject {
   @Attribute var optionalUUID: UUID? = nil
   @Attribute var status: Status = .draft
   @Attribute var priority: Priority? = nil
+  @Attribute var decimal: Decimal = 0
+  @Attribute var optionalDecimal: Decimal? = nil
+  // Key paths that are no attribute, though each reads one: a predicate reading any of them
+  // must be refused with `.unknownKeyPath` before the store is read.
+  var shout: String { string.uppercased() }
+  var cappedInt: Int { min(int, 40) }
+  var labelOrNone: String { optionalString ?? "none" }
+  var isBig: Bool { decimal > 10 }
+  /// A plain stored property, no attribute: the store has no column for it.
+  var plain: Int = 0
 }
 
 /// A seeded generator (SplitMix64): the same seed makes the same cases.
@@ -48,6 +59,36 @@ enum Pools {
   static let uuids = (0..<4).map { UUID(uuidString: String(format: "00000000-0000-0000-0000-%012d", $0))! }
   static let statuses: [Status] = [.draft, .published, .archived]
   static let priorities: [Priority?] = [nil, .low, .high]
+  /// Money and beyond: equal values (1 and 1.0 are one `Decimal`), signs, tenths that binary
+  /// floating point cannot hold, 38 and 39 digits, the ends of the exponent, and NaN.
+  static let decimals: [Decimal] =
+    [
+      "0", "1", "1.0", "-1", "0.1", "0.2", "0.3", "0.30", "1.5", "-1.5", "9", "10", "99.99", "100", "-0.000001",
+      "12345678901234567890.123456789", "-12345678901234567890.123456789",
+      "0.12345678901234567890123456789012345678", "340282366920938463463374607431768211455", "1e100", "-1e-100",
+    ].compactMap { Decimal(string: $0, locale: Locale(identifier: "en_US_POSIX")) } + [
+      .greatestFiniteMagnitude, .leastFiniteMagnitude, .leastNonzeroMagnitude, .nan,
+    ]
+
+  /// Decimals to multiply the stored ones by: each product's exponent stays within Decimal's.
+  static let multipliers = ["0", "1", "-1", "0.1", "1.5", "10", "-2", "1e20"].compactMap {
+    Decimal(string: $0, locale: Locale(identifier: "en_US_POSIX"))
+  }
+
+  /// Another spelling of a decimal's stored text that reads as the same value, as another
+  /// tool could write it: trailing zeros, a plus sign, leading zeros, an exponent.
+  static func respelled(_ value: Decimal, _ choice: Int) -> String {
+    let text = value.description
+    guard !value.isNaN else { return text }
+    let negative = text.hasPrefix("-")
+    let digits = negative ? String(text.dropFirst()) : text
+    switch choice % 4 {
+    case 0: return text + (text.contains(".") ? "0" : ".0")
+    case 1: return (negative ? "-" : "+") + "00" + digits
+    case 2: return text + "e0"
+    default: return text + (text.contains(".") ? "0E+0" : ".00E-0")
+    }
+  }
 }
 
 typealias Condition = any StandardPredicateExpression<Bool>
@@ -56,6 +97,16 @@ typealias Row = PredicateExpressions.Variable<Sample>
 /// One generated predicate: a recipe the RNG chose, built into a `Predicate` and described
 /// for the failure message.
 indirect enum Recipe: CustomStringConvertible, Sendable {
+  /// Whether the predicate reads a computed property or a plain `var` anywhere.
+  var readsUnstored: Bool {
+    switch self {
+    case .leaf(let leaf): if case .unstored = leaf { true } else { false }
+    case .and(let a, let b), .or(let a, let b): a.readsUnstored || b.readsUnstored
+    case .not(let a): a.readsUnstored
+    case .conditional(let a, let b, let c): a.readsUnstored || b.readsUnstored || c.readsUnstored
+    }
+  }
+
   case leaf(Leaf)
   case and(Recipe, Recipe)
   case or(Recipe, Recipe)
@@ -87,6 +138,31 @@ indirect enum Recipe: CustomStringConvertible, Sendable {
     case equalOptionalUUID(UUID?, negated: Bool)
     case equalStatus(Status, negated: Bool)
     case equalPriority(Priority?, negated: Bool)
+    case compareDecimal(Decimal, PredicateExpressions.ComparisonOperator)
+    case equalDecimal(Decimal, negated: Bool)
+    case equalOptionalDecimal(Decimal?, negated: Bool)
+    case decimalIn([Decimal?])
+    /// `(lower...upper).contains(decimal)`, or `..<`; `captured` passes the range as a value.
+    case decimalInRange(Decimal, Decimal, closed: Bool, captured: Bool)
+    case coalescedDecimal(Decimal, PredicateExpressions.ComparisonOperator, Decimal)
+    /// `decimal <op> value <comparison> other`, or with the optional decimal as the operand.
+    case decimalArithmetic(
+      PredicateExpressions.ArithmeticOperator, Decimal, PredicateExpressions.ComparisonOperator, Decimal,
+      attributes: Bool)
+    /// `-decimal op value`.
+    case negatedDecimal(PredicateExpressions.ComparisonOperator, Decimal)
+    /// A computed property or a plain `var` (`Sample.shout` and the rest), compared with a value.
+    case unstored(Unstored, String)
+
+    enum Unstored: Sendable, CaseIterable {
+      case shout, cappedInt, labelOrNone, isBig, plain
+    }
+    /// `decimal op (optionalDecimal ?? fallback)`: two attributes.
+    case decimalAgainstOptional(PredicateExpressions.ComparisonOperator, Decimal)
+    /// `optionalDecimal.flatMap { $0 > value } ?? orElse`.
+    case optionalDecimalAbove(Decimal, orElse: Bool)
+    case intInRange(Int, Int, closed: Bool, captured: Bool)
+    case stringInRange(String, String, closed: Bool, captured: Bool)
   }
 
   var description: String {
@@ -134,7 +210,7 @@ extension Recipe.Leaf {
       .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual,
     ]
     let negated = Bool.random(using: &rng)
-    switch Int.random(in: 0..<23, using: &rng) {
+    switch Int.random(in: 0..<37, using: &rng) {
     case 0: return .compareInt(pick(Pools.ints), pick(operators))
     case 1: return .equalOptionalInt(Bool.random(using: &rng) ? nil : pick(Pools.ints), negated: negated)
     case 2: return .coalescedInt(pick(Pools.ints), pick(operators), pick(Pools.ints))
@@ -159,12 +235,52 @@ extension Recipe.Leaf {
     case 19: return .equalOptionalUUID(Bool.random(using: &rng) ? nil : pick(Pools.uuids), negated: negated)
     case 20: return .equalStatus(pick(Pools.statuses), negated: negated)
     case 21: return .negated(pick(Pools.smalls), pick(operators), literal: Bool.random(using: &rng))
-    default: return .equalPriority(pick(Pools.priorities), negated: negated)
+    case 22: return .equalPriority(pick(Pools.priorities), negated: negated)
+    case 23: return .compareDecimal(pick(Pools.decimals), pick(operators))
+    case 24: return .equalDecimal(pick(Pools.decimals), negated: negated)
+    case 25: return .equalOptionalDecimal(Bool.random(using: &rng) ? nil : pick(Pools.decimals), negated: negated)
+    case 26:
+      return .decimalIn(
+        (0..<Int.random(in: 0...3, using: &rng)).map { _ in Bool.random(using: &rng) ? nil : pick(Pools.decimals) })
+    case 27:
+      // Swift stops the program for a range whose lower bound is above its upper one.
+      let (a, b) = (pick(Pools.decimals), pick(Pools.decimals))
+      return .decimalInRange(
+        min(a, b), max(a, b), closed: Bool.random(using: &rng), captured: Bool.random(using: &rng))
+    case 28: return .coalescedDecimal(pick(Pools.decimals), pick(operators), pick(Pools.decimals))
+    case 29:
+      // Foundation's `*` stops the program on a product whose exponents add up below -128
+      // (99.99 × 10^-127): multipliers have exponents of -1 and up, and attributes are not
+      // multiplied by each other.
+      let attributes = Bool.random(using: &rng)
+      let op: PredicateExpressions.ArithmeticOperator = pick(
+        attributes ? [.add, .subtract] : [.add, .subtract, .multiply])
+      return .decimalArithmetic(
+        op, pick(op == .multiply ? Pools.multipliers : Pools.decimals), pick(operators), pick(Pools.decimals),
+        attributes: attributes)
+    case 30: return .negatedDecimal(pick(operators), pick(Pools.decimals))
+    case 31: return .decimalAgainstOptional(pick(operators), pick(Pools.decimals))
+    case 32: return .optionalDecimalAbove(pick(Pools.decimals), orElse: Bool.random(using: &rng))
+    case 34, 35: return .unstored(pick(Unstored.allCases), pick(Pools.strings))
+    case 33:
+      let (a, b) = (pick(Pools.ints), pick(Pools.ints))
+      return .intInRange(min(a, b), max(a, b), closed: Bool.random(using: &rng), captured: Bool.random(using: &rng))
+    default:
+      let (a, b) = (pick(Pools.strings), pick(Pools.strings))
+      return .stringInRange(min(a, b), max(a, b), closed: Bool.random(using: &rng), captured: Bool.random(using: &rng))
     }
   }
 
   func build(_ row: Row) -> Condition {
     switch self {
+    case .unstored(let property, let text):
+      switch property {
+      case .shout: Build.equal(row, \.shout, text, negated: false)
+      case .cappedInt: Build.compare(row, \.cappedInt, .lessThan, text.count)
+      case .labelOrNone: Build.equal(row, \.labelOrNone, text, negated: true)
+      case .isBig: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.isBig)
+      case .plain: Build.equal(row, \.plain, text.count, negated: false)
+      }
     case .compareInt(let value, let op): Build.compare(row, \.int, op, value)
     case .equalOptionalInt(let value, let negated): Build.equal(row, \.optionalInt, value, negated: negated)
     case .coalescedInt(let fallback, let op, let value):
@@ -234,6 +350,57 @@ extension Recipe.Leaf {
     case .equalOptionalUUID(let value, let negated): Build.equal(row, \.optionalUUID, value, negated: negated)
     case .equalStatus(let value, let negated): Build.equal(row, \.status, value, negated: negated)
     case .equalPriority(let value, let negated): Build.equal(row, \.priority, value, negated: negated)
+    case .compareDecimal(let value, let op): Build.compare(row, \.decimal, op, value)
+    case .equalDecimal(let value, let negated): Build.equal(row, \.decimal, value, negated: negated)
+    case .equalOptionalDecimal(let value, let negated): Build.equal(row, \.optionalDecimal, value, negated: negated)
+    case .decimalIn(let values):
+      PredicateExpressions.SequenceContains(
+        sequence: PredicateExpressions.Value(values),
+        element: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.optionalDecimal))
+    case .decimalInRange(let lower, let upper, let closed, let captured):
+      Build.range(row, \.decimal, lower, upper, closed: closed, captured: captured)
+    case .coalescedDecimal(let fallback, let op, let value):
+      PredicateExpressions.Comparison(
+        lhs: PredicateExpressions.NilCoalesce(
+          lhs: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.optionalDecimal),
+          rhs: PredicateExpressions.Value(fallback)),
+        rhs: PredicateExpressions.Value(value), op: op)
+    case .decimalArithmetic(let arithmetic, let operand, let op, let value, let attributes):
+      attributes
+        ? PredicateExpressions.Comparison(
+          lhs: PredicateExpressions.Arithmetic(
+            lhs: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.decimal),
+            rhs: PredicateExpressions.NilCoalesce(
+              lhs: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.optionalDecimal),
+              rhs: PredicateExpressions.Value(operand)), op: arithmetic),
+          rhs: PredicateExpressions.Value(value), op: op)
+        : PredicateExpressions.Comparison(
+          lhs: PredicateExpressions.Arithmetic(
+            lhs: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.decimal),
+            rhs: PredicateExpressions.Value(operand), op: arithmetic),
+          rhs: PredicateExpressions.Value(value), op: op)
+    case .negatedDecimal(let op, let value):
+      PredicateExpressions.Comparison(
+        lhs: PredicateExpressions.UnaryMinus(PredicateExpressions.KeyPath(root: row, keyPath: \Sample.decimal)),
+        rhs: PredicateExpressions.Value(value), op: op)
+    case .decimalAgainstOptional(let op, let fallback):
+      PredicateExpressions.Comparison(
+        lhs: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.decimal),
+        rhs: PredicateExpressions.NilCoalesce(
+          lhs: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.optionalDecimal),
+          rhs: PredicateExpressions.Value(fallback)), op: op)
+    case .optionalDecimalAbove(let value, let orElse):
+      PredicateExpressions.NilCoalesce(
+        lhs: PredicateExpressions.OptionalFlatMap(
+          PredicateExpressions.KeyPath(root: row, keyPath: \Sample.optionalDecimal)
+        ) { decimal in
+          PredicateExpressions.Comparison(lhs: decimal, rhs: PredicateExpressions.Value(value), op: .greaterThan)
+        },
+        rhs: PredicateExpressions.Value(orElse))
+    case .intInRange(let lower, let upper, let closed, let captured):
+      Build.range(row, \.int, lower, upper, closed: closed, captured: captured)
+    case .stringInRange(let lower, let upper, let closed, let captured):
+      Build.range(row, \.string, lower, upper, closed: closed, captured: captured)
     }
   }
 }
@@ -255,6 +422,30 @@ enum Build {
     let lhs = PredicateExpressions.KeyPath(root: row, keyPath: keyPath)
     let rhs = PredicateExpressions.Value(value)
     return negated ? PredicateExpressions.NotEqual(lhs: lhs, rhs: rhs) : PredicateExpressions.Equal(lhs: lhs, rhs: rhs)
+  }
+
+  /// `(lower...upper).contains(keyPath)` or `..<`, the range built in the predicate or
+  /// captured as a value.
+  static func range<Value: Comparable & Codable & Sendable>(
+    _ row: Row, _ keyPath: KeyPath<Sample, Value> & Sendable, _ lower: Value, _ upper: Value, closed: Bool,
+    captured: Bool
+  ) -> Condition {
+    let element = PredicateExpressions.KeyPath(root: row, keyPath: keyPath)
+    let (low, high) = (PredicateExpressions.Value(lower), PredicateExpressions.Value(upper))
+    switch (closed, captured) {
+    case (true, false):
+      return PredicateExpressions.RangeExpressionContains(
+        range: PredicateExpressions.ClosedRange(lower: low, upper: high), element: element)
+    case (false, false):
+      return PredicateExpressions.RangeExpressionContains(
+        range: PredicateExpressions.Range(lower: low, upper: high), element: element)
+    case (true, true):
+      return PredicateExpressions.RangeExpressionContains(
+        range: PredicateExpressions.Value(lower...upper), element: element)
+    case (false, true):
+      return PredicateExpressions.RangeExpressionContains(
+        range: PredicateExpressions.Value(lower..<upper), element: element)
+    }
   }
 
   static func and(_ a: Condition, _ b: Condition) -> Condition {
@@ -330,9 +521,32 @@ enum Build {
         sample.optionalUUID = maybe(Pools.uuids)
         sample.status = pick(Pools.statuses)
         sample.priority = pick(Pools.priorities)
+        sample.decimal = pick(Pools.decimals)
+        sample.optionalDecimal = maybe(Pools.decimals)
       }
       try context.save()
     }
+    // Another tool spells a third of the decimals differently (1.0 for 1, +005, 2e0): the
+    // values read back the same, and SQL must compare them by value too.
+    let connection = try SQLiteConnection(path: container.persistentStore.url.path, mode: .readWrite)
+    let rewrite = try connection.statement(
+      #"UPDATE "Sample" SET "decimal" = ?, "optionalDecimal" = ? WHERE "label" = ?"#)
+    let spelled = try await container.newBackgroundContext().perform { context in
+      try context.fetch(FetchRequest<Sample>()).enumerated().filter { $0.offset % 3 == 0 }.map { index, sample in
+        (
+          sample.label, Pools.respelled(sample.decimal, index / 3),
+          sample.optionalDecimal.map { Pools.respelled($0, index / 3 + 1) }
+        )
+      }
+    }
+    for (label, decimal, optionalDecimal) in spelled {
+      rewrite.reset()
+      rewrite.bind(decimal, at: 1)
+      if let optionalDecimal { rewrite.bind(optionalDecimal, at: 2) } else { rewrite.bindNull(2) }
+      rewrite.bind(label, at: 3)
+      try rewrite.run()
+    }
+    rewrite.reset()
     _ = data.next()
     let recipes = (0..<cases).map { _ in Recipe.random(depth: 3, using: &rng) }
     let failures = try await container.newBackgroundContext().perform { context -> [String] in
@@ -340,6 +554,17 @@ enum Build {
       var failures: [String] = []
       for recipe in recipes {
         let predicate = recipe.predicate
+        if recipe.readsUnstored {
+          // No answer is Swift's for a key path that is no attribute: a typed error, before
+          // the store is read, that names the key path.
+          do {
+            _ = try context.fetch(FetchRequest(predicate: predicate))
+            failures.append("\(recipe): translated, though it reads a computed property or a plain var")
+          } catch PredicateTranslationError.unknownKeyPath(let text) {
+            if text.contains("0x") || !text.hasPrefix("\\Sample.") { failures.append("\(recipe): named \(text)") }
+          }
+          continue
+        }
         let swift = try all.filter { try predicate.evaluate($0) }.map(\.label).sorted()
         let sql = try context.fetch(FetchRequest(predicate: predicate)).map(\.label).sorted()
         if sql != swift {

@@ -57,6 +57,8 @@ final class SortRow: ManagedObject {
   @Attribute var optionalTier: Tier? = nil
   @Attribute var step: Step = .one
   @Attribute(.codable) var price: Price = Price(cents: 0)
+  @Attribute var amount: Decimal = 0
+  @Attribute var optionalAmount: Decimal? = nil
   @Relationship(deleteRule: .nullify) var parent: SortParent?
   var shout: String { string.uppercased() }
   var parentName: String? { parent?.name }
@@ -100,6 +102,8 @@ struct SortCase: Sendable, CustomStringConvertible {
     SortCase(name: "optionalTier") { SortDescriptor(\.optionalTier, order: $0) },
     SortCase(name: "step (raw order)") { SortDescriptor(\.step, order: $0) },
     SortCase(name: "price (Codable, own order)") { SortDescriptor(\.price, order: $0) },
+    SortCase(name: "amount (Decimal)") { SortDescriptor(\.amount, order: $0) },
+    SortCase(name: "optionalAmount") { SortDescriptor(\.optionalAmount, order: $0) },
     SortCase(name: "parent?.name") { SortDescriptor(\.parent?.name, order: $0) },
     SortCase(name: "parent?.name lexical") { SortDescriptor(\.parent?.name, comparator: .lexical, order: $0) },
     SortCase(name: "parent?.number") { SortDescriptor(\.parent?.number, order: $0) },
@@ -119,6 +123,12 @@ struct SortCase: Sendable, CustomStringConvertible {
       return (left.managedID.primaryKey ?? .max) < (right.managedID.primaryKey ?? .max)
     }
   }
+
+  /// Decimals whose text order is not their order, equal ones spelt apart, many digits.
+  static let decimals: [Decimal] = [
+    "0", "1", "1.0", "10", "9.99", "-2", "-10.5", "0.1", "100000000000000000000000000000000001", "-0.000001",
+    "3.14159265358979323846264338327950288",
+  ].compactMap { Decimal(string: $0) }
 
   static func fill(_ context: isolated ManagedObjectContext, rows: Int, seed: UInt64) throws {
     var rng = SeededGenerator(state: seed)
@@ -161,6 +171,8 @@ struct SortCase: Sendable, CustomStringConvertible {
       row.optionalTier = maybe([.bronze, .silver, .gold])
       row.step = pick(Step.allCases)
       row.price = Price(cents: pick([5, -3, 100, 0, 42]))
+      row.amount = pick(Self.decimals)
+      row.optionalAmount = maybe(Self.decimals)
       row.parent = pick(parents)
     }
   }
@@ -289,6 +301,39 @@ struct SortCase: Sendable, CustomStringConvertible {
       return failures
     }
     #expect(failures.isEmpty, "\(failures)")
+  }
+
+  /// `<` on an enum in a predicate is the enum's own: SQL compares raw values only when they
+  /// are in that order, and refuses otherwise.
+  @Test func predicatesOrderEnumsByTheirOwnLessThanOrRefuse() throws {
+    let container = try PersistentContainer.makeTest(
+      model: ManagedObjectModel(SortRow.self, SortParent.self, SortGroup.self))
+    let two = Step.two
+    let mid = Urgency.mid
+    let silver = Tier.silver
+    let byStep = #Predicate<SortRow> { $0.step < two }
+    let byUrgency = #Predicate<SortRow> { $0.urgency < mid }
+    let byTier = #Predicate<SortRow> { $0.tier > silver }
+    let (stored, evaluated) = try container.viewContext.performAndWait { context in
+      try Self.fill(context, rows: 40, seed: 7)
+      try context.save()
+      let all = try context.fetch(FetchRequest<SortRow>())
+      return (
+        Set(try context.fetch(FetchRequest(predicate: byStep)).map(\.label)),
+        Set(try all.filter { try byStep.evaluate($0) }.map(\.label))
+      )
+    }
+    #expect(stored == evaluated && !stored.isEmpty)
+    for predicate in [byUrgency, byTier] {
+      #expect {
+        try container.viewContext.performAndWait { context in
+          _ = try context.fetch(FetchRequest(predicate: predicate))
+        }
+      } throws: { error in
+        guard case PredicateTranslationError.unsupportedValue = error else { return false }
+        return true
+      }
+    }
   }
 
   @Test func aComputedPropertyIsRefusedBeforeTheStoreIsRead() throws {
