@@ -304,6 +304,13 @@ final class ContextState: ObjectTracking {
       throw ManagedIDError.noSuchRow(id.description)
     }
     let object = fault(for: key, entity: concrete)
+    try loadOrForget(object, key: key)
+    return object
+  }
+
+  /// Loads the row of a fault just made for it, or forgets the fault again when the row
+  /// cannot be read, so that nothing stays registered for it.
+  private func loadOrForget(_ object: ManagedObject, key: ObjectKey) throws {
     do {
       try load(object)
     } catch {
@@ -312,7 +319,6 @@ final class ContextState: ObjectTracking {
       object.lifecycle = .invalidated
       throw error
     }
-    return object
   }
 
   /// Loads a fault's row.
@@ -939,16 +945,7 @@ extension ContextState {
         throw ManagedIDError.entityMismatch(id: id.description, expected: entity.name, found: concrete.name)
       }
       object = fault(for: key, entity: concrete)
-      if loading {
-        do {
-          try load(object)
-        } catch {
-          registered[key] = nil
-          object.trackerLink = nil
-          object.lifecycle = .invalidated
-          throw error
-        }
-      }
+      if loading { try loadOrForget(object, key: key) }
     }
     guard let typed = object as? Entity else {
       throw ManagedIDError.entityMismatch(

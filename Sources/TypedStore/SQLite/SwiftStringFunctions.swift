@@ -17,20 +17,29 @@ import Foundation
 /// and characters agree; otherwise it makes Swift strings and asks Swift.
 enum SwiftStringFunctions {
   static func register(on handle: OpaquePointer) {
-    sqlite3_create_collation_v2(
-      handle, "SWIFT", SQLITE_UTF8, nil,
-      { _, leftCount, left, rightCount, right in
-        let a = UnsafeRawBufferPointer(start: left, count: Int(leftCount))
-        let b = UnsafeRawBufferPointer(start: right, count: Int(rightCount))
-        return SwiftStringFunctions.compare(a, b)
-      }, nil)
-    sqlite3_create_collation_v2(
-      handle, "SWIFT_LEXICAL", SQLITE_UTF8, nil,
-      { _, leftCount, left, rightCount, right in
-        let a = UnsafeRawBufferPointer(start: left, count: Int(leftCount))
-        let b = UnsafeRawBufferPointer(start: right, count: Int(rightCount))
-        return SwiftStringFunctions.compareLexically(a, b)
-      }, nil)
+    let collations:
+      [(String, @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32)] =
+        [
+          (
+            "SWIFT",
+            { _, leftCount, left, rightCount, right in
+              SwiftStringFunctions.compare(
+                UnsafeRawBufferPointer(start: left, count: Int(leftCount)),
+                UnsafeRawBufferPointer(start: right, count: Int(rightCount)))
+            }
+          ),
+          (
+            "SWIFT_LEXICAL",
+            { _, leftCount, left, rightCount, right in
+              SwiftStringFunctions.compareLexically(
+                UnsafeRawBufferPointer(start: left, count: Int(leftCount)),
+                UnsafeRawBufferPointer(start: right, count: Int(rightCount)))
+            }
+          ),
+        ]
+    for (name, compare) in collations {
+      sqlite3_create_collation_v2(handle, name, SQLITE_UTF8, nil, compare, nil)
+    }
     for (name, function) in [
       ("swift_contains", containsFunction), ("swift_starts_with", startsWithFunction),
     ] {
