@@ -36,6 +36,12 @@ func typedstore(
     process.executableURL = tool
     process.arguments = arguments
   }
+  return try runCollectingOutput(process, seconds: seconds)
+}
+
+/// Runs `process` with no input, collecting what it writes to standard output and error;
+/// SIGKILLed after `seconds`, so that a hung process fails its test instead of the run.
+func runCollectingOutput(_ process: Process, seconds: Double) throws -> ToolRun {
   let output = Pipe()
   let errors = Pipe()
   process.standardOutput = output
@@ -535,21 +541,7 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     process.arguments = ["-c", command]
     process.currentDirectoryURL = folder
     process.environment = ["PATH": path, "HOME": NSTemporaryDirectory()]
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let collected = Mutex(Data())
-    let reader = Thread { collected.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() } }
-    reader.start()
-    let out = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    while reader.isExecuting || !reader.isFinished { usleep(1000) }
-    return ToolRun(
-      status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
-      stderr: String(decoding: collected.withLock { $0 }, as: UTF8.self))
+    return try runCollectingOutput(process, seconds: 60)
   }
 
   /// The demo prints commands that run as printed from where it was started: the tool's path
