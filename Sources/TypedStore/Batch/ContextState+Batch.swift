@@ -35,9 +35,7 @@ extension ContextState {
     let draft = Entity()
     var assignments: [(slot: Int32, value: PrimitiveValue)] = []
     for assignment in request.propertiesToUpdate {
-      guard let slots = store.model.attributeSlots(for: assignment.keyPath), slots.count == 1,
-        let slot = slots.first
-      else {
+      guard let slot = store.model.attributeSlot(for: assignment.keyPath) else {
         throw BatchError.unsupportedKeyPath(store.model.describe(assignment.keyPath, on: entity))
       }
       assignment.apply(draft)

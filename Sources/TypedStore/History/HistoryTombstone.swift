@@ -37,8 +37,7 @@ public struct HistoryTombstone: Sendable, Hashable {
   public subscript<Entity: ManagedObject, Value>(keyPath: KeyPath<Entity, Value>) -> Value? {
     guard let model = ModelRegistry.model(for: storeIdentifier),
       let entity = model.entity(named: entityName),
-      let slots = model.attributeSlots(for: keyPath as PartialKeyPath<Entity>), slots.count == 1,
-      let slot = slots.first, Int(slot) < entity.storedAttributes.count
+      let slot = model.attributeSlot(for: keyPath as PartialKeyPath<Entity>), Int(slot) < entity.storedAttributes.count
     else { return nil }
     let attribute = entity.storedAttributes[Int(slot)]
     guard let value = values[attribute.name] else { return nil }

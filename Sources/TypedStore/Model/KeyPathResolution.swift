@@ -114,7 +114,7 @@ extension ManagedObjectModel {
     var reads: [String] = []
     if let entity, let probe = probe(of: entity), Self.isRoot(of: keyPath, instance: entity.objectType) {
       _ = probe[keyPath: keyPath]
-      reads = (probe.keyPathRecorder ?? []).compactMap { entity.propertyName(ofRead: $0) }
+      reads = (probe.keyPathRecorder ?? []).map(entity.propertyName(ofSlot:))
       if probe.recordedIdentityRead { reads.append("managedID") }
     }
     return Self.readable(keyPath.debugDescription, reading: reads)
@@ -354,15 +354,6 @@ extension ManagedObjectModel {
       count += 1
     }
     return count
-  }
-}
-
-extension EntityDescription {
-  /// The name of the attribute or relationship a probe recorded as `read`.
-  fileprivate func propertyName(ofRead read: Int32) -> String? {
-    if read >= 0 { return Int(read) < storedAttributes.count ? storedAttributes[Int(read)].name : nil }
-    let index = Int(-read - 1)
-    return index < relationships.count ? relationships[index].name : nil
   }
 }
 

@@ -101,12 +101,12 @@ public final class ManagedObjectModel: Sendable {
     return false
   }
 
-  /// The attribute a key path names, as a one-element array of its slot, or nil when it
-  /// names none: a relationship, a computed property (even one that reads an attribute), a
-  /// plain `var` (see `resolve(_:on:)`).
-  func attributeSlots<Root: ManagedObject>(for keyPath: PartialKeyPath<Root>) -> [Int32]? {
+  /// The slot of the attribute a key path names on `Root`'s entity, or nil when it names
+  /// none: a relationship, a computed property (even one that reads an attribute), a plain
+  /// `var` (see `resolve(_:on:)`).
+  func attributeSlot<Root: ManagedObject>(for keyPath: PartialKeyPath<Root>) -> Int32? {
     guard let entity = entity(for: Root.self), let slot = attributeSlot(for: keyPath, on: entity) else { return nil }
-    return [Int32(slot)]
+    return Int32(slot)
   }
 
   /// A detached object of `entity` that records the slot of each attribute (and the marker

@@ -234,7 +234,7 @@ extension ContextState {
     let resolved = try resolve(request)
     let entity = resolved.entity
     func attribute(_ keyPath: PartialKeyPath<Entity>) throws -> AttributeDescription {
-      guard let slots = store.model.attributeSlots(for: keyPath), slots.count == 1, let slot = slots.first else {
+      guard let slot = store.model.attributeSlot(for: keyPath) else {
         throw FetchError.unsupportedAggregate("\(store.model.describe(keyPath, on: entity)): it is not an attribute")
       }
       return entity.storedAttributes[Int(slot)]
