@@ -336,6 +336,24 @@ struct SortCase: Sendable, CustomStringConvertible {
     }
   }
 
+  /// The rows of a range are the sort's, so an aggregate over a range whose sort only memory
+  /// can order is refused rather than computed over other rows.
+  @Test func anAggregateOverARangeOfAnInMemorySortThrows() throws {
+    let container = try PersistentContainer.makeTest(
+      model: ManagedObjectModel(SortRow.self, SortParent.self, SortGroup.self))
+    let request = FetchRequest<SortRow>(sortBy: [SortDescriptor(\.tier)], fetchLimit: 5)
+    #expect {
+      try container.viewContext.performAndWait { context in
+        try Self.fill(context, rows: 10, seed: 3)
+        try context.save()
+        _ = try context.aggregate(.count, for: request)
+      }
+    } throws: { error in
+      guard case FetchError.unsupportedAggregate = error else { return false }
+      return true
+    }
+  }
+
   @Test func aComputedPropertyIsRefusedBeforeTheStoreIsRead() throws {
     let container = try PersistentContainer.makeTest(
       model: ManagedObjectModel(SortRow.self, SortParent.self, SortGroup.self))
