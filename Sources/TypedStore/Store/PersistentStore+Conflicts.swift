@@ -117,7 +117,7 @@ extension PersistentStore {
     defer { statement.reset() }
     statement.bind(primaryKey, at: 1)
     guard try statement.step() else { return nil }
-    let values = entity.storedAttributes.indices.map { statement.column(Int32($0 + 1)).primitiveValue }
+    let values = entity.storedAttributes.indices.map { statement.column(Int32($0 + 1)).primitive }
     return (statement.int64(0), values)
   }
 
