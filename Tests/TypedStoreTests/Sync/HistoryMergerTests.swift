@@ -150,7 +150,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     let plain = try PersistentContainer.makeTest(model: notesModel, variant: "plain", options: noHistory)
     #expect(throws: HistoryError.historyNotRecorded) { try HistoryMerger(container: plain, consumer: "x") }
     #expect(throws: HistoryError.unknownConsumer("nobody")) {
-      try HistoryPruner(container: container).removeConsumer(named: "nobody")
+      try container.persistentStore.removeHistoryConsumer(named: "nobody")
     }
     #expect(try container.persistentStore.historyConsumers().isEmpty)
   }
@@ -205,7 +205,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     try await save((0..<10).map { "n\($0)" }, in: container)
     try consumer("indexer", at: 4, in: container)
     let pruner = HistoryPruner(container: container)
-    for policy in [HistoryPruner.Policy.keepLast(0), .olderThan(.zero), .before(try container.currentHistoryToken)] {
+    for policy in [HistoryPruningPolicy.keepLast(0), .olderThan(.zero), .before(try container.currentHistoryToken)] {
       let report = try pruner.prune(policy, dryRun: true)
       #expect(report.deletedTransactions == 4)
       #expect(report.horizon.transactionNumber == 4)
@@ -226,7 +226,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     let report = try pruner.prune(.consumed)
     #expect(report.deletedTransactions == 3)
     #expect(report.horizon.transactionNumber == 3)
-    try pruner.removeConsumer(named: "b")
+    try pruner.store.removeHistoryConsumer(named: "b")
     #expect(try pruner.prune(.consumed).deletedTransactions == 2)
   }
 
