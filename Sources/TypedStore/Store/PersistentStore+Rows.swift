@@ -191,15 +191,15 @@ extension PersistentStore {
           applied.insertedKeys = Array(applied.insertedKeys.prefix(changes.inserts.count))
           applied.resolved = outcomes
           return applied
-        } catch let error as SQLiteError where error.extendedCode == 2067 && self.model.hasUniqueness {
+        } catch let error as SQLiteError where error.isUniqueConstraint && self.model.hasUniqueness {
           // A unique index refused a row: undo, find every conflict, and merge or report them.
           history.reset()
           let resolved = try self.resolveUniqueness(changes, connection: connection)
           return try self.apply(resolved, connection: connection, history: history)
         }
       }
-    } catch let error as SQLiteError where error.extendedCode == 2067 || error.extendedCode == 1555 {
-      // SQLITE_CONSTRAINT_UNIQUE or _PRIMARYKEY; SQLite says "UNIQUE constraint failed: Table.column".
+    } catch let error as SQLiteError where error.isUniqueConstraint || error.isPrimaryKeyConstraint {
+      // SQLite says "UNIQUE constraint failed: Table.column".
       let table = error.message.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) }
       throw StoreError.uniqueConstraintViolation(
         entity: table.flatMap { $0.split(separator: ".").first.map(String.init) } ?? "", message: error.message)

@@ -99,7 +99,7 @@ final class StoreWriter: Sendable {
       do {
         let (log, checkpointed) = try connection.checkpoint(.restart)
         return checkpointed >= log
-      } catch let error as SQLiteError where error.code & 0xff == 5 {  // SQLITE_BUSY: a reader kept it short
+      } catch let error as SQLiteError where error.isBusyOnly {  // a reader kept it short
         return false
       }
     }
