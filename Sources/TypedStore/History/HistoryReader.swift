@@ -197,7 +197,7 @@ enum HistoryReader {
             isOpen = true
           }
           if !changes.textEquals(2, entity) { entity = changes.string(2) }
-          let kind = ChangeKind(rawValue: Int(changes.int64(1))) ?? .update
+          let kind = HistoryChange.Kind(rawValue: Int(changes.int64(1))) ?? .update
           var changed: [String] = []
           if !changes.isNull(5) {
             let text = changes.string(5)
@@ -279,7 +279,8 @@ enum HistoryReader {
 protocol HistoryVisitor {
   mutating func beginTransaction(_ header: HistoryReader.Header) throws
   /// One changed row. `tombstone` is the stored JSON text of a delete's tombstone.
-  mutating func change(_ kind: ChangeKind, entity: String, key: Int64, changed: [String], tombstone: String?) throws
+  mutating func change(_ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?)
+    throws
   mutating func endTransaction() throws
 }
 
@@ -298,12 +299,12 @@ struct TransactionCollector: HistoryVisitor {
     self.header = header
   }
 
-  mutating func change(_ kind: ChangeKind, entity: String, key: Int64, changed: [String], tombstone: String?) {
+  mutating func change(_ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?) {
     changes.append(
       HistoryChange(
-        kind: kind,
+        changeType: kind,
         objectID: AnyManagedID(storeIdentifier: storeIdentifier, entityName: entity, key: .permanent(key)),
-        changedAttributes: changed,
+        updatedProperties: changed,
         tombstone: tombstone.map { HistoryTombstone(entityName: entity, json: $0, storeIdentifier: storeIdentifier) }))
   }
 
@@ -311,7 +312,7 @@ struct TransactionCollector: HistoryVisitor {
     guard let header else { return }
     transactions.append(
       HistoryTransaction(
-        number: header.number,
+        transactionNumber: header.number,
         token: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: header.number),
         timestamp: Date(timeIntervalSinceReferenceDate: header.timestamp), author: header.author,
         contextName: header.contextName, processID: Int32(truncatingIfNeeded: header.processID),

@@ -67,7 +67,7 @@ final class HistoryRecorder {
     let statement = try connection.statement(
       """
       INSERT INTO _history_change (transaction_number, kind, entity, pk, tombstone)
-      SELECT ?, \(ChangeKind.delete.rawValue), \(entityName), pk, \(tombstone) FROM "\(rows.table)"\(rows.whereClause) ORDER BY pk
+      SELECT ?, \(HistoryChange.Kind.delete.rawValue), \(entityName), pk, \(tombstone) FROM "\(rows.table)"\(rows.whereClause) ORDER BY pk
       """)
     statement.bind(try transactionNumber(), at: 1)
     for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 2)) }
@@ -123,7 +123,7 @@ final class HistoryRecorder {
   // MARK: - Helpers
 
   private func record(
-    _ kind: ChangeKind, _ entity: EntityDescription, primaryKeys: [Int64], changedAttributes: [String]
+    _ kind: HistoryChange.Kind, _ entity: EntityDescription, primaryKeys: [Int64], changedAttributes: [String]
   ) throws {
     guard !primaryKeys.isEmpty else { return }
     changes.append(
@@ -136,7 +136,9 @@ final class HistoryRecorder {
 
   /// One change row for a group of rows of one entity: its key, the first and last of a run
   /// of consecutive keys, or its keys as a JSON array.
-  private func insertChanges(_ kind: ChangeKind, _ entity: EntityDescription, primaryKeys: [Int64], changed: String?)
+  private func insertChanges(
+    _ kind: HistoryChange.Kind, _ entity: EntityDescription, primaryKeys: [Int64], changed: String?
+  )
     throws
   {
     let statement = try connection.statement(
@@ -204,7 +206,7 @@ final class HistoryRecorder {
 /// (when history is on) identical to the history rows it wrote.
 struct CommittedTransaction: Sendable {
   struct Group: Sendable {
-    var kind: ChangeKind
+    var kind: HistoryChange.Kind
     var entityName: String
     var primaryKeys: [Int64]
     var changedAttributes: [String]

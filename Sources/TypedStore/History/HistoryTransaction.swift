@@ -4,12 +4,12 @@ import Foundation
 ///
 /// ```swift
 /// for transaction in try container.fetchHistory(HistoryRequest(after: token)) {
-///   print(transaction.number, transaction.author ?? "-", transaction.changes.count)
+///   print(transaction.transactionNumber, transaction.author ?? "-", transaction.changes.count)
 /// }
 /// ```
 public struct HistoryTransaction: Sendable, Identifiable {
   /// The transaction's number: increasing, never reused, also after history is deleted.
-  public let number: Int64
+  public let transactionNumber: Int64
   /// The token just after this transaction: fetch after it for what came next.
   public let token: HistoryToken
   /// When the transaction committed (the writer's clock).
@@ -24,5 +24,5 @@ public struct HistoryTransaction: Sendable, Identifiable {
   public let changes: [HistoryChange]
 
   /// The transaction number, as `Identifiable` wants it.
-  public var id: Int64 { number }
+  public var id: Int64 { transactionNumber }
 }

@@ -272,7 +272,7 @@ private struct ConsistencyCheck {
 /// check compares each table with.
 private struct LastChangeVisitor: HistoryVisitor {
   struct LastChange {
-    var kind: ChangeKind
+    var kind: HistoryChange.Kind
     var entity: String
     var number: Int64
   }
@@ -293,7 +293,7 @@ private struct LastChangeVisitor: HistoryVisitor {
     transactions += 1
   }
 
-  mutating func change(_ kind: ChangeKind, entity: String, key: Int64, changed: [String], tombstone: String?) {
+  mutating func change(_ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?) {
     let root = roots[entity] ?? entity
     lastChanges[root, default: [:]][key] = LastChange(kind: kind, entity: entity, number: number)
   }

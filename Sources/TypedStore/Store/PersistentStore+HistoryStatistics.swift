@@ -117,7 +117,7 @@ extension PersistentStore {
     while try changes.step() {
       let count = Int(changes.int64(2))
       var counts = statistics.changesByEntity[changes.string(0), default: HistoryStatistics.ChangeCounts()]
-      switch ChangeKind(rawValue: Int(changes.int64(1))) {
+      switch HistoryChange.Kind(rawValue: Int(changes.int64(1))) {
       case .insert: counts.inserts += count
       case .update: counts.updates += count
       case .delete: counts.deletes += count

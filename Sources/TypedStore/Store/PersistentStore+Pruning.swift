@@ -109,7 +109,7 @@ extension PersistentStore {
       guard let last = page.last else { break }
       if let archive { for transaction in page { try archive(transaction) } }
       deleted += page.count
-      position = last.number
+      position = last.transactionNumber
     }
     return deleted
   }

@@ -90,11 +90,11 @@ public struct StoreChanges: Sendable {
     var deleted = Set<AnyManagedID>()
     var changed: [AnyManagedID: [String]] = [:]
     for change in transaction.changes {
-      switch change.kind {
+      switch change.changeType {
       case .insert: inserted.insert(change.objectID)
       case .update:
         updated.insert(change.objectID)
-        changed[change.objectID] = change.changedAttributes
+        changed[change.objectID] = change.updatedProperties
       case .delete: deleted.insert(change.objectID)
       }
     }

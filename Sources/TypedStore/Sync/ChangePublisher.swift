@@ -101,10 +101,10 @@ final class ChangePublisher: Sendable {
       switch event {
       case .transactions(let transactions):
         for transaction in transactions {
-          guard let last = state.lastPublished, transaction.number > last else { continue }
-          let local = state.heldBack.removeValue(forKey: transaction.number)
+          guard let last = state.lastPublished, transaction.transactionNumber > last else { continue }
+          let local = state.heldBack.removeValue(forKey: transaction.transactionNumber)
           emit(local.map(StoreChanges.init) ?? StoreChanges(transaction), in: &state)
-          state.lastPublished = transaction.number
+          state.lastPublished = transaction.transactionNumber
         }
       case .expired(let horizon):
         state.lastPublished = max(state.lastPublished ?? 0, horizon.transactionNumber)

@@ -9,7 +9,7 @@ import Synchronization
 /// ```swift
 /// let merger = try HistoryMerger(container: container, consumer: "indexer", contexts: [context])
 /// merger.addHook { event in
-///   for id in event.inserted(Note.self) { try index.add(id) }   // event.transaction.number: the idempotency key
+///   for id in event.inserted(Note.self) { try index.add(id) }   // event.transaction.transactionNumber: the idempotency key
 /// }
 /// try await merger.start()   // catches up from its checkpoint, then follows
 /// // ...
@@ -61,7 +61,7 @@ public final class HistoryMerger: Sendable {
 
   /// A transaction as a hook sees it.
   public struct Event: Sendable {
-    /// The transaction; its `number` is the key that makes a hook's side effects idempotent.
+    /// The transaction; its `transactionNumber` is the key that makes a hook's side effects idempotent.
     public let transaction: HistoryTransaction
     /// Its changes, with typed views by entity.
     public let changes: StoreChanges
@@ -311,14 +311,14 @@ public final class HistoryMerger: Sendable {
         if !merged.isEmpty {
           for destination in destinations { destination.merge(merged) }
         }
-        state.withLock { $0.position = last.number }
+        state.withLock { $0.position = last.transactionNumber }
         try writeCheckpoint(force: false)
         continue
       }
       for transaction in page {
         guard state.withLock({ $0.isRunning }) else { return }
         if let author = transaction.author, options.excludedAuthors.contains(author) {
-          state.withLock { $0.position = transaction.number }
+          state.withLock { $0.position = transaction.transactionNumber }
           continue
         }
         var event = Event(transaction: transaction, changes: StoreChanges(transaction))
@@ -326,7 +326,7 @@ public final class HistoryMerger: Sendable {
         if event.mergesIntoContexts {
           for destination in destinations { destination.merge([transaction]) }
         }
-        state.withLock { $0.position = transaction.number }
+        state.withLock { $0.position = transaction.transactionNumber }
         try writeCheckpoint(force: false)
       }
     }

@@ -18,7 +18,7 @@ private func save(_ titles: [String], in container: PersistentContainer, author:
 }
 
 private func logging(_ merger: HistoryMerger, into log: NumberLog) {
-  merger.addHook { event in log.add(event.transaction.number) }
+  merger.addHook { event in log.add(event.transaction.transactionNumber) }
 }
 
 @Suite struct HistoryMergerTests {
@@ -80,8 +80,8 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     let merger = try HistoryMerger(container: container, consumer: "picky", options: options)
     let log = NumberLog()
     merger.addHook { event in
-      if event.transaction.number == 3 { throw Refused() }
-      log.add(event.transaction.number)
+      if event.transaction.transactionNumber == 3 { throw Refused() }
+      log.add(event.transaction.transactionNumber)
     }
     try await save(["a", "b", "c", "d"], in: container)
     await #expect(throws: Refused.self) { try await merger.start() }
@@ -213,7 +213,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     }
     let report = try pruner.prune(.keepLast(0))
     #expect(report.deletedTransactions == 4)
-    #expect(try container.fetchHistory(HistoryRequest(after: report.horizon)).map(\.number) == Array(5...10))
+    #expect(try container.fetchHistory(HistoryRequest(after: report.horizon)).map(\.transactionNumber) == Array(5...10))
   }
 
   @Test func consumedDeletesUpToTheLowestCheckpointAndNothingWithoutConsumers() async throws {
@@ -253,13 +253,13 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     let seen = NumberLog()
     #expect(throws: Full.self) {
       try pruner.prune(.keepLast(1)) { transaction in
-        if transaction.number == 3 { throw Full() }
-        seen.add(transaction.number)
+        if transaction.transactionNumber == 3 { throw Full() }
+        seen.add(transaction.transactionNumber)
       }
     }
     #expect(try container.fetchHistory(HistoryRequest()).count == 5, "nothing pruned")
     let archived = NumberLog()
-    let report = try pruner.prune(.keepLast(1)) { archived.add($0.number) }
+    let report = try pruner.prune(.keepLast(1)) { archived.add($0.transactionNumber) }
     #expect(archived.all == [1, 2, 3, 4])
     #expect(report.deletedTransactions == 4)
   }
