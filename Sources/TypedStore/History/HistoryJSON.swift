@@ -193,27 +193,6 @@ struct HistoryJSONExporter: HistoryVisitor {
   }
 }
 
-/// How `exportHistory` writes transactions.
-public enum HistoryExportFormat: String, Sendable, CaseIterable {
-  /// One JSON object per line, one line per transaction (newline-delimited JSON).
-  case ndjson
-  /// One JSON array of the same objects, one per line.
-  case json
-}
-
-/// What an export wrote.
-public struct HistoryExportSummary: Sendable, Equatable {
-  /// Transactions written.
-  public var transactions = 0
-  /// Changes written (rows inserted, updated or deleted).
-  public var changes = 0
-  /// The token of the last transaction written: export `after` it to go on where this one
-  /// stopped. Nil when nothing was written.
-  public var lastToken: HistoryToken?
-
-  public init() {}
-}
-
 extension HistoryTransaction {
   /// The transaction in the library's JSON form (schema version 1, one line without its
   /// newline), as `typedstore history export` writes it.
