@@ -20,6 +20,15 @@ import Synchronization
 /// run one at a time; writes from other processes wait on SQLite's lock. A failure at any
 /// step before the commit rolls everything back: no rows without history, no history
 /// without rows, nothing published.
+///
+/// Three "changes" values meet here, one per direction:
+///
+/// - context → store: `ChangeSet`, the rows one save writes (plain values, built by the
+///   context, applied in step 2);
+/// - recorder → publisher: `CommittedTransaction`, what the `HistoryRecorder` recorded for the
+///   transaction (step 3), handed to `publish` after the commit (step 5);
+/// - store → context: `StoreChanges`, the public value the publisher makes from a
+///   `CommittedTransaction` (or from history, for other processes' commits) and contexts merge.
 final class StoreWriter: Sendable {
   private let connection: Mutex<SQLiteConnection>
   private let busyTimeout: Duration
