@@ -19,6 +19,7 @@ public enum HistoryError: Error, Sendable, Equatable, CustomStringConvertible {
   /// A consumer's lease must be longer than zero.
   case invalidLease(Duration)
 
+  /// A sentence for logs and error messages.
   public var description: String {
     switch self {
     case .tokenExpired(let horizon):

@@ -10,5 +10,6 @@ public struct HistoryExportSummary: Sendable, Equatable {
   /// stopped. Nil when nothing was written.
   public var lastToken: HistoryToken?
 
+  /// Nothing written yet.
   public init() {}
 }

@@ -34,6 +34,7 @@ public struct HistoryToken: Sendable, Hashable, Codable, Comparable, CustomStrin
     return lhs.transactionNumber < rhs.transactionNumber
   }
 
+  /// A sentence for logs and error messages.
   public var description: String { "HistoryToken(\(transactionNumber) in \(storeIdentifier))" }
 
   /// The token as text, `<store UUID>:<transaction number>`: what `typedstore history export`

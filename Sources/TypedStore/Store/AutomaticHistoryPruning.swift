@@ -21,6 +21,7 @@ public struct AutomaticHistoryPruning: Sendable {
   /// Called with the error of a prune that failed.
   public var onError: (@Sendable (any Error) -> Void)?
 
+  /// Prunes by `policy` after every `afterCommits` commits of this process (at least 1).
   public init(
     _ policy: HistoryPruningPolicy, afterCommits: Int = 1_000, onError: (@Sendable (any Error) -> Void)? = nil
   ) {

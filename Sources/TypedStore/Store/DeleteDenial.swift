@@ -15,6 +15,7 @@ public struct DeleteDenial: Sendable, Equatable, CustomStringConvertible {
   /// The related objects that block the deletion.
   public var relatedIDs: [AnyManagedID]
 
+  /// A sentence for logs and error messages.
   public var description: String {
     "\(objectID) is still related through \(relationship) to \(relatedIDs.map(\.description).joined(separator: ", "))"
   }

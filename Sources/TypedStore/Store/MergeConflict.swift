@@ -21,6 +21,7 @@ public struct MergeConflict: Sendable, Equatable, CustomStringConvertible {
 
   /// The object's ID.
   public let objectID: AnyManagedID
+  /// What the two writers did to the object.
   public let kind: Kind
   /// The attributes involved: those the object changed, and those another writer changed.
   public internal(set) var attributes: Set<String>
@@ -40,6 +41,7 @@ public struct MergeConflict: Sendable, Equatable, CustomStringConvertible {
     self.objectValues = [:]
   }
 
+  /// A sentence for logs and error messages.
   public var description: String {
     let what: String
     switch kind {

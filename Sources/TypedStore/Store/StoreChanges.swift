@@ -22,9 +22,11 @@ public struct StoreChanges: Sendable {
   public let contextName: String?
   /// When the transaction committed.
   public let timestamp: Date
-  /// Every inserted, updated and deleted row, untyped.
+  /// Every inserted row, untyped.
   public let insertedIDs: Set<AnyManagedID>
+  /// Every updated row, untyped.
   public let updatedIDs: Set<AnyManagedID>
+  /// Every deleted row, untyped.
   public let deletedIDs: Set<AnyManagedID>
   /// For each updated row, the attributes that changed.
   public let changedAttributes: [AnyManagedID: [String]]

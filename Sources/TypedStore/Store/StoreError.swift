@@ -68,6 +68,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   /// SQLite reported an error.
   case sqlite(SQLiteError)
 
+  /// A sentence for logs and error messages.
   public var description: String {
     switch self {
     case .notADatabase(let path): "\(path) is not an SQLite database"

@@ -17,6 +17,7 @@ public struct UniquenessConflict: Sendable, Equatable, CustomStringConvertible {
   /// The stored row, or the other object of the same save, with the same values.
   public var conflictingID: AnyManagedID
 
+  /// A sentence for logs and error messages.
   public var description: String {
     "\(objectID) and \(conflictingID) share \(entityName)(\(constraint.joined(separator: ", ")))"
   }

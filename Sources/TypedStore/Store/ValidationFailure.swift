@@ -27,6 +27,7 @@ public struct ValidationFailure: Sendable, Equatable, CustomStringConvertible {
   /// What is wrong.
   public var reason: Reason
 
+  /// A sentence for logs and error messages.
   public var description: String {
     switch reason {
     case .missingRequiredRelationship: "\(objectID).\(property) is required but nil"

@@ -56,6 +56,8 @@ public final class HistoryMerger: Sendable {
     /// Called, on the merger's thread, with the error that stopped it.
     public var onError: (@Sendable (any Error) -> Void)?
 
+    /// The defaults: start now, no excluded author, a lease of an hour, a checkpoint at most
+    /// every 100 ms.
     public init() {}
   }
 
