@@ -17,7 +17,7 @@ final class HistoryRecorder {
   private var number: Int64?
   /// The rowids of the transaction's first and last change rows.
   private var changeRange: ClosedRange<Int64>?
-  private var changes: [CommittedTransaction.Group] = []
+  private var changes: [RecordedChanges.Group] = []
 
   init(connection: SQLiteConnection, info: TransactionInfo, isEnabled: Bool) {
     self.connection = connection
@@ -105,7 +105,7 @@ final class HistoryRecorder {
     changes = []
   }
 
-  func finish(storeIdentifier: UUID) throws -> CommittedTransaction? {
+  func finish(storeIdentifier: UUID) throws -> RecordedChanges? {
     guard !changes.isEmpty else { return nil }
     if let number, let changeRange {
       let statement = try connection.statement(
@@ -115,7 +115,7 @@ final class HistoryRecorder {
       statement.bind(number, at: 3)
       try statement.run()
     }
-    return CommittedTransaction(
+    return RecordedChanges(
       storeIdentifier: storeIdentifier, number: number, timestamp: timestamp, author: info.author,
       contextName: info.contextName, groups: changes, origin: info.origin)
   }
@@ -202,9 +202,10 @@ final class HistoryRecorder {
   }
 }
 
-/// What one committed write transaction changed: the source of its `StoreChanges`, and
+/// What one committed write transaction changed, as the recorder recorded it, for the
+/// publisher (recorder → publisher): the source of its `StoreChanges`, and
 /// (when history is on) identical to the history rows it wrote.
-struct CommittedTransaction: Sendable {
+struct RecordedChanges: Sendable {
   struct Group: Sendable {
     var kind: HistoryChange.Kind
     var entityName: String

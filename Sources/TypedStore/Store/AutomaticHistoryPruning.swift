@@ -53,7 +53,7 @@ final class AutomaticPruner: Sendable {
 
   /// Called after each commit, under the writer lock: only counts, and hands a due prune to
   /// the background queue.
-  func didCommit(_ committed: CommittedTransaction) {
+  func didCommit(_ committed: RecordedChanges) {
     guard committed.number != nil else { return }
     let count = commits.wrappingAdd(1, ordering: .relaxed).newValue
     guard count % settings.afterCommits == 0,

@@ -38,7 +38,7 @@ public struct StoreChanges: Sendable {
   /// The context of this process that committed it, for automatic merging.
   let origin: ObjectIdentifier?
 
-  init(_ committed: CommittedTransaction) {
+  init(_ committed: RecordedChanges) {
     isRemote = false
     processID = ProcessInfo.processInfo.processIdentifier
     origin = committed.origin

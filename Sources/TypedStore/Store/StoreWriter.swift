@@ -25,16 +25,16 @@ import Synchronization
 ///
 /// - context → store: `ChangeSet`, the rows one save writes (plain values, built by the
 ///   context, applied in step 2);
-/// - recorder → publisher: `CommittedTransaction`, what the `HistoryRecorder` recorded for the
+/// - recorder → publisher: `RecordedChanges`, what the `HistoryRecorder` recorded for the
 ///   transaction (step 3), handed to `publish` after the commit (step 5);
 /// - store → context: `StoreChanges`, the public value the publisher makes from a
-///   `CommittedTransaction` (or from history, for other processes' commits) and contexts merge.
+///   `RecordedChanges` (or from history, for other processes' commits) and contexts merge.
 final class StoreWriter: Sendable {
   private let connection: Mutex<SQLiteConnection>
   private let busyTimeout: Duration
   private let checkpointThresholdPages: Int32
   private let recordsHistory: Bool
-  private let publish: @Sendable (CommittedTransaction) -> Void
+  private let publish: @Sendable (RecordedChanges) -> Void
   private let storeIdentifier: UUID
   private let path: String
   /// Opened with `StoreOptions.isReadOnly`: every write throws before touching anything.
@@ -44,7 +44,7 @@ final class StoreWriter: Sendable {
 
   init(
     connection: sending SQLiteConnection, path: String, storeIdentifier: UUID, options: StoreOptions,
-    publish: @escaping @Sendable (CommittedTransaction) -> Void
+    publish: @escaping @Sendable (RecordedChanges) -> Void
   ) {
     self.connection = Mutex(connection)
     self.busyTimeout = options.busyTimeout

@@ -31,7 +31,7 @@ final class ChangePublisher: Sendable {
     /// later starts after it, so the monitor does not publish it again.
     var publishedWithoutPosition: Int64 = 0
     /// Local commits waiting for remote ones before them.
-    var heldBack: [Int64: CommittedTransaction] = [:]
+    var heldBack: [Int64: RecordedChanges] = [:]
     var store: PersistentStore?
     var monitor: RemoteChangeMonitor?
 
@@ -73,7 +73,7 @@ final class ChangePublisher: Sendable {
   // MARK: - Publishing
 
   /// Publishes a commit of this process; called by the store's writer under its lock.
-  func publish(_ committed: CommittedTransaction) {
+  func publish(_ committed: RecordedChanges) {
     let monitor: RemoteChangeMonitor? = state.withLock { state in
       guard let number = committed.number, let last = state.lastPublished else {
         emit(StoreChanges(committed), in: &state)  // nobody listens yet, or no history: no order to keep
