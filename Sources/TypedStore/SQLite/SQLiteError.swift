@@ -49,6 +49,12 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     SQLiteError(code: SQLITE_BUSY, message: message)
   }
 
+  /// An `SQLITE_ERROR` (SQLite's generic error), for code above SQLite that finds the
+  /// database not as SQLite left it.
+  static func generic(_ message: String) -> SQLiteError {
+    SQLiteError(code: SQLITE_ERROR, message: message)
+  }
+
   /// A textual description: the codes, SQLite's message and the statement.
   public var description: String {
     var text = "SQLite error \(code)"

@@ -240,7 +240,7 @@ extension PersistentStore {
     statement.bind(Int64(count), at: 1)
     statement.bind(table, at: 2)
     guard try statement.step() else {
-      throw SQLiteError(code: 1, message: "no primary key sequence for table \(table)")
+      throw SQLiteError.generic("no primary key sequence for table \(table)")
     }
     let last = statement.int64(0)
     return (last - Int64(count) + 1)...last
