@@ -72,10 +72,10 @@ if arguments[1] == "writer" {
   merger.addHook { event in
     // Typed views of the transaction; its number is the key for idempotent side effects.
     print(
-      "merger: transaction \(event.transaction.number) by \(event.transaction.author ?? "-"):",
+      "merger: transaction \(event.transaction.transactionNumber) by \(event.transaction.author ?? "-"):",
       "\(event.inserted(Note.self).count) inserted, \(event.updated(Note.self).count) updated,",
       "\(event.deleted(Note.self).count) deleted")
-    seenOne.yield(event.transaction.number)
+    seenOne.yield(event.transaction.transactionNumber)
   }
   try await merger.start()
   print("merger: ready")

@@ -250,7 +250,7 @@ case "consumer":
       if first {
         append("start \(getpid()) \(merger.checkpoint.transactionNumber)")
       }
-      append("tx \(event.transaction.number)")
+      append("tx \(event.transaction.transactionNumber)")
     }
     let semaphore = DispatchSemaphore(value: 0)
     Task.detached {  // not on the main actor, whose thread waits below

@@ -804,7 +804,7 @@ do {
     try run(catchUpName, goal: 2.0) {
       try time { try verify("catch-up raw", try raw.readHistory(after: 0).changes, n) }
     } typed: {
-      try? pruner.removeConsumer(named: "behind")
+      try? pruner.store.removeHistoryConsumer(named: "behind")
       var options = HistoryMerger.Options()
       options.startsAt = .beginning
       let merger = try HistoryMerger(container: container, consumer: "behind", contexts: [context], options: options)

@@ -173,7 +173,7 @@ enum HistoryCommands {
     // A dry run only reads (one snapshot), so it opens the store read-only: no byte of its
     // files changes.
     let store = try openStore(path, writable: !dryRun)
-    let policy: HistoryPruner.Policy
+    let policy: HistoryPruningPolicy
     if command.flag("--consumed") {
       policy = .consumed
     } else if let before = command.value("--before") {
@@ -193,7 +193,7 @@ enum HistoryCommands {
     let pruner = HistoryPruner(store: store)
     let archived = Atomic<Int>(0)
     var write: (@Sendable (HistoryTransaction) throws -> Void)?
-    var finish: (@Sendable (HistoryPruner.Report) throws -> Void)?
+    var finish: (@Sendable (HistoryPruningReport) throws -> Void)?
     if let archive {
       write = { transaction in
         try archive.write(transaction.jsonData() + Data("\n".utf8))
@@ -202,7 +202,7 @@ enum HistoryCommands {
       // Flushed to disk, closed and in place before anything is deleted.
       finish = { _ in try archive.close() }
     }
-    let report: HistoryPruner.Report
+    let report: HistoryPruningReport
     do {
       report = try pruner.prune(
         policy, includingStale: command.flag("--include-stale"), dryRun: dryRun, archive: write, willDelete: finish)

@@ -49,7 +49,7 @@ enum StoreCommands {
     let path = try usage { try command.required("--store") }
     let name = command.positionals[0]
     let store = try openStore(path, writable: true)
-    try perform("cannot remove the consumer") { try HistoryPruner(store: store).removeConsumer(named: name) }
+    try perform("cannot remove the consumer") { try store.removeHistoryConsumer(named: name) }
     print("removed consumer \(name)")
   }
 

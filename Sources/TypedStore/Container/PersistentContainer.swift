@@ -30,6 +30,13 @@ public final class PersistentContainer: Sendable {
 
   /// Opens (or creates) the store at `storeURL` with `model`.
   ///
+  /// ```swift
+  /// var options = StoreOptions()
+  /// options.busyTimeout = .seconds(10)
+  /// let container = try PersistentContainer(
+  ///   name: "Notes", model: ManagedObjectModel(Folder.self, Note.self), storeURL: url, options: options)
+  /// ```
+  ///
   /// - Parameters:
   ///   - storeURL: the store file; by default `$XDG_DATA_HOME/<name>/<name>.sqlite`
   ///     (`~/.local/share/...`).
@@ -111,6 +118,12 @@ public final class PersistentContainer: Sendable {
   }
 
   /// A new context with its own executor and reader connection.
+  ///
+  /// ```swift
+  /// let importer = container.newBackgroundContext()
+  /// importer.transactionAuthor = "importer"
+  /// try await importer.perform { context in try context.save() }
+  /// ```
   public func newBackgroundContext() -> ManagedObjectContext {
     Self.makeContext(store: persistentStore, name: nil, publisher: publisher)
   }
@@ -168,6 +181,12 @@ public final class PersistentContainer: Sendable {
   /// returned observation is cancelled or released. Observers are called in the order they
   /// were added, and after every context that merges automatically has the same changes
   /// enqueued: a `perform` you start from the callback runs after that context merged them.
+  ///
+  /// ```swift
+  /// let observation = container.addStoreChangesObserver { changes in
+  ///   if changes.isRemote { print("another process wrote", changes.insertedIDs.count, "rows") }
+  /// }
+  /// ```
   public func addStoreChangesObserver(_ callback: @escaping @Sendable (StoreChanges) -> Void)
     -> StoreChangesObservation
   {
@@ -193,6 +212,10 @@ public final class PersistentContainer: Sendable {
   // MARK: - History
 
   /// The position after the last transaction in the store's history.
+  ///
+  /// ```swift
+  /// let token = try container.currentHistoryToken   // keep it; fetch after it later
+  /// ```
   public var currentHistoryToken: HistoryToken {
     get throws { try persistentStore.currentHistoryToken() }
   }
@@ -206,13 +229,22 @@ public final class PersistentContainer: Sendable {
     try persistentStore.fetchHistory(request)
   }
 
-  /// Deletes the history before `token` (the token's own transaction is kept).
+  /// Deletes the history before `token` (the token's own transaction is kept), whatever the
+  /// consumers' checkpoints: ``HistoryPruner`` respects them.
+  ///
+  /// ```swift
+  /// try container.deleteHistory(before: token)
+  /// ```
   @discardableResult
   public func deleteHistory(before token: HistoryToken) throws -> Int {
     try persistentStore.deleteHistory(before: token)
   }
 
   /// Deletes the history committed at or before `date`.
+  ///
+  /// ```swift
+  /// try container.deleteHistory(before: Date().addingTimeInterval(-30 * 86_400))
+  /// ```
   @discardableResult
   public func deleteHistory(before date: Date) throws -> Int {
     try persistentStore.deleteHistory(before: date)

@@ -51,7 +51,7 @@ struct HistoryJSONWriter {
   }
 
   mutating func change(
-    _ kind: ChangeKind, entity: String, key: Int64, changed: [String], tombstone: HistoryTombstone?
+    _ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: HistoryTombstone?
   ) throws {
     if changesInTransaction > 0 { buffer.append(UInt8(ascii: ",")) }
     changesInTransaction += 1
@@ -95,7 +95,7 @@ struct HistoryJSONWriter {
 
   // MARK: - Values
 
-  static func kindName(_ kind: ChangeKind) -> String {
+  static func kindName(_ kind: HistoryChange.Kind) -> String {
     switch kind {
     case .insert: "insert"
     case .update: "update"
@@ -116,7 +116,7 @@ struct HistoryJSONWriter {
     if let text { appendString(text) } else { append("null") }
   }
 
-  private mutating func appendObject(_ object: [String: JSONValue]) {
+  private mutating func appendObject(_ object: [String: HistoryTombstone.Value]) {
     buffer.append(UInt8(ascii: "{"))
     for (index, name) in object.keys.sorted().enumerated() {
       if index > 0 { buffer.append(UInt8(ascii: ",")) }
@@ -170,7 +170,9 @@ struct HistoryJSONExporter: HistoryVisitor {
     summary.lastToken = HistoryToken(storeIdentifier: writer.storeIdentifier, transactionNumber: header.number)
   }
 
-  mutating func change(_ kind: ChangeKind, entity: String, key: Int64, changed: [String], tombstone: String?) throws {
+  mutating func change(_ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?)
+    throws
+  {
     try writer.change(
       kind, entity: entity, key: key, changed: changed,
       tombstone: tombstone.map {
@@ -191,27 +193,6 @@ struct HistoryJSONExporter: HistoryVisitor {
   }
 }
 
-/// How `exportHistory` writes transactions.
-public enum HistoryExportFormat: String, Sendable, CaseIterable {
-  /// One JSON object per line, one line per transaction (newline-delimited JSON).
-  case ndjson
-  /// One JSON array of the same objects, one per line.
-  case json
-}
-
-/// What an export wrote.
-public struct HistoryExportSummary: Sendable, Equatable {
-  /// Transactions written.
-  public var transactions = 0
-  /// Changes written (rows inserted, updated or deleted).
-  public var changes = 0
-  /// The token of the last transaction written: export `after` it to go on where this one
-  /// stopped. Nil when nothing was written.
-  public var lastToken: HistoryToken?
-
-  public init() {}
-}
-
 extension HistoryTransaction {
   /// The transaction in the library's JSON form (schema version 1, one line without its
   /// newline), as `typedstore history export` writes it.
@@ -226,11 +207,12 @@ extension HistoryTransaction {
     var writer = HistoryJSONWriter(storeIdentifier: token.storeIdentifier) { output.append(contentsOf: $0) }
     // The sink only appends to memory: nothing here throws.
     try? writer.beginTransaction(
-      number: number, timestamp: timestamp, author: author, contextName: contextName, processID: Int64(processID))
+      number: transactionNumber, timestamp: timestamp, author: author, contextName: contextName,
+      processID: Int64(processID))
     for change in changes {
       try? writer.change(
-        change.kind, entity: change.objectID.entityName, key: change.objectID.primaryKey ?? 0,
-        changed: change.changedAttributes, tombstone: change.tombstone)
+        change.changeType, entity: change.objectID.entityName, key: change.objectID.primaryKey ?? 0,
+        changed: change.updatedProperties, tombstone: change.tombstone)
     }
     try? writer.endTransaction()
     try? writer.flush()

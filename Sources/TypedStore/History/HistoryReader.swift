@@ -56,35 +56,95 @@ enum HistoryReader {
       throw HistoryError.invalidRequest("transactionLimit must not be negative")
     }
     try connection.readTransaction {
-      let firstKept = try Self.firstKept(connection)
-      var conditions: [String] = []
-      var arguments: [PrimitiveValue] = []
-      var after = Int64.min  // the number the next page of transactions starts after
+      var filter = try Filter(
+        request, storeIdentifier: storeIdentifier, firstKept: try Self.firstKept(connection), connection: connection)
+      try filter.add(request, storeIdentifier: storeIdentifier, model: model)
+      var sql =
+        "SELECT number, timestamp, author, context_name, process_id, first_change, last_change FROM _history_transaction"
+      if !filter.conditions.isEmpty { sql += " WHERE " + filter.conditions.joined(separator: " AND ") }
+      // Pages of transaction rows: a page's changes are one rowid range.
+      var remaining = request.transactionLimit ?? Int.max
+      let pageSize = 1_000
+      let pageSQL = sql + (filter.conditions.isEmpty ? " WHERE" : " AND") + " number > ? ORDER BY number LIMIT ?"
+      let statement = try connection.statement(pageSQL)
+      defer { statement.reset() }
+      var changeSQL =
+        "SELECT transaction_number, kind, entity, pk, keys, changed, tombstone, last_pk FROM _history_change WHERE id BETWEEN ? AND ?"
+      if filter.entityNames != nil { changeSQL += " AND entity IN (SELECT value FROM json_each(?))" }
+      changeSQL += " ORDER BY id"
+      let changes = try connection.statement(changeSQL)
+      defer { changes.reset() }
+      var reader = ChangeReader()
+      var after = filter.after
+      while remaining > 0 {
+        let headers = try Self.headers(
+          statement, arguments: filter.arguments, after: after, limit: min(remaining, pageSize))
+        guard let first = headers.first, let last = headers.last else { return }
+        remaining -= headers.count
+        after = last.number
+        changes.reset()
+        changes.bind(first.firstChange, at: 1)
+        changes.bind(last.lastChange, at: 2)
+        if let entityNames = filter.entityNames { changes.bind(entityNames, at: 3) }
+        try reader.visit(headers, changes: changes, visitor: &visitor)
+        if headers.count < pageSize { return }
+      }
+    }
+  }
+
+  /// One page of transaction rows after `after`.
+  private static func headers(_ statement: Statement, arguments: [PrimitiveValue], after: Int64, limit: Int)
+    throws -> [Header]
+  {
+    statement.reset()
+    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    statement.bind(.integer(after), at: Int32(arguments.count + 1))
+    statement.bind(.integer(Int64(limit)), at: Int32(arguments.count + 2))
+    var headers: [Header] = []
+    while try statement.step() {
+      headers.append(
+        Header(
+          number: statement.int64(0), timestamp: statement.double(1),
+          author: statement.isNull(2) ? nil : statement.string(2),
+          contextName: statement.isNull(3) ? nil : statement.string(3), processID: statement.int64(4),
+          firstChange: statement.int64(5), lastChange: statement.int64(6)))
+    }
+    return headers
+  }
+
+  /// The conditions on transaction rows a request makes, with their arguments.
+  private struct Filter {
+    var conditions: [String] = []
+    var arguments: [PrimitiveValue] = []
+    /// The number the first page of transactions starts after.
+    var after = Int64.min
+    /// The selected entities' names as a JSON array, when the request selects entities.
+    var entityNames: String?
+
+    /// The request's start, checked against the horizon.
+    init(_ request: HistoryRequest, storeIdentifier: UUID, firstKept: Int64, connection: SQLiteConnection) throws {
+      let expired = HistoryError.tokenExpired(
+        horizon: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: firstKept - 1))
       switch request.start {
       case .beginning:
-        guard firstKept <= 1 else {
-          throw HistoryError.tokenExpired(
-            horizon: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: firstKept - 1))
-        }
+        guard firstKept <= 1 else { throw expired }
       case .after(let token):
         guard token.storeIdentifier == storeIdentifier else {
           throw HistoryError.foreignStore(expected: storeIdentifier, found: token.storeIdentifier)
         }
-        guard token.transactionNumber >= firstKept - 1 else {
-          throw HistoryError.tokenExpired(
-            horizon: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: firstKept - 1))
-        }
+        guard token.transactionNumber >= firstKept - 1 else { throw expired }
         // Not a condition of its own: the pages' `number > ?` starts at it (two rowid bounds
         // let SQLite seek by one and filter by the other, rescanning from the start per page).
         after = token.transactionNumber
       case .afterDate(let date):
-        if let deleted = try horizonDate(connection), date < deleted {
-          throw HistoryError.tokenExpired(
-            horizon: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: firstKept - 1))
-        }
+        if let deleted = try HistoryReader.horizonDate(connection), date < deleted { throw expired }
         conditions.append("timestamp > ?")
         arguments.append(.real(date.timeIntervalSinceReferenceDate))
       }
+    }
+
+    /// The request's end, authors and entities.
+    mutating func add(_ request: HistoryRequest, storeIdentifier: UUID, model: ManagedObjectModel) throws {
       if let end = request.end {
         guard end.storeIdentifier == storeIdentifier else {
           throw HistoryError.foreignStore(expected: storeIdentifier, found: end.storeIdentifier)
@@ -107,122 +167,102 @@ enum HistoryReader {
         conditions.append("(author IS NULL OR author NOT IN (SELECT value FROM json_each(?)))")
         arguments.append(.text(HistorySchema.jsonArray(request.excludedAuthors.sorted())))
       }
-      var entityNames: String?
       if request.entities != nil || request.entityNames != nil {
-        var selected: [EntityDescription] = []
-        for type in request.entities ?? [] {
-          // Dropping it would narrow the request to nothing, silently.
-          guard let entity = model.entity(for: type) else {
-            throw HistoryError.invalidRequest("the store has no entity for the class \(type)")
-          }
-          selected.append(entity)
-        }
-        for name in request.entityNames ?? [] {
-          guard let entity = model.entity(named: name) else {
-            throw HistoryError.invalidRequest("the store has no entity named \(name)")
-          }
-          selected.append(entity)
-        }
-        let names = Array(Set(selected.flatMap(\.selfAndDescendantNames))).sorted()
+        let names = try Self.entityNames(request, model: model)
         entityNames = HistorySchema.jsonArray(names)
         conditions.append(
           "EXISTS (SELECT 1 FROM _history_change c WHERE c.id BETWEEN first_change AND last_change AND c.entity IN (SELECT value FROM json_each(?)))"
         )
         arguments.append(.text(HistorySchema.jsonArray(names)))
       }
-      var sql =
-        "SELECT number, timestamp, author, context_name, process_id, first_change, last_change FROM _history_transaction"
-      if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
-      // Pages of transaction rows: a page's changes are one rowid range.
-      var remaining = request.transactionLimit ?? Int.max
-      let pageSize = 1_000
-      let pageSQL = sql + (conditions.isEmpty ? " WHERE" : " AND") + " number > ? ORDER BY number LIMIT ?"
-      let statement = try connection.statement(pageSQL)
-      defer { statement.reset() }
-      var changeSQL =
-        "SELECT transaction_number, kind, entity, pk, keys, changed, tombstone, last_pk FROM _history_change WHERE id BETWEEN ? AND ?"
-      if entityNames != nil { changeSQL += " AND entity IN (SELECT value FROM json_each(?))" }
-      changeSQL += " ORDER BY id"
-      let changes = try connection.statement(changeSQL)
-      defer { changes.reset() }
-      // Updates of one save share their list of attributes: decoded once per distinct text.
-      var attributeLists: [String: [String]] = [:]
-      while remaining > 0 {
-        statement.reset()
-        for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-        statement.bind(.integer(after), at: Int32(arguments.count + 1))
-        statement.bind(.integer(Int64(min(remaining, pageSize))), at: Int32(arguments.count + 2))
-        var headers: [Header] = []
-        while try statement.step() {
-          headers.append(
-            Header(
-              number: statement.int64(0), timestamp: statement.double(1),
-              author: statement.isNull(2) ? nil : statement.string(2),
-              contextName: statement.isNull(3) ? nil : statement.string(3), processID: statement.int64(4),
-              firstChange: statement.int64(5), lastChange: statement.int64(6)))
-        }
-        guard let first = headers.first, let last = headers.last else { return }
-        remaining -= headers.count
-        after = last.number
+    }
 
-        // Change rows are in commit order, like the transactions: one rowid range covers
-        // them, and one pass pairs them with their transactions (rows of transactions the
-        // request left out, by author, are skipped). Each change is handed over once: reading
-        // costs the same per change whatever the shape of the history.
-        changes.reset()
-        changes.bind(first.firstChange, at: 1)
-        changes.bind(last.lastChange, at: 2)
-        if let entityNames { changes.bind(entityNames, at: 3) }
-        var next = 0  // the first header not begun yet
-        var isOpen = false  // headers[next - 1] is begun and not ended
-        func finish(before number: Int64) throws {
-          if isOpen && headers[next - 1].number < number {
-            try visitor.endTransaction()
-            isOpen = false
-          }
-          while next < headers.count && headers[next].number < number {
-            try visitor.beginTransaction(headers[next])
-            try visitor.endTransaction()
-            next += 1
-          }
+    /// The names of the entities the request selects, and of their subentities.
+    private static func entityNames(_ request: HistoryRequest, model: ManagedObjectModel) throws -> [String] {
+      var selected: [EntityDescription] = []
+      for type in request.entities ?? [] {
+        // Dropping it would narrow the request to nothing, silently.
+        guard let entity = model.entity(for: type) else {
+          throw HistoryError.invalidRequest("the store has no entity for the class \(type)")
         }
-        var entity = ""
-        while try changes.step() {
-          let number = changes.int64(0)
-          if !(isOpen && headers[next - 1].number == number) {
-            try finish(before: number)
-            guard next < headers.count, headers[next].number == number else { continue }
-            try visitor.beginTransaction(headers[next])
-            next += 1
-            isOpen = true
-          }
-          if !changes.textEquals(2, entity) { entity = changes.string(2) }
-          let kind = ChangeKind(rawValue: Int(changes.int64(1))) ?? .update
-          var changed: [String] = []
-          if !changes.isNull(5) {
-            let text = changes.string(5)
-            if let list = attributeLists[text] {
-              changed = list
-            } else {
-              changed = try JSONDecoder().decode([String].self, from: Data(text.utf8))
-              attributeLists[text] = changed
-            }
-          }
-          let tombstone = changes.isNull(6) ? nil : changes.string(6)
-          if !changes.isNull(4) {
-            for key in HistorySchema.integers(fromJSONArray: changes.string(4)) {
-              try visitor.change(kind, entity: entity, key: key, changed: changed, tombstone: tombstone)
-            }
-          } else if !changes.isNull(7), changes.int64(7) >= changes.int64(3) {
-            for key in changes.int64(3)...changes.int64(7) {
-              try visitor.change(kind, entity: entity, key: key, changed: changed, tombstone: tombstone)
-            }
-          } else {
-            try visitor.change(kind, entity: entity, key: changes.int64(3), changed: changed, tombstone: tombstone)
-          }
+        selected.append(entity)
+      }
+      for name in request.entityNames ?? [] {
+        guard let entity = model.entity(named: name) else {
+          throw HistoryError.invalidRequest("the store has no entity named \(name)")
         }
-        try finish(before: .max)
-        if headers.count < pageSize { return }
+        selected.append(entity)
+      }
+      return Array(Set(selected.flatMap(\.selfAndDescendantNames))).sorted()
+    }
+  }
+
+  /// Pairs a page's change rows with its transactions and hands both to a visitor.
+  ///
+  /// Change rows are in commit order, like the transactions: one rowid range covers them, and
+  /// one pass pairs them with their transactions (rows of transactions the request left out,
+  /// by author, are skipped). Each change is handed over once: reading costs the same per
+  /// change whatever the shape of the history.
+  private struct ChangeReader {
+    /// Updates of one save share their list of attributes: decoded once per distinct text.
+    private var attributeLists: [String: [String]] = [:]
+    private var entity = ""
+
+    mutating func visit<Visitor: HistoryVisitor>(_ headers: [Header], changes: Statement, visitor: inout Visitor)
+      throws
+    {
+      var next = 0  // the first header not begun yet
+      var isOpen = false  // headers[next - 1] is begun and not ended
+      func finish(before number: Int64) throws {
+        if isOpen && headers[next - 1].number < number {
+          try visitor.endTransaction()
+          isOpen = false
+        }
+        while next < headers.count && headers[next].number < number {
+          try visitor.beginTransaction(headers[next])
+          try visitor.endTransaction()
+          next += 1
+        }
+      }
+      while try changes.step() {
+        let number = changes.int64(0)
+        if !(isOpen && headers[next - 1].number == number) {
+          try finish(before: number)
+          guard next < headers.count, headers[next].number == number else { continue }
+          try visitor.beginTransaction(headers[next])
+          next += 1
+          isOpen = true
+        }
+        try visitChange(changes, visitor: &visitor)
+      }
+      try finish(before: .max)
+    }
+
+    /// Hands over the rows of the current change row (one, or a run or list of keys).
+    private mutating func visitChange<Visitor: HistoryVisitor>(_ changes: Statement, visitor: inout Visitor) throws {
+      if !changes.textEquals(2, entity) { entity = changes.string(2) }
+      let kind = HistoryChange.Kind(rawValue: Int(changes.int64(1))) ?? .update
+      var changed: [String] = []
+      if !changes.isNull(5) {
+        let text = changes.string(5)
+        if let list = attributeLists[text] {
+          changed = list
+        } else {
+          changed = try JSONDecoder().decode([String].self, from: Data(text.utf8))
+          attributeLists[text] = changed
+        }
+      }
+      let tombstone = changes.isNull(6) ? nil : changes.string(6)
+      if !changes.isNull(4) {
+        for key in HistorySchema.integers(fromJSONArray: changes.string(4)) {
+          try visitor.change(kind, entity: entity, key: key, changed: changed, tombstone: tombstone)
+        }
+      } else if !changes.isNull(7), changes.int64(7) >= changes.int64(3) {
+        for key in changes.int64(3)...changes.int64(7) {
+          try visitor.change(kind, entity: entity, key: key, changed: changed, tombstone: tombstone)
+        }
+      } else {
+        try visitor.change(kind, entity: entity, key: changes.int64(3), changed: changed, tombstone: tombstone)
       }
     }
   }
@@ -279,7 +319,8 @@ enum HistoryReader {
 protocol HistoryVisitor {
   mutating func beginTransaction(_ header: HistoryReader.Header) throws
   /// One changed row. `tombstone` is the stored JSON text of a delete's tombstone.
-  mutating func change(_ kind: ChangeKind, entity: String, key: Int64, changed: [String], tombstone: String?) throws
+  mutating func change(_ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?)
+    throws
   mutating func endTransaction() throws
 }
 
@@ -298,12 +339,12 @@ struct TransactionCollector: HistoryVisitor {
     self.header = header
   }
 
-  mutating func change(_ kind: ChangeKind, entity: String, key: Int64, changed: [String], tombstone: String?) {
+  mutating func change(_ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?) {
     changes.append(
       HistoryChange(
-        kind: kind,
+        changeType: kind,
         objectID: AnyManagedID(storeIdentifier: storeIdentifier, entityName: entity, key: .permanent(key)),
-        changedAttributes: changed,
+        updatedProperties: changed,
         tombstone: tombstone.map { HistoryTombstone(entityName: entity, json: $0, storeIdentifier: storeIdentifier) }))
   }
 
@@ -311,7 +352,7 @@ struct TransactionCollector: HistoryVisitor {
     guard let header else { return }
     transactions.append(
       HistoryTransaction(
-        number: header.number,
+        transactionNumber: header.number,
         token: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: header.number),
         timestamp: Date(timeIntervalSinceReferenceDate: header.timestamp), author: header.author,
         contextName: header.contextName, processID: Int32(truncatingIfNeeded: header.processID),

@@ -17,7 +17,7 @@ final class HistoryRecorder {
   private var number: Int64?
   /// The rowids of the transaction's first and last change rows.
   private var changeRange: ClosedRange<Int64>?
-  private var changes: [CommittedTransaction.Group] = []
+  private var changes: [RecordedChanges.Group] = []
 
   init(connection: SQLiteConnection, info: TransactionInfo, isEnabled: Bool) {
     self.connection = connection
@@ -67,7 +67,7 @@ final class HistoryRecorder {
     let statement = try connection.statement(
       """
       INSERT INTO _history_change (transaction_number, kind, entity, pk, tombstone)
-      SELECT ?, \(ChangeKind.delete.rawValue), \(entityName), pk, \(tombstone) FROM "\(rows.table)"\(rows.whereClause) ORDER BY pk
+      SELECT ?, \(HistoryChange.Kind.delete.rawValue), \(entityName), pk, \(tombstone) FROM "\(rows.table)"\(rows.whereClause) ORDER BY pk
       """)
     statement.bind(try transactionNumber(), at: 1)
     for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 2)) }
@@ -105,7 +105,7 @@ final class HistoryRecorder {
     changes = []
   }
 
-  func finish(storeIdentifier: UUID) throws -> CommittedTransaction? {
+  func finish(storeIdentifier: UUID) throws -> RecordedChanges? {
     guard !changes.isEmpty else { return nil }
     if let number, let changeRange {
       let statement = try connection.statement(
@@ -115,7 +115,7 @@ final class HistoryRecorder {
       statement.bind(number, at: 3)
       try statement.run()
     }
-    return CommittedTransaction(
+    return RecordedChanges(
       storeIdentifier: storeIdentifier, number: number, timestamp: timestamp, author: info.author,
       contextName: info.contextName, groups: changes, origin: info.origin)
   }
@@ -123,7 +123,7 @@ final class HistoryRecorder {
   // MARK: - Helpers
 
   private func record(
-    _ kind: ChangeKind, _ entity: EntityDescription, primaryKeys: [Int64], changedAttributes: [String]
+    _ kind: HistoryChange.Kind, _ entity: EntityDescription, primaryKeys: [Int64], changedAttributes: [String]
   ) throws {
     guard !primaryKeys.isEmpty else { return }
     changes.append(
@@ -136,7 +136,9 @@ final class HistoryRecorder {
 
   /// One change row for a group of rows of one entity: its key, the first and last of a run
   /// of consecutive keys, or its keys as a JSON array.
-  private func insertChanges(_ kind: ChangeKind, _ entity: EntityDescription, primaryKeys: [Int64], changed: String?)
+  private func insertChanges(
+    _ kind: HistoryChange.Kind, _ entity: EntityDescription, primaryKeys: [Int64], changed: String?
+  )
     throws
   {
     let statement = try connection.statement(
@@ -200,11 +202,12 @@ final class HistoryRecorder {
   }
 }
 
-/// What one committed write transaction changed: the source of its `StoreChanges`, and
+/// What one committed write transaction changed, as the recorder recorded it, for the
+/// publisher (recorder → publisher): the source of its `StoreChanges`, and
 /// (when history is on) identical to the history rows it wrote.
-struct CommittedTransaction: Sendable {
+struct RecordedChanges: Sendable {
   struct Group: Sendable {
-    var kind: ChangeKind
+    var kind: HistoryChange.Kind
     var entityName: String
     var primaryKeys: [Int64]
     var changedAttributes: [String]

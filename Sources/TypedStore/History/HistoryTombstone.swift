@@ -46,65 +46,72 @@ public struct HistoryTombstone: Sendable, Hashable {
 
   /// The values as plain JSON for tools: numbers, booleans and strings (dates ISO 8601, UUIDs
   /// as strings, binary data as base64), by attribute name.
-  public var jsonObject: [String: JSONValue] {
+  public var jsonObject: [String: Value] {
     let entity = ModelRegistry.model(for: storeIdentifier)?.entity(named: entityName)
-    var object: [String: JSONValue] = [:]
+    var object: [String: Value] = [:]
     for (name, value) in values {
-      object[name] = JSONValue(value, type: entity?.attribute(named: name)?.attributeType)
+      object[name] = Value(value, type: entity?.attribute(named: name)?.attributeType)
     }
     return object
   }
-}
 
-/// A JSON value, as tools print it.
-public enum JSONValue: Sendable, Hashable, Codable {
-  case null
-  case bool(Bool)
-  case integer(Int64)
-  case double(Double)
-  case string(String)
+  /// A preserved value as plain JSON, as tools print it (see ``jsonObject``).
+  public enum Value: Sendable, Hashable, Codable {
+    /// JSON `null`.
+    case null
+    /// A boolean attribute's value.
+    case bool(Bool)
+    /// An integer.
+    case integer(Int64)
+    /// A finite floating point number.
+    case double(Double)
+    /// Text: strings, dates (ISO 8601), UUIDs, binary data (base64), non-finite numbers.
+    case string(String)
 
-  /// The natural JSON form of a stored value of an attribute type.
-  public init(_ value: PrimitiveValue, type: AttributeType?) {
-    switch (value, type) {
-    case (.null, _): self = .null
-    case (.integer(let int), .boolean): self = .bool(int != 0)
-    case (.integer(let int), _): self = .integer(int)
-    case (.real(let real), .date):
-      self = .string(
-        Date(timeIntervalSinceReferenceDate: real).formatted(
-          .iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)))
-    case (.real(let real), _): self = real.isFinite ? .double(real) : .string(String(real))
-    case (.text(let text), _): self = .string(text)
-    case (.blob(let data), .uuid) where data.count == 16:
-      self = (try? UUID(primitiveValue: value)).map { .string($0.uuidString) } ?? .string(data.base64EncodedString())
-    case (.blob(let data), _): self = .string(data.base64EncodedString())
+    /// The natural JSON form of a stored value of an attribute type.
+    public init(_ value: PrimitiveValue, type: AttributeType?) {
+      switch (value, type) {
+      case (.null, _): self = .null
+      case (.integer(let int), .boolean): self = .bool(int != 0)
+      case (.integer(let int), _): self = .integer(int)
+      case (.real(let real), .date):
+        self = .string(
+          Date(timeIntervalSinceReferenceDate: real).formatted(
+            .iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)))
+      case (.real(let real), _): self = real.isFinite ? .double(real) : .string(String(real))
+      case (.text(let text), _): self = .string(text)
+      case (.blob(let data), .uuid) where data.count == 16:
+        self = (try? UUID(primitiveValue: value)).map { .string($0.uuidString) } ?? .string(data.base64EncodedString())
+      case (.blob(let data), _): self = .string(data.base64EncodedString())
+      }
     }
-  }
 
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.singleValueContainer()
-    switch self {
-    case .null: try container.encodeNil()
-    case .bool(let value): try container.encode(value)
-    case .integer(let value): try container.encode(value)
-    case .double(let value): try container.encode(value)
-    case .string(let value): try container.encode(value)
+    /// Encodes the bare JSON value.
+    public func encode(to encoder: any Encoder) throws {
+      var container = encoder.singleValueContainer()
+      switch self {
+      case .null: try container.encodeNil()
+      case .bool(let value): try container.encode(value)
+      case .integer(let value): try container.encode(value)
+      case .double(let value): try container.encode(value)
+      case .string(let value): try container.encode(value)
+      }
     }
-  }
 
-  public init(from decoder: any Decoder) throws {
-    let container = try decoder.singleValueContainer()
-    if container.decodeNil() {
-      self = .null
-    } else if let value = try? container.decode(Bool.self) {
-      self = .bool(value)
-    } else if let value = try? container.decode(Int64.self) {
-      self = .integer(value)
-    } else if let value = try? container.decode(Double.self) {
-      self = .double(value)
-    } else {
-      self = .string(try container.decode(String.self))
+    /// Decodes a bare JSON value (a number reads as an integer when it is one).
+    public init(from decoder: any Decoder) throws {
+      let container = try decoder.singleValueContainer()
+      if container.decodeNil() {
+        self = .null
+      } else if let value = try? container.decode(Bool.self) {
+        self = .bool(value)
+      } else if let value = try? container.decode(Int64.self) {
+        self = .integer(value)
+      } else if let value = try? container.decode(Double.self) {
+        self = .double(value)
+      } else {
+        self = .string(try container.decode(String.self))
+      }
     }
   }
 }

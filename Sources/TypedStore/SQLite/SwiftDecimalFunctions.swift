@@ -25,7 +25,7 @@ import Foundation
 ///   `orderDependentSum`. NaN when a value is NaN. The average is that sum divided by
 ///   `Decimal(count)`, with Swift's `/`.
 ///
-/// Values are read as the attribute decoding reads them (`Decimal(primitiveValue:)`), so SQL
+/// Values are read as the attribute decoding reads them (`Decimal(storedText:)`), so SQL
 /// and Swift agree on what each stored text is. A function given a value that does not read
 /// as a decimal fails the statement with an SQLite error naming the value, where Swift could
 /// not have read the object at all.
@@ -54,15 +54,15 @@ enum SwiftDecimalFunctions {
 
   /// The text's decimal, as an attribute decodes it; nil when it does not read as one.
   static func decimal(_ text: UnsafeRawBufferPointer) -> Decimal? {
-    try? Decimal(primitiveValue: .text(String(decoding: text, as: UTF8.self)))
+    Decimal(storedText: String(decoding: text, as: UTF8.self))
   }
 
   /// An SQL value's decimal, as an attribute decodes it (text, or an integer or real made by
   /// an expression); nil when it does not read as one.
   private static func decimal(_ value: OpaquePointer) -> Decimal? {
     switch sqlite3_value_type(value) {
-    case SQLITE_INTEGER: return try? Decimal(primitiveValue: .integer(sqlite3_value_int64(value)))
-    case SQLITE_FLOAT: return try? Decimal(primitiveValue: .real(sqlite3_value_double(value)))
+    case SQLITE_INTEGER: return Decimal(sqlite3_value_int64(value))
+    case SQLITE_FLOAT: return Decimal(sqlite3_value_double(value))
     case SQLITE_TEXT:
       return decimal(UnsafeRawBufferPointer(start: sqlite3_value_text(value), count: Int(sqlite3_value_bytes(value))))
     default: return nil

@@ -21,6 +21,7 @@ public struct AutomaticHistoryPruning: Sendable {
   /// Called with the error of a prune that failed.
   public var onError: (@Sendable (any Error) -> Void)?
 
+  /// Prunes by `policy` after every `afterCommits` commits of this process (at least 1).
   public init(
     _ policy: HistoryPruningPolicy, afterCommits: Int = 1_000, onError: (@Sendable (any Error) -> Void)? = nil
   ) {
@@ -52,7 +53,7 @@ final class AutomaticPruner: Sendable {
 
   /// Called after each commit, under the writer lock: only counts, and hands a due prune to
   /// the background queue.
-  func didCommit(_ committed: CommittedTransaction) {
+  func didCommit(_ committed: RecordedChanges) {
     guard committed.number != nil else { return }
     let count = commits.wrappingAdd(1, ordering: .relaxed).newValue
     guard count % settings.afterCommits == 0,

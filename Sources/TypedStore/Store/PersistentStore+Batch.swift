@@ -172,8 +172,8 @@ extension PersistentStore {
   /// Every key of a table whose keys form one run of consecutive integers (a table filled by
   /// inserts and never thinned out), found without reading each row: its row count (SQLite
   /// counts a page's cells without decoding them) equals the span from its smallest to its
-  /// largest key (each one b-tree seek). nil when the keys have gaps. Reading each key of
-  /// a 100,000-row table costs twice as much as deleting them all.
+  /// largest key (each one b-tree seek). nil when the keys have gaps. Reading each key costs
+  /// more than deleting the rows (docs/performance.md).
   private func consecutiveKeys(inTable table: String, _ connection: SQLiteConnection) throws -> [Int64]? {
     func integer(_ sql: String) throws -> Int64? {
       let statement = try connection.statement(sql)

@@ -16,94 +16,125 @@ extension PersistentStore {
   func resolveConflicts(_ changes: ChangeSet, connection: SQLiteConnection) throws -> (
     ChangeSet, [ResolvedRow: Resolution]
   ) {
-    var resolved = changes
-    resolved.updates = []
-    resolved.deletes = []
+    var resolution = ConflictResolution(changes)
+    for update in changes.updates {
+      try resolve(update, policy: changes.policy, into: &resolution, connection: connection)
+    }
+    for delete in changes.deletes {
+      try resolve(delete, policy: changes.policy, into: &resolution, connection: connection)
+    }
+    if !resolution.conflicts.isEmpty { throw StoreError.mergeConflict(resolution.conflicts) }
+    return (resolution.resolved, resolution.outcomes)
+  }
+
+  /// What `resolveConflicts` builds: the change set to write, the outcome of each
+  /// conflicting object, and the conflicts the `.error` policy reports.
+  private struct ConflictResolution {
+    var resolved: ChangeSet
     var outcomes: [ResolvedRow: Resolution] = [:]
     var conflicts: [MergeConflict] = []
-    let policy = changes.policy
 
-    for update in changes.updates {
-      guard !update.slots.isEmpty else {  // relationships only: no row written, no version checked
-        resolved.updates.append(update)
-        continue
-      }
-      let entity = model.entities[Int(update.entityIndex)]
-      let row = ResolvedRow(entityIndex: update.entityIndex, primaryKey: update.primaryKey)
-      let current = try currentRow(of: entity, primaryKey: update.primaryKey, connection: connection)
-      guard let current else {  // deleted by another writer
-        switch policy {
-        case .error:
-          conflicts.append(
-            MergeConflict(objectID: id(entity, update.primaryKey), kind: .deletedElsewhere, storeValues: nil))
-        case .storeTrump, .rollback:
-          outcomes[row] = .deleted
-        case .objectTrump, .overwrite:
-          guard let values = update.allValues else { throw VersionMismatch() }
-          resolved.inserts.append(
-            ChangeSet.Insert(entityIndex: update.entityIndex, primaryKey: update.primaryKey, values: values))
-          outcomes[row] = .reload
-        }
-        continue
-      }
-      guard current.version != update.version else {
-        resolved.updates.append(update)
-        continue
-      }
-      var written = update
-      written.version = current.version
-      switch policy {
-      case .error:
-        conflicts.append(
-          MergeConflict(
-            objectID: id(entity, update.primaryKey), kind: .updatedElsewhere,
-            storeValues: named(current.values, of: entity)))
-        continue
-      case .storeTrump:
-        // Only the attributes the other writer left as the object read them.
-        let kept = update.slots.indices.filter { current.values[Int(update.slots[$0])] == update.originalValues[$0] }
-        written.slots = kept.map { update.slots[$0] }
-        written.values = kept.map { update.values[$0] }
-      case .objectTrump:
-        break
-      case .overwrite:
-        guard let values = update.allValues else { throw VersionMismatch() }
-        written.slots = entity.storedAttributes.indices.map(Int32.init)
-        written.values = values
-      case .rollback:
-        written.slots = []
-      }
-      if !written.slots.isEmpty { resolved.updates.append(written) }
-      outcomes[row] = .reload
+    init(_ changes: ChangeSet) {
+      resolved = changes
+      resolved.updates = []
+      resolved.deletes = []
     }
+  }
 
-    for delete in changes.deletes {
-      let entity = model.entities[Int(delete.entityIndex)]
-      let row = ResolvedRow(entityIndex: delete.entityIndex, primaryKey: delete.primaryKey)
-      guard let current = try currentRow(of: entity, primaryKey: delete.primaryKey, connection: connection) else {
-        outcomes[row] = .deleted  // deleted by another writer too: as asked, not a conflict
-        continue
-      }
-      guard current.version != delete.version else {
-        resolved.deletes.append(delete)
-        continue
-      }
-      switch policy {
-      case .error:
-        conflicts.append(
-          MergeConflict(
-            objectID: id(entity, delete.primaryKey), kind: .deletedHereUpdatedElsewhere,
-            storeValues: named(current.values, of: entity)))
-      case .storeTrump, .rollback:
-        outcomes[row] = .kept
-      case .objectTrump, .overwrite:
-        var forced = delete
-        forced.version = current.version
-        resolved.deletes.append(forced)
-      }
+  /// Resolves one update against its row as it is now.
+  private func resolve(
+    _ update: ChangeSet.Update, policy: MergePolicy, into resolution: inout ConflictResolution,
+    connection: SQLiteConnection
+  ) throws {
+    guard !update.slots.isEmpty else {  // relationships only: no row written, no version checked
+      resolution.resolved.updates.append(update)
+      return
     }
-    if !conflicts.isEmpty { throw StoreError.mergeConflict(conflicts) }
-    return (resolved, outcomes)
+    let entity = model.entities[Int(update.entityIndex)]
+    let row = ResolvedRow(entityIndex: update.entityIndex, primaryKey: update.primaryKey)
+    guard let current = try currentRow(of: entity, primaryKey: update.primaryKey, connection: connection) else {
+      try resolveDeletedElsewhere(update, entity: entity, policy: policy, into: &resolution)
+      return
+    }
+    guard current.version != update.version else {
+      resolution.resolved.updates.append(update)
+      return
+    }
+    var written = update
+    written.version = current.version
+    switch policy {
+    case .error:
+      resolution.conflicts.append(
+        MergeConflict(
+          objectID: id(entity, update.primaryKey), kind: .updatedElsewhere,
+          storeValues: named(current.values, of: entity)))
+      return
+    case .storeTrump:
+      // Only the attributes the other writer left as the object read them.
+      let kept = update.slots.indices.filter { current.values[Int(update.slots[$0])] == update.originalValues[$0] }
+      written.slots = kept.map { update.slots[$0] }
+      written.values = kept.map { update.values[$0] }
+    case .objectTrump:
+      break
+    case .overwrite:
+      guard let values = update.allValues else { throw VersionMismatch() }
+      written.slots = entity.storedAttributes.indices.map(Int32.init)
+      written.values = values
+    case .rollback:
+      written.slots = []
+    }
+    if !written.slots.isEmpty { resolution.resolved.updates.append(written) }
+    resolution.outcomes[row] = .reload
+  }
+
+  /// Resolves an update of a row another writer deleted.
+  private func resolveDeletedElsewhere(
+    _ update: ChangeSet.Update, entity: EntityDescription, policy: MergePolicy,
+    into resolution: inout ConflictResolution
+  ) throws {
+    let row = ResolvedRow(entityIndex: update.entityIndex, primaryKey: update.primaryKey)
+    switch policy {
+    case .error:
+      resolution.conflicts.append(
+        MergeConflict(objectID: id(entity, update.primaryKey), kind: .deletedElsewhere, storeValues: nil))
+    case .storeTrump, .rollback:
+      resolution.outcomes[row] = .deleted
+    case .objectTrump, .overwrite:
+      guard let values = update.allValues else { throw VersionMismatch() }
+      resolution.resolved.inserts.append(
+        ChangeSet.Insert(entityIndex: update.entityIndex, primaryKey: update.primaryKey, values: values))
+      resolution.outcomes[row] = .reload
+    }
+  }
+
+  /// Resolves one delete against its row as it is now.
+  private func resolve(
+    _ delete: ChangeSet.Delete, policy: MergePolicy, into resolution: inout ConflictResolution,
+    connection: SQLiteConnection
+  ) throws {
+    let entity = model.entities[Int(delete.entityIndex)]
+    let row = ResolvedRow(entityIndex: delete.entityIndex, primaryKey: delete.primaryKey)
+    guard let current = try currentRow(of: entity, primaryKey: delete.primaryKey, connection: connection) else {
+      resolution.outcomes[row] = .deleted  // deleted by another writer too: as asked, not a conflict
+      return
+    }
+    guard current.version != delete.version else {
+      resolution.resolved.deletes.append(delete)
+      return
+    }
+    switch policy {
+    case .error:
+      resolution.conflicts.append(
+        MergeConflict(
+          objectID: id(entity, delete.primaryKey), kind: .deletedHereUpdatedElsewhere,
+          storeValues: named(current.values, of: entity)))
+    case .storeTrump, .rollback:
+      resolution.outcomes[row] = .kept
+    case .objectTrump, .overwrite:
+      var forced = delete
+      forced.version = current.version
+      resolution.resolved.deletes.append(forced)
+    }
   }
 
   /// The row's version and attribute values (by attribute index), or nil when there is no
@@ -117,7 +148,7 @@ extension PersistentStore {
     defer { statement.reset() }
     statement.bind(primaryKey, at: 1)
     guard try statement.step() else { return nil }
-    let values = entity.storedAttributes.indices.map { statement.column(Int32($0 + 1)).primitiveValue }
+    let values = entity.storedAttributes.indices.map { statement.column(Int32($0 + 1)).primitive }
     return (statement.int64(0), values)
   }
 

@@ -13,6 +13,10 @@ extension PersistentStore {
   }
 
   /// The oldest position history can still be read from: history after it is complete.
+  ///
+  /// ```swift
+  /// let everything = try store.fetchHistory(HistoryRequest(after: try store.historyHorizon()))
+  /// ```
   public func historyHorizon() throws -> HistoryToken {
     try withHistoryReader { connection in
       HistoryToken(storeIdentifier: identifier, transactionNumber: try HistoryReader.firstKept(connection) - 1)
@@ -20,6 +24,14 @@ extension PersistentStore {
   }
 
   /// The transactions the request selects, in transaction order.
+  ///
+  /// ```swift
+  /// var request = HistoryRequest(after: token)
+  /// request.transactionLimit = 500
+  /// for transaction in try store.fetchHistory(request) {
+  ///   for change in transaction.changes where change.changeType == .delete { print(change.objectID) }
+  /// }
+  /// ```
   ///
   /// - Throws: `HistoryError.tokenExpired` when history after the start was deleted,
   ///   `HistoryError.foreignStore` for a token of another store.
@@ -62,7 +74,12 @@ extension PersistentStore {
   }
 
   /// Deletes the history before `token`; the token's own transaction is kept, so history
-  /// after the token stays readable. Returns the number of transactions deleted.
+  /// after the token stays readable. Returns the number of transactions deleted. It does not
+  /// look at consumers' checkpoints: ``HistoryPruner`` does.
+  ///
+  /// ```swift
+  /// try store.deleteHistory(before: try store.currentHistoryToken())
+  /// ```
   @discardableResult
   public func deleteHistory(before token: HistoryToken) throws -> Int {
     guard token.storeIdentifier == identifier else {
@@ -97,6 +114,12 @@ extension PersistentStore {
   }
 
   /// Forgets a consumer, so that its checkpoint no longer holds history back.
+  ///
+  /// ```swift
+  /// for consumer in try store.historyConsumers() where consumer.isStale() {
+  ///   try store.removeHistoryConsumer(named: consumer.name)
+  /// }
+  /// ```
   ///
   /// - Throws: `HistoryError.unknownConsumer` when there is none of that name.
   public func removeHistoryConsumer(named name: String) throws {

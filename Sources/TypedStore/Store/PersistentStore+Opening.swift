@@ -416,10 +416,10 @@ extension PersistentStore {
   // MARK: - Errors
 
   static func storeError(_ error: SQLiteError, path: String, options: StoreOptions = StoreOptions()) -> StoreError {
-    switch error.code {
-    case 26: return .notADatabase(path: path)  // SQLITE_NOTADB
-    case 11: return .corrupt(path: path, message: error.message)  // SQLITE_CORRUPT
-    case 8, 14:  // SQLITE_READONLY, SQLITE_CANTOPEN
+    switch error {
+    case _ where error.isNotADatabase: return .notADatabase(path: path)
+    case _ where error.isCorrupt: return .corrupt(path: path, message: error.message)
+    case _ where error.isNotWritable:
       let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
       if options.isReadOnly {
         guard !FileManager.default.fileExists(atPath: path + "-shm") else { return .sqlite(error) }

@@ -273,37 +273,54 @@ extension PersistentStore {
               [keyList], connection)
           }
         case .joinTable(let table, let own, let other, _, _):
-          let isSelfInverse =
-            relationship.inverseName == relationship.name
-            && relationship.destinationEntityName == relationship.entityName
-          let selection =
-            " WHERE \(own) IN (SELECT value FROM json_each(?))"
-            + (isSelfInverse ? " OR \(other) IN (SELECT value FROM json_each(?))" : "")
-          let arguments = isSelfInverse ? [keyList, keyList] : [keyList]
-          let pairs = try keyPairs("SELECT \(own), \(other) FROM \"\(table)\"\(selection)", arguments, connection)
-          guard !pairs.isEmpty else { continue }
-          // Rows of the same table deleted in this round are not related rows to act on.
-          let deletedKeys = destination.tableName == entity.tableName ? Set(keys) : []
-          let related = Array(Set(pairs.map(\.1)).subtracting(deletedKeys)).sorted()
-          if relationship.deleteRule == .deny {
-            denials += denialList(entity, relationship, destination, pairs.filter { !deletedKeys.contains($0.1) })
-            continue
-          }
-          try run("DELETE FROM \"\(table)\"\(selection)", arguments, connection)
-          guard !related.isEmpty else { continue }
-          let groups = try keysByEntity(destination, related, connection)
-          if relationship.deleteRule == .cascade {
-            try cascade(
-              groups, from: destination.tableName, " WHERE pk IN (SELECT value FROM json_each(?))",
-              [.text(HistorySchema.jsonArray(related))])
-          } else {
-            try nullified(groups, relationship.inverseName)
-          }
+          try propagate(
+            deletedKeys: keys, of: entity, through: relationship, to: destination,
+            joinTable: (table, own, other), denials: &denials, connection: connection, cascade: cascade,
+            nullified: nullified)
         }
       }
     }
     if !denials.isEmpty { throw StoreError.deleteDenied(denials) }
     return outcome
+  }
+
+  /// Applies `relationship`'s delete rule through its join table to the rows related to the
+  /// deleted `keys` of `entity`.
+  private func propagate(
+    deletedKeys keys: [Int64], of entity: EntityDescription, through relationship: RelationshipDescription,
+    to destination: EntityDescription, joinTable: (table: String, own: String, other: String),
+    denials: inout [DeleteDenial], connection: SQLiteConnection,
+    cascade: ([(entity: EntityDescription, primaryKeys: [Int64])], String, String, [PrimitiveValue]) throws -> Void,
+    nullified: ([(entity: EntityDescription, primaryKeys: [Int64])], String) throws -> Void
+  ) throws {
+    let (table, own, other) = joinTable
+    let keyList = PrimitiveValue.text(HistorySchema.jsonArray(keys))
+    let isSelfInverse =
+      relationship.inverseName == relationship.name
+      && relationship.destinationEntityName == relationship.entityName
+    let selection =
+      " WHERE \(own) IN (SELECT value FROM json_each(?))"
+      + (isSelfInverse ? " OR \(other) IN (SELECT value FROM json_each(?))" : "")
+    let arguments = isSelfInverse ? [keyList, keyList] : [keyList]
+    let pairs = try keyPairs("SELECT \(own), \(other) FROM \"\(table)\"\(selection)", arguments, connection)
+    guard !pairs.isEmpty else { return }
+    // Rows of the same table deleted in this round are not related rows to act on.
+    let deletedKeys = destination.tableName == entity.tableName ? Set(keys) : []
+    let related = Array(Set(pairs.map(\.1)).subtracting(deletedKeys)).sorted()
+    if relationship.deleteRule == .deny {
+      denials += denialList(entity, relationship, destination, pairs.filter { !deletedKeys.contains($0.1) })
+      return
+    }
+    try run("DELETE FROM \"\(table)\"\(selection)", arguments, connection)
+    guard !related.isEmpty else { return }
+    let groups = try keysByEntity(destination, related, connection)
+    if relationship.deleteRule == .cascade {
+      try cascade(
+        groups, destination.tableName, " WHERE pk IN (SELECT value FROM json_each(?))",
+        [.text(HistorySchema.jsonArray(related))])
+    } else {
+      try nullified(groups, relationship.inverseName)
+    }
   }
 
   // MARK: - Helpers

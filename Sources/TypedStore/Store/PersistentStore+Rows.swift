@@ -191,15 +191,15 @@ extension PersistentStore {
           applied.insertedKeys = Array(applied.insertedKeys.prefix(changes.inserts.count))
           applied.resolved = outcomes
           return applied
-        } catch let error as SQLiteError where error.extendedCode == 2067 && self.model.hasUniqueness {
+        } catch let error as SQLiteError where error.isUniqueConstraint && self.model.hasUniqueness {
           // A unique index refused a row: undo, find every conflict, and merge or report them.
           history.reset()
           let resolved = try self.resolveUniqueness(changes, connection: connection)
           return try self.apply(resolved, connection: connection, history: history)
         }
       }
-    } catch let error as SQLiteError where error.extendedCode == 2067 || error.extendedCode == 1555 {
-      // SQLITE_CONSTRAINT_UNIQUE or _PRIMARYKEY; SQLite says "UNIQUE constraint failed: Table.column".
+    } catch let error as SQLiteError where error.isUniqueConstraint || error.isPrimaryKeyConstraint {
+      // SQLite says "UNIQUE constraint failed: Table.column".
       let table = error.message.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) }
       throw StoreError.uniqueConstraintViolation(
         entity: table.flatMap { $0.split(separator: ".").first.map(String.init) } ?? "", message: error.message)
@@ -240,7 +240,7 @@ extension PersistentStore {
     statement.bind(Int64(count), at: 1)
     statement.bind(table, at: 2)
     guard try statement.step() else {
-      throw SQLiteError(code: 1, message: "no primary key sequence for table \(table)")
+      throw SQLiteError.generic("no primary key sequence for table \(table)")
     }
     let last = statement.int64(0)
     return (last - Int64(count) + 1)...last
@@ -249,6 +249,29 @@ extension PersistentStore {
   private func apply(_ changes: ChangeSet, connection: SQLiteConnection, history: HistoryRecorder) throws
     -> AppliedChanges
   {
+    try applyDeletes(changes, connection: connection, history: history)
+    try applyUpdates(changes, connection: connection, history: history)
+    var (applied, insertedByEntity) = try applyInserts(changes, connection: connection, history: history)
+    for (entityIndex, keys) in insertedByEntity.sorted(by: { $0.key < $1.key }) {
+      try history.didInsert(model.entities[Int(entityIndex)], primaryKeys: keys)
+    }
+    if !changes.links.isEmpty { try writeLinks(changes.links, connection: connection) }
+    if model.hasRelationships {
+      try checkReferences(changes, insertedKeys: applied.insertedKeys, connection: connection)
+    }
+    // Delete rules reach the rows no context loaded, once every row of the change set is
+    // written (so an object moved away in this save is not cascaded).
+    if model.hasRelationships && !changes.deletes.isEmpty {
+      let deleted = grouped(changes.deletes, by: { $0.entityIndex }).map {
+        (entity: model.entities[Int($0.key)], primaryKeys: $0.rows.map(\.primaryKey))
+      }
+      applied.propagation = try propagateDeletes(deleted, connection: connection, history: history)
+    }
+    return applied
+  }
+
+  /// Deletes the change set's rows, each at the version the context read, tombstones first.
+  private func applyDeletes(_ changes: ChangeSet, connection: SQLiteConnection, history: HistoryRecorder) throws {
     for group in grouped(changes.deletes, by: { $0.entityIndex }) {
       let entity = model.entities[Int(group.key)]
       let keys = group.rows.map(\.primaryKey)
@@ -266,7 +289,11 @@ extension PersistentStore {
         guard connection.changes == 1 else { throw VersionMismatch() }
       }
     }
+  }
 
+  /// Updates the change set's rows, grouped by the attributes they write, each at the version
+  /// the context read.
+  private func applyUpdates(_ changes: ChangeSet, connection: SQLiteConnection, history: HistoryRecorder) throws {
     for group in grouped(
       changes.updates,
       by: { UpdateShape(entityIndex: $0.entityIndex, slots: $0.slots, relationshipNames: $0.relationshipNames) })
@@ -292,7 +319,13 @@ extension PersistentStore {
       }
       try history.didUpdate(entity, primaryKeys: group.rows.map(\.primaryKey), changedAttributes: changedNames)
     }
+  }
 
+  /// Inserts the change set's rows, with keys reserved per table for those that have none;
+  /// returns the keys, and the inserted ones by entity for history.
+  private func applyInserts(_ changes: ChangeSet, connection: SQLiteConnection, history: HistoryRecorder) throws
+    -> (AppliedChanges, [Int32: [Int64]])
+  {
     // Reserve keys per table for the inserts that have none yet.
     var needed: [String: Int] = [:]
     for insert in changes.inserts where insert.primaryKey == nil {
@@ -347,22 +380,7 @@ extension PersistentStore {
       }.map(\.1)
       runStart = runEnd
     }
-    for (entityIndex, keys) in insertedByEntity.sorted(by: { $0.key < $1.key }) {
-      try history.didInsert(model.entities[Int(entityIndex)], primaryKeys: keys)
-    }
-    if !changes.links.isEmpty { try writeLinks(changes.links, connection: connection) }
-    if model.hasRelationships {
-      try checkReferences(changes, insertedKeys: applied.insertedKeys, connection: connection)
-    }
-    // Delete rules reach the rows no context loaded, once every row of the change set is
-    // written (so an object moved away in this save is not cascaded).
-    if model.hasRelationships && !changes.deletes.isEmpty {
-      let deleted = grouped(changes.deletes, by: { $0.entityIndex }).map {
-        (entity: model.entities[Int($0.key)], primaryKeys: $0.rows.map(\.primaryKey))
-      }
-      applied.propagation = try propagateDeletes(deleted, connection: connection, history: history)
-    }
-    return applied
+    return (applied, insertedByEntity)
   }
 
   /// Writes every stored value of an insert over a stored row (constraint merging with the

@@ -119,7 +119,7 @@ extension PersistentStore {
     defer { statement.reset() }
     statement.bind(primaryKey, at: 1)
     guard try statement.step() else { return Array(repeating: .null, count: columns.count) }
-    return entity.storedAttributes.indices.map { statement.column(Int32($0)).primitiveValue }
+    return entity.storedAttributes.indices.map { statement.column(Int32($0)).primitive }
   }
 
   /// Points the change set's key columns and links at the stored rows that merged inserts

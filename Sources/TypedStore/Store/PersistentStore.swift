@@ -51,7 +51,7 @@ public final class PersistentStore: Sendable {
   /// while the writer lock is held (it must not block).
   init(
     url: URL, model: ManagedObjectModel, options: StoreOptions,
-    publish: @escaping @Sendable (CommittedTransaction) -> Void
+    publish: @escaping @Sendable (RecordedChanges) -> Void
   ) throws {
     self.url = url
     self.model = model

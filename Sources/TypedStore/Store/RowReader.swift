@@ -53,7 +53,7 @@ final class RowReader: Sendable {
             foreignKeys[Int(field.slot)]?.makeFault(object, foreignKey: value.int64)
           }
         default:
-          try accessors[Int(field.slot)].decode(value.primitiveValue, into: object)
+          try accessors[Int(field.slot)].decode(value.primitive, into: object)
         }
         if assigningSlots && field.hasSlotField { field.direct.setSlot(field.slot, in: object) }
       }

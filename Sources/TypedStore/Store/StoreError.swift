@@ -68,6 +68,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   /// SQLite reported an error.
   case sqlite(SQLiteError)
 
+  /// A sentence for logs and error messages.
   public var description: String {
     switch self {
     case .notADatabase(let path): "\(path) is not an SQLite database"
@@ -109,84 +110,5 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         + failures.map(\.description).joined(separator: "; ")
     case .sqlite(let error): error.description
     }
-  }
-}
-
-/// An object whose deletion a `.deny` relationship refused.
-///
-/// ```swift
-/// catch StoreError.deleteDenied(let denials) {
-///   for denial in denials { print(denial.objectID, denial.relationship, denial.relatedIDs) }
-/// }
-/// ```
-public struct DeleteDenial: Sendable, Equatable, CustomStringConvertible {
-  /// The object that was to be deleted.
-  public var objectID: AnyManagedID
-  /// Its relationship whose delete rule is `.deny`.
-  public var relationship: String
-  /// The related objects that block the deletion.
-  public var relatedIDs: [AnyManagedID]
-
-  public var description: String {
-    "\(objectID) is still related through \(relationship) to \(relatedIDs.map(\.description).joined(separator: ", "))"
-  }
-}
-
-/// One rule of the model an object breaks.
-///
-/// ```swift
-/// catch StoreError.validationFailed(let failures) {
-///   for failure in failures { print(failure.objectID, failure.property, failure.reason) }
-/// }
-/// ```
-public struct ValidationFailure: Sendable, Equatable, CustomStringConvertible {
-  /// What is wrong.
-  public enum Reason: Sendable, Equatable {
-    /// A required to-one relationship is nil.
-    case missingRequiredRelationship
-    /// A to-many relationship holds fewer objects than its `minimumCount`.
-    case tooFewObjects(count: Int, minimum: Int)
-    /// A to-many relationship holds more objects than its `maximumCount`.
-    case tooManyObjects(count: Int, maximum: Int)
-    /// An attribute's value lies outside the bounds declared with `@Attribute(bounds:)`.
-    case outOfBounds(value: String, bounds: String)
-  }
-
-  /// The object at fault (a temporary ID for an object not saved yet).
-  public var objectID: AnyManagedID
-  /// The property at fault.
-  public var property: String
-  /// What is wrong.
-  public var reason: Reason
-
-  public var description: String {
-    switch reason {
-    case .missingRequiredRelationship: "\(objectID).\(property) is required but nil"
-    case .tooFewObjects(let count, let minimum): "\(objectID).\(property) has \(count) objects, fewer than \(minimum)"
-    case .tooManyObjects(let count, let maximum): "\(objectID).\(property) has \(count) objects, more than \(maximum)"
-    case .outOfBounds(let value, let bounds): "\(objectID).\(property) is \(value), outside \(bounds)"
-    }
-  }
-}
-
-/// Two objects that a uniqueness constraint allows only one of.
-///
-/// ```swift
-/// catch StoreError.uniquenessConflict(let conflicts) {
-///   for conflict in conflicts { print(conflict.constraint, conflict.objectID, conflict.conflictingID) }
-/// }
-/// ```
-public struct UniquenessConflict: Sendable, Equatable, CustomStringConvertible {
-  /// The entity whose constraint it is.
-  public var entityName: String
-  /// The constraint's properties.
-  public var constraint: [String]
-  /// The object of the save (a temporary ID for an object never saved).
-  public var objectID: AnyManagedID
-  /// The stored row, or the other object of the same save, with the same values.
-  public var conflictingID: AnyManagedID
-
-  public var description: String {
-    "\(objectID) and \(conflictingID) share \(entityName)(\(constraint.joined(separator: ", ")))"
   }
 }

@@ -20,12 +20,21 @@ import Synchronization
 /// run one at a time; writes from other processes wait on SQLite's lock. A failure at any
 /// step before the commit rolls everything back: no rows without history, no history
 /// without rows, nothing published.
+///
+/// Three "changes" values meet here, one per direction:
+///
+/// - context → store: `ChangeSet`, the rows one save writes (plain values, built by the
+///   context, applied in step 2);
+/// - recorder → publisher: `RecordedChanges`, what the `HistoryRecorder` recorded for the
+///   transaction (step 3), handed to `publish` after the commit (step 5);
+/// - store → context: `StoreChanges`, the public value the publisher makes from a
+///   `RecordedChanges` (or from history, for other processes' commits) and contexts merge.
 final class StoreWriter: Sendable {
   private let connection: Mutex<SQLiteConnection>
   private let busyTimeout: Duration
   private let checkpointThresholdPages: Int32
   private let recordsHistory: Bool
-  private let publish: @Sendable (CommittedTransaction) -> Void
+  private let publish: @Sendable (RecordedChanges) -> Void
   private let storeIdentifier: UUID
   private let path: String
   /// Opened with `StoreOptions.isReadOnly`: every write throws before touching anything.
@@ -35,7 +44,7 @@ final class StoreWriter: Sendable {
 
   init(
     connection: sending SQLiteConnection, path: String, storeIdentifier: UUID, options: StoreOptions,
-    publish: @escaping @Sendable (CommittedTransaction) -> Void
+    publish: @escaping @Sendable (RecordedChanges) -> Void
   ) {
     self.connection = Mutex(connection)
     self.busyTimeout = options.busyTimeout
@@ -99,7 +108,7 @@ final class StoreWriter: Sendable {
       do {
         let (log, checkpointed) = try connection.checkpoint(.restart)
         return checkpointed >= log
-      } catch let error as SQLiteError where error.code & 0xff == 5 {  // SQLITE_BUSY: a reader kept it short
+      } catch let error as SQLiteError where error.isBusyOnly {  // a reader kept it short
         return false
       }
     }

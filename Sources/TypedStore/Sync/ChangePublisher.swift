@@ -31,7 +31,7 @@ final class ChangePublisher: Sendable {
     /// later starts after it, so the monitor does not publish it again.
     var publishedWithoutPosition: Int64 = 0
     /// Local commits waiting for remote ones before them.
-    var heldBack: [Int64: CommittedTransaction] = [:]
+    var heldBack: [Int64: RecordedChanges] = [:]
     var store: PersistentStore?
     var monitor: RemoteChangeMonitor?
 
@@ -73,7 +73,7 @@ final class ChangePublisher: Sendable {
   // MARK: - Publishing
 
   /// Publishes a commit of this process; called by the store's writer under its lock.
-  func publish(_ committed: CommittedTransaction) {
+  func publish(_ committed: RecordedChanges) {
     let monitor: RemoteChangeMonitor? = state.withLock { state in
       guard let number = committed.number, let last = state.lastPublished else {
         emit(StoreChanges(committed), in: &state)  // nobody listens yet, or no history: no order to keep
@@ -101,10 +101,10 @@ final class ChangePublisher: Sendable {
       switch event {
       case .transactions(let transactions):
         for transaction in transactions {
-          guard let last = state.lastPublished, transaction.number > last else { continue }
-          let local = state.heldBack.removeValue(forKey: transaction.number)
+          guard let last = state.lastPublished, transaction.transactionNumber > last else { continue }
+          let local = state.heldBack.removeValue(forKey: transaction.transactionNumber)
           emit(local.map(StoreChanges.init) ?? StoreChanges(transaction), in: &state)
-          state.lastPublished = transaction.number
+          state.lastPublished = transaction.transactionNumber
         }
       case .expired(let horizon):
         state.lastPublished = max(state.lastPublished ?? 0, horizon.transactionNumber)
@@ -188,17 +188,13 @@ final class ChangePublisher: Sendable {
     callbacks.sorted { $0.key < $1.key }.map(\.value)
   }
 
-  /// For tests: by store path, how many of the next reads of the position when listening
-  /// starts fail, as a transient SQLite error would.
-  static let failingStarts = Mutex<[String: Int]>([:])
-
   /// Takes the position and starts the monitor, for the first listener. When the position
   /// cannot be read now (a transient error), the monitor takes it at its first read instead:
   /// remote commits are published from then on, rather than never.
   private func startListening(_ state: inout State) {
     guard state.lastPublished == nil, let store = state.store, store.options.recordsHistory else { return }
     let path = store.url.path
-    let injected = takeInjectedFailure(from: Self.failingStarts, path: path)
+    let injected = FaultInjection.take(FaultInjection.publisherStarts, path: path)
     if !injected, let current = try? store.currentHistoryToken() {
       state.lastPublished = current.transactionNumber
     }
@@ -219,29 +215,4 @@ final class ChangePublisher: Sendable {
       },
       deliver: { [weak self] event in self?.publish(event) })
   }
-}
-
-/// A registration of a store-changes callback; it ends when cancelled or deallocated.
-///
-/// ```swift
-/// let observation = container.addStoreChangesObserver { changes in print(changes.insertedIDs.count) }
-/// observation.cancel()
-/// ```
-public final class StoreChangesObservation: Sendable {
-  private let onCancel: Mutex<(@Sendable () -> Void)?>
-
-  init(onCancel: @escaping @Sendable () -> Void) {
-    self.onCancel = Mutex(onCancel)
-  }
-
-  /// Stops the callbacks. Calling it again does nothing.
-  public func cancel() {
-    let action = onCancel.withLock { action in
-      defer { action = nil }
-      return action
-    }
-    action?()
-  }
-
-  deinit { cancel() }
 }

@@ -41,7 +41,7 @@ extension ContextState {
       if !changeObservers.isEmpty {
         var touched = ContextChanges()
         for change in changes {
-          switch change.kind {
+          switch change.changeType {
           case .insert: touched.inserted.insert(change.objectID)
           case .update: touched.updated.insert(change.objectID)
           case .delete: touched.deleted.insert(change.objectID)
@@ -52,8 +52,8 @@ extension ContextState {
     }
     return merge(
       through: transaction.token.transactionNumber,
-      deleted: changes.lazy.filter { $0.kind == .delete }.map(\.objectID),
-      updated: changes.lazy.filter { $0.kind == .update }.map(\.objectID))
+      deleted: changes.lazy.filter { $0.changeType == .delete }.map(\.objectID),
+      updated: changes.lazy.filter { $0.changeType == .update }.map(\.objectID))
   }
 
   /// Later transactions read from history to catch up within one snapshot, at most; beyond
@@ -82,7 +82,7 @@ extension ContextState {
         let later = try HistoryReader.fetch(
           request, storeIdentifier: store.identifier, model: model, connection: connection)
         for change in later.lazy.flatMap(\.changes) {
-          switch change.kind {
+          switch change.changeType {
           case .delete: deleted.insert(change.objectID)
           case .update: updated.insert(change.objectID)
           case .insert: break

@@ -9,7 +9,7 @@ import Synchronization
 /// ```swift
 /// let merger = try HistoryMerger(container: container, consumer: "indexer", contexts: [context])
 /// merger.addHook { event in
-///   for id in event.inserted(Note.self) { try index.add(id) }   // event.transaction.number: the idempotency key
+///   for id in event.inserted(Note.self) { try index.add(id) }   // event.transaction.transactionNumber: the idempotency key
 /// }
 /// try await merger.start()   // catches up from its checkpoint, then follows
 /// // ...
@@ -26,7 +26,7 @@ import Synchronization
 /// transaction's number. While it runs, the merger also rewrites its row at least every
 /// quarter of its lease, so that an idle consumer is not taken for a stale one.
 ///
-/// The merger follows the container's change notifications (commits of this process, and of
+/// The merger follows the store's change notifications (commits of this process, and of
 /// others through the remote-change monitor) as wake-ups, and reads history after its
 /// position as the truth.
 public final class HistoryMerger: Sendable {
@@ -56,12 +56,14 @@ public final class HistoryMerger: Sendable {
     /// Called, on the merger's thread, with the error that stopped it.
     public var onError: (@Sendable (any Error) -> Void)?
 
+    /// The defaults: start now, no excluded author, a lease of an hour, a checkpoint at most
+    /// every 100 ms.
     public init() {}
   }
 
   /// A transaction as a hook sees it.
   public struct Event: Sendable {
-    /// The transaction; its `number` is the key that makes a hook's side effects idempotent.
+    /// The transaction; its `transactionNumber` is the key that makes a hook's side effects idempotent.
     public let transaction: HistoryTransaction
     /// Its changes, with typed views by entity.
     public let changes: StoreChanges
@@ -86,6 +88,11 @@ public final class HistoryMerger: Sendable {
   /// A hook: called with each transaction before the default merge.
   public typealias Hook = @Sendable (inout Event) throws -> Void
 
+  /// How a merger hears of commits: it starts calling its argument after each commit, until
+  /// the observation it returns is cancelled.
+  public typealias Subscribe =
+    @Sendable (@escaping @Sendable (StoreChanges) -> Void) -> StoreChangesObservation
+
   private struct State {
     var hooks: [Hook] = []
     var position: Int64 = 0
@@ -100,8 +107,11 @@ public final class HistoryMerger: Sendable {
 
   /// The consumer's name: its checkpoint row's key.
   public let consumer: String
+  /// How the merger starts and runs.
   public let options: Options
-  private let container: PersistentContainer
+  /// The store whose history the merger consumes.
+  public let store: PersistentStore
+  private let subscribe: Subscribe
   private let destinations: [Destination]
   private let state = Mutex(State())
   private let wakeUps = DispatchSemaphore(value: 0)
@@ -127,24 +137,34 @@ public final class HistoryMerger: Sendable {
     }
   }
 
-  /// A consumer named `consumer` of the container's store, merging into `contexts` and into
-  /// the contexts of `modelActors` (on each actor's executor, between its own jobs).
+  /// A consumer named `consumer` of `store`, merging into `contexts` and into the contexts of
+  /// `modelActors` (on each actor's executor, between its own jobs), woken by the commits
+  /// `subscribe` reports. ``init(container:consumer:contexts:modelActors:options:)`` passes
+  /// the container's ``PersistentContainer/addStoreChangesObserver(_:)``.
   ///
   /// ```swift
-  /// let merger = try HistoryMerger(container: container, consumer: "board", modelActors: [board])
+  /// let merger = try HistoryMerger(store: store, consumer: "indexer") { onCommit in
+  ///   container.addStoreChangesObserver(onCommit)
+  /// }
   /// ```
   ///
+  /// - Parameters:
+  ///   - subscribe: starts calling its argument after each commit (of this process, and of
+  ///     others), until the returned observation is cancelled. The merger reads history after
+  ///     its position as the truth: the calls are only wake-ups.
   /// - Throws: `HistoryError.invalidConsumerName`, `.invalidLease`, `.historyNotRecorded`.
   public init(
-    container: PersistentContainer, consumer: String, contexts: [ManagedObjectContext] = [],
-    modelActors: [any ModelActor] = [], options: Options = Options()
+    store: PersistentStore, consumer: String, contexts: [ManagedObjectContext] = [],
+    modelActors: [any ModelActor] = [], options: Options = Options(),
+    subscribe: @escaping Subscribe
   ) throws {
     guard !consumer.isEmpty, consumer.count <= 200 else { throw HistoryError.invalidConsumerName(consumer) }
     guard options.lease > .zero else { throw HistoryError.invalidLease(options.lease) }
-    guard container.persistentStore.options.recordsHistory else { throw HistoryError.historyNotRecorded }
+    guard store.options.recordsHistory else { throw HistoryError.historyNotRecorded }
     self.consumer = consumer
     self.options = options
-    self.container = container
+    self.store = store
+    self.subscribe = subscribe
     self.destinations = contexts.map(Destination.init) + modelActors.map { Destination($0) }
   }
 
@@ -157,7 +177,7 @@ public final class HistoryMerger: Sendable {
   /// The last transaction processed (in memory; the store's row may be a little behind).
   public var checkpoint: HistoryToken {
     HistoryToken(
-      storeIdentifier: container.persistentStore.identifier, transactionNumber: state.withLock { $0.position })
+      storeIdentifier: store.identifier, transactionNumber: state.withLock { $0.position })
   }
 
   /// The error that stopped the merger, if one did.
@@ -177,7 +197,6 @@ public final class HistoryMerger: Sendable {
   ///   catch-up; the merger is stopped then.
   public func start() async throws {
     guard !isRunning else { return }
-    let store = container.persistentStore
     let registered = try store.registerHistoryConsumer(
       consumer, fromBeginning: options.startsAt == .beginning, lease: options.lease)
     guard registered.checkpoint.storeIdentifier == store.identifier else {
@@ -195,7 +214,7 @@ public final class HistoryMerger: Sendable {
       try store.writeCheckpoint(consumer: consumer, number: position, lease: options.lease, advanced: true)
     }
     let wakeUps = wakeUps
-    let observation = container.addStoreChangesObserver { _ in wakeUps.signal() }
+    let observation = subscribe { _ in wakeUps.signal() }
     state.withLock { state in
       state.position = position
       state.written = position
@@ -281,7 +300,6 @@ public final class HistoryMerger: Sendable {
 
   /// Processes every transaction after the position, a page at a time.
   private func processAvailable() throws {
-    let store = container.persistentStore
     let hooks = state.withLock { $0.hooks }
     while state.withLock({ $0.isRunning }) {
       var request = HistoryRequest(
@@ -295,14 +313,14 @@ public final class HistoryMerger: Sendable {
         if !merged.isEmpty {
           for destination in destinations { destination.merge(merged) }
         }
-        state.withLock { $0.position = last.number }
+        state.withLock { $0.position = last.transactionNumber }
         try writeCheckpoint(force: false)
         continue
       }
       for transaction in page {
         guard state.withLock({ $0.isRunning }) else { return }
         if let author = transaction.author, options.excludedAuthors.contains(author) {
-          state.withLock { $0.position = transaction.number }
+          state.withLock { $0.position = transaction.transactionNumber }
           continue
         }
         var event = Event(transaction: transaction, changes: StoreChanges(transaction))
@@ -310,7 +328,7 @@ public final class HistoryMerger: Sendable {
         if event.mergesIntoContexts {
           for destination in destinations { destination.merge([transaction]) }
         }
-        state.withLock { $0.position = transaction.number }
+        state.withLock { $0.position = transaction.transactionNumber }
         try writeCheckpoint(force: false)
       }
     }
@@ -326,7 +344,7 @@ public final class HistoryMerger: Sendable {
     guard (moved && (force || sinceWrite >= options.checkpointInterval)) || sinceWrite >= options.lease / 4 else {
       return
     }
-    try container.persistentStore.writeCheckpoint(
+    try store.writeCheckpoint(
       consumer: consumer, number: position, lease: options.lease, advanced: moved)
     state.withLock { state in
       state.written = position

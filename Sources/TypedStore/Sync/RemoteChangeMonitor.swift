@@ -37,12 +37,6 @@ final class RemoteChangeMonitor: Sendable {
   private let takePosition: @Sendable (Int64) -> Int64
   private let deliver: @Sendable (Event) -> Void
   private let isRunning = Atomic<Bool>(true)
-  /// For tests: by store path, how many of the next history reads of that store's monitor
-  /// fail as a transient SQLite error would.
-  static let failingReads = Mutex<[String: Int]>([:])
-  /// For tests: by store path, how many of the monitor's next attempts to open its read
-  /// connection fail.
-  static let failingOpens = Mutex<[String: Int]>([:])
   private let wakeRead: Int32
   private let wakeWrite: Int32
 
@@ -153,7 +147,7 @@ final class RemoteChangeMonitor: Sendable {
   private func openConnection() -> SQLiteConnection? {
     let path = store.url.path
     while isRunning.load(ordering: .acquiring) {
-      let injected = takeInjectedFailure(from: Self.failingOpens, path: path)
+      let injected = FaultInjection.take(FaultInjection.monitorOpens, path: path)
       if !injected, let connection = try? store.makeReadConnection() { return connection }
       var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
       if poll(&fds, 1, Int32(clamping: max(1, pollInterval.inMilliseconds))) > 0 {
@@ -176,8 +170,8 @@ final class RemoteChangeMonitor: Sendable {
           after: HistoryToken(storeIdentifier: store.identifier, transactionNumber: after))
         request.transactionLimit = 1000
         let path = store.url.path
-        let injected = takeInjectedFailure(from: Self.failingReads, path: path)
-        if injected { throw SQLiteError(code: 5, message: "database is locked (injected by a test)") }
+        let injected = FaultInjection.take(FaultInjection.monitorReads, path: path)
+        if injected { throw SQLiteError.busy("database is locked (injected by a test)") }
         let transactions = try HistoryReader.fetch(
           request, storeIdentifier: store.identifier, model: store.model, connection: connection)
         guard !transactions.isEmpty else { return true }
@@ -206,15 +200,5 @@ final class RemoteChangeMonitor: Sendable {
       offset = start + length
     }
     return false
-  }
-}
-
-/// For the failures tests inject by store path (`failingReads` and the like): whether the
-/// next operation on `path` fails, counting it off.
-func takeInjectedFailure(from failures: borrowing Mutex<[String: Int]>, path: String) -> Bool {
-  failures.withLock { failing in
-    guard let count = failing[path], count > 0 else { return false }
-    failing[path] = count - 1
-    return true
   }
 }

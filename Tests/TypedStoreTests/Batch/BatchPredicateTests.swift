@@ -29,7 +29,8 @@ import TypedStore
     let history = try people.container.fetchHistory(HistoryRequest(after: start))
     #expect(history.count == 1)
     #expect(history.first?.changes.count == expected.count)
-    #expect(history.first?.changes.allSatisfy { $0.kind == .update && $0.changedAttributes == ["active"] } == true)
+    #expect(
+      history.first?.changes.allSatisfy { $0.changeType == .update && $0.updatedProperties == ["active"] } == true)
   }
 
   @Test func batchDeleteRemovesExactlyTheRowsThePredicateSelects() async throws {
@@ -44,7 +45,7 @@ import TypedStore
     let (_, left) = try await people.compare(#Predicate { _ in true })
     #expect(Set(left) == Set(all).subtracting(doomed))
     let last = try people.container.fetchHistory(HistoryRequest()).last
-    #expect(last?.changes.filter { $0.kind == .delete }.count == doomed.count)
+    #expect(last?.changes.filter { $0.changeType == .delete }.count == doomed.count)
   }
 
   @Test func anUntranslatablePredicateWritesNothing() async throws {

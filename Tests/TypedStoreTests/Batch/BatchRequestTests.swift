@@ -55,8 +55,8 @@ import Testing
     #expect(result.objectIDs == [ids[0], ids[2]])
     let history = try container.fetchHistory(HistoryRequest(after: start))
     #expect(history.count == 1)
-    #expect(history[0].changes.map(\.kind) == [.update, .update])
-    #expect(history[0].changes.allSatisfy { $0.changedAttributes == ["title"] })
+    #expect(history[0].changes.map(\.changeType) == [.update, .update])
+    #expect(history[0].changes.allSatisfy { $0.updatedProperties == ["title"] })
     let all = try await container.performBackgroundTask { context in
       try context.execute(BatchUpdateRequest<Note>(propertiesToUpdate: [.set(\.status, .archived)]))
     }
@@ -103,7 +103,7 @@ import Testing
     }
     #expect(result.objectIDs == [ids[1]])
     let change = try #require(try container.fetchHistory(HistoryRequest(after: start)).first?.changes.first)
-    #expect(change.kind == .delete)
+    #expect(change.changeType == .delete)
     #expect(change.tombstone?[\Note.uuid] == uuids[1])
     let all = try await container.performBackgroundTask { context in try context.execute(BatchDeleteRequest<Note>()) }
     #expect(all.count == 2)

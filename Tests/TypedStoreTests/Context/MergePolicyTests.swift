@@ -66,7 +66,7 @@ import Testing
     case .storeTrump:
       #expect(row.0 == "elsewhere" && row.1 == .published && row.2 == Self.elsewhereDate)
       let last = try #require(try container.fetchHistory(HistoryRequest(after: before)).first)
-      #expect(last.changes.map(\.changedAttributes) == [["status"]], "history holds what was written")
+      #expect(last.changes.map(\.updatedProperties) == [["status"]], "history holds what was written")
     case .objectTrump:
       #expect(row.0 == "here" && row.1 == .published && row.2 == Self.elsewhereDate)
     case .overwrite:
@@ -126,7 +126,7 @@ import Testing
       #expect(outcome.2)
       #expect(row?.0 == "here", "inserted again with the object's values")
       let history = try container.fetchHistory(HistoryRequest(after: before))
-      #expect(history.flatMap(\.changes).map(\.kind) == [.insert])
+      #expect(history.flatMap(\.changes).map(\.changeType) == [.insert])
       #expect(history.flatMap(\.changes).map(\.objectID) == [id.untyped])
     }
   }
@@ -184,7 +184,7 @@ import Testing
     #expect(await stored(container, id) == nil)
     // Only the first deletion is in history: the second deleted nothing.
     let deletes = try container.fetchHistory(HistoryRequest(after: start)).flatMap(\.changes)
-    #expect(deletes.map(\.kind) == [.delete])
+    #expect(deletes.map(\.changeType) == [.delete])
   }
 
   @Test func everyConflictOfASaveIsReportedAtOnce() async throws {

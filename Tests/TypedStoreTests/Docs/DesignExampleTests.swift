@@ -75,7 +75,7 @@ enum DesignExample {
       #expect(try context.count(for: FetchRequest<Note>()) == 2)
     }
     let history = try container.fetchHistory(HistoryRequest())
-    let deletes = history.last?.changes.filter { $0.kind == .delete } ?? []
+    let deletes = history.last?.changes.filter { $0.changeType == .delete } ?? []
     #expect(deletes.count == 4)  // the folder and its three notes
   }
 }

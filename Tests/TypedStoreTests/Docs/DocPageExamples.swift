@@ -251,9 +251,9 @@ enum HistoryPage {
     for transaction in try container.fetchHistory(HistoryRequest(after: start)) {
       for change in transaction.changes {
         if let id = change.objectID(as: Note.self) {  // typed; nil for other entities
-          switch change.kind {
+          switch change.changeType {
           case .insert: print("inserted", id)
-          case .update: print("updated", id, change.changedAttributes)
+          case .update: print("updated", id, change.updatedProperties)
           case .delete: print("deleted", id, change.tombstone?[\Note.uuid] as Any)
           }
         }
@@ -294,7 +294,7 @@ enum MergingPage {
     options.lease = .seconds(3600)  // unseen for longer than this: stale
     let merger = try HistoryMerger(container: container, consumer: "indexer", contexts: [context], options: options)
     merger.addHook { event in
-      for id in event.inserted(Note.self) { try index.add(id, key: event.transaction.number) }
+      for id in event.inserted(Note.self) { try index.add(id, key: event.transaction.transactionNumber) }
     }
     try await merger.start()
     return merger

@@ -160,8 +160,8 @@ import Testing
     }
     let changes = try container.persistentStore.fetchHistory(HistoryRequest(after: before)).flatMap(\.changes)
     var updated: [String: [String]] = [:]
-    for change in changes where change.kind == .update {
-      updated[change.objectID.description, default: []] += change.changedAttributes
+    for change in changes where change.changeType == .update {
+      updated[change.objectID.description, default: []] += change.updatedProperties
     }
     #expect(updated[bookID.untyped.description] == ["shelf"])
     #expect(updated[inboxID.untyped.description] == ["books"])

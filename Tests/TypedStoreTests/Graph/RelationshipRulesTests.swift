@@ -225,7 +225,7 @@ final class Right: ManagedObject {
       #expect(try context.count(for: FetchRequest<Book>()) == 1)
     }
     let deletes = try container.persistentStore.fetchHistory(HistoryRequest()).last?.changes.filter {
-      $0.kind == .delete
+      $0.changeType == .delete
     }
     #expect(deletes?.count == 15)
   }

@@ -157,7 +157,7 @@ import Testing
     }
     let transactions = try container.persistentStore.fetchHistory(HistoryRequest(after: before))
     #expect(transactions.count == 1)
-    let deletes: [HistoryChange] = transactions[0].changes.filter { $0.kind == ChangeKind.delete }
+    let deletes: [HistoryChange] = transactions[0].changes.filter { $0.changeType == HistoryChange.Kind.delete }
     var counts: [String: Int] = [:]
     for change in deletes { counts[change.objectID.entityName, default: 0] += 1 }
     #expect(counts == ["Shelf": 1, "Book": 3, "Chapter": 6, "Page": 12])
@@ -186,8 +186,8 @@ import Testing
       #expect(try context.existingObject(with: bookID).tags.isEmpty)
     }
     let changes = try container.persistentStore.fetchHistory(HistoryRequest(after: before)).flatMap(\.changes)
-    let tagUpdates = changes.filter { $0.kind == .update && $0.objectID.entityName == "Book" }
-    #expect(tagUpdates.allSatisfy { $0.changedAttributes == ["tags"] } && tagUpdates.count == 2)
+    let tagUpdates = changes.filter { $0.changeType == .update && $0.objectID.entityName == "Book" }
+    #expect(tagUpdates.allSatisfy { $0.updatedProperties == ["tags"] } && tagUpdates.count == 2)
   }
 
   @Test func denyThrowsNamingTheBlockersAndChangesNothing() async throws {

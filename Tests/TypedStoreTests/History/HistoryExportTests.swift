@@ -81,7 +81,7 @@ import TypedStore
     options.startsAt = .beginning
     let merger = try HistoryMerger(container: container, consumer: "partial", contexts: [], options: options)
     merger.addHook { event in
-      if event.transaction.number == 3 { throw CancellationError() }
+      if event.transaction.transactionNumber == 3 { throw CancellationError() }
     }
     await #expect(throws: CancellationError.self) { try await merger.start() }
     #expect(try container.persistentStore.historyConsumers().first?.checkpoint.transactionNumber == 2)
@@ -101,17 +101,17 @@ import TypedStore
     }
     let store = container.persistentStore
     let token = { (number: Int64) in HistoryToken(storeIdentifier: store.identifier, transactionNumber: number) }
-    #expect(try store.fetchHistory(HistoryRequest()).map(\.number) == Array(1...2_500))
-    #expect(try store.fetchHistory(HistoryRequest(after: token(100))).map(\.number) == Array(101...2_500))
+    #expect(try store.fetchHistory(HistoryRequest()).map(\.transactionNumber) == Array(1...2_500))
+    #expect(try store.fetchHistory(HistoryRequest(after: token(100))).map(\.transactionNumber) == Array(101...2_500))
     var limited = HistoryRequest(after: token(700))
     limited.transactionLimit = 1_500
-    #expect(try store.fetchHistory(limited).map(\.number) == Array(701...2_200))
+    #expect(try store.fetchHistory(limited).map(\.transactionNumber) == Array(701...2_200))
     var folders = HistoryRequest(after: token(900))
     folders.entityNames = ["Folder"]
     let expected = (901...2_500).filter { ($0 - 1) % 3 == 0 }.map(Int64.init)
-    #expect(try store.fetchHistory(folders).map(\.number) == expected)
+    #expect(try store.fetchHistory(folders).map(\.transactionNumber) == expected)
     #expect(try store.fetchHistory(folders).allSatisfy { $0.changes.count == 1 })
     let ranged = HistoryRequest(after: token(999), through: token(2_001))
-    #expect(try store.fetchHistory(ranged).map(\.number) == Array(1_000...2_001))
+    #expect(try store.fetchHistory(ranged).map(\.transactionNumber) == Array(1_000...2_001))
   }
 }

@@ -43,17 +43,17 @@ final class Keepsake: ManagedObject {
     let transactions = try container.fetchHistory(HistoryRequest(after: start))
     #expect(transactions.count == 2)
     let (first, second) = (transactions[0], transactions[1])
-    #expect(first.number + 1 == second.number)
+    #expect(first.transactionNumber + 1 == second.transactionNumber)
     #expect(first.author == "alice")
     #expect(first.contextName == "editor")
     #expect(first.processID == ProcessInfo.processInfo.processIdentifier)
-    #expect(first.changes.map(\.kind) == [.insert, .insert, .insert])
+    #expect(first.changes.map(\.changeType) == [.insert, .insert, .insert])
     #expect(first.changes.compactMap { $0.objectID(as: Note.self) } == ids)
     #expect(first.changes.allSatisfy { $0.objectID(as: Folder.self) == nil })
-    let update = try #require(second.changes.first { $0.kind == .update })
+    let update = try #require(second.changes.first { $0.changeType == .update })
     #expect(update.objectID(as: Note.self) == ids[0])
-    #expect(Set(update.changedAttributes) == ["title", "status"])
-    let delete = try #require(second.changes.first { $0.kind == .delete })
+    #expect(Set(update.updatedProperties) == ["title", "status"])
+    let delete = try #require(second.changes.first { $0.changeType == .delete })
     #expect(delete.objectID(as: Note.self) == ids[1])
     #expect(delete.tombstone?[\Note.uuid] != nil)
     #expect(try container.currentHistoryToken == second.token)
@@ -109,7 +109,7 @@ final class Keepsake: ManagedObject {
       try context.save()
     }
     let delete = try #require(try container.fetchHistory(HistoryRequest()).last?.changes.first)
-    #expect(delete.kind == .delete)
+    #expect(delete.changeType == .delete)
     let t = try #require(delete.tombstone)
     #expect(t[\Keepsake.bool] == true)
     #expect(t[\Keepsake.int] == .min)
@@ -208,7 +208,9 @@ final class Keepsake: ManagedObject {
     let (container, _) = try await seeded()
     let all = try container.fetchHistory(HistoryRequest())
     let afterFirst = try container.fetchHistory(HistoryRequest(after: all[0].timestamp))
-    #expect(afterFirst.map(\.number) == all.dropFirst().filter { $0.timestamp > all[0].timestamp }.map(\.number))
+    #expect(
+      afterFirst.map(\.transactionNumber)
+        == all.dropFirst().filter { $0.timestamp > all[0].timestamp }.map(\.transactionNumber))
   }
 
   @Test func tokenOfAnotherStoreThrowsForeignStore() async throws {
@@ -250,7 +252,7 @@ final class Keepsake: ManagedObject {
       try container.fetchHistory(HistoryRequest(after: all[0].timestamp.addingTimeInterval(-1)))
     }
     let kept = try container.fetchHistory(HistoryRequest(after: all[1].timestamp))
-    #expect(kept.last?.number == all.last?.number)
+    #expect(kept.last?.transactionNumber == all.last?.transactionNumber)
   }
 }
 
@@ -284,14 +286,14 @@ final class Keepsake: ManagedObject {
     }
     let history = try container.fetchHistory(HistoryRequest())
     #expect(history.count == 3 * count)
-    let numbers = history.map(\.number)
+    let numbers = history.map(\.transactionNumber)
     #expect(numbers == Array(numbers[0]...(numbers[0] + Int64(3 * count - 1))))
     let pids = Set(history.map(\.processID))
     #expect(pids == Set(processes.map(\.processIdentifier) + [ProcessInfo.processInfo.processIdentifier]))
     for author in ["writer-a", "writer-b", "tests"] {
       let mine = history.filter { $0.author == author }
       #expect(mine.count == count)
-      #expect(mine.allSatisfy { $0.changes.count == 1 && $0.changes[0].kind == .insert })
+      #expect(mine.allSatisfy { $0.changes.count == 1 && $0.changes[0].changeType == .insert })
     }
     let rows = try await container.viewContext.perform { context in try context.count(for: FetchRequest<Event>()) }
     #expect(rows == 3 * count)
@@ -315,7 +317,7 @@ extension MultiProcessHistoryTests {
     #expect(process.terminationReason == .uncaughtSignal)
 
     let history = try container.fetchHistory(HistoryRequest())
-    let recorded = Set(history.flatMap(\.changes).filter { $0.kind == .insert }.compactMap(\.objectID.primaryKey))
+    let recorded = Set(history.flatMap(\.changes).filter { $0.changeType == .insert }.compactMap(\.objectID.primaryKey))
     let rows = try await container.newBackgroundContext().perform { context in
       Set(try context.fetchObjectIDs(for: FetchRequest<Event>()).compactMap(\.primaryKey))
     }

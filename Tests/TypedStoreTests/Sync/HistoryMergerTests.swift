@@ -18,7 +18,7 @@ private func save(_ titles: [String], in container: PersistentContainer, author:
 }
 
 private func logging(_ merger: HistoryMerger, into log: NumberLog) {
-  merger.addHook { event in log.add(event.transaction.number) }
+  merger.addHook { event in log.add(event.transaction.transactionNumber) }
 }
 
 @Suite struct HistoryMergerTests {
@@ -80,8 +80,8 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     let merger = try HistoryMerger(container: container, consumer: "picky", options: options)
     let log = NumberLog()
     merger.addHook { event in
-      if event.transaction.number == 3 { throw Refused() }
-      log.add(event.transaction.number)
+      if event.transaction.transactionNumber == 3 { throw Refused() }
+      log.add(event.transaction.transactionNumber)
     }
     try await save(["a", "b", "c", "d"], in: container)
     await #expect(throws: Refused.self) { try await merger.start() }
@@ -150,7 +150,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     let plain = try PersistentContainer.makeTest(model: notesModel, variant: "plain", options: noHistory)
     #expect(throws: HistoryError.historyNotRecorded) { try HistoryMerger(container: plain, consumer: "x") }
     #expect(throws: HistoryError.unknownConsumer("nobody")) {
-      try HistoryPruner(container: container).removeConsumer(named: "nobody")
+      try container.persistentStore.removeHistoryConsumer(named: "nobody")
     }
     #expect(try container.persistentStore.historyConsumers().isEmpty)
   }
@@ -205,7 +205,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     try await save((0..<10).map { "n\($0)" }, in: container)
     try consumer("indexer", at: 4, in: container)
     let pruner = HistoryPruner(container: container)
-    for policy in [HistoryPruner.Policy.keepLast(0), .olderThan(.zero), .before(try container.currentHistoryToken)] {
+    for policy in [HistoryPruningPolicy.keepLast(0), .olderThan(.zero), .before(try container.currentHistoryToken)] {
       let report = try pruner.prune(policy, dryRun: true)
       #expect(report.deletedTransactions == 4)
       #expect(report.horizon.transactionNumber == 4)
@@ -213,7 +213,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     }
     let report = try pruner.prune(.keepLast(0))
     #expect(report.deletedTransactions == 4)
-    #expect(try container.fetchHistory(HistoryRequest(after: report.horizon)).map(\.number) == Array(5...10))
+    #expect(try container.fetchHistory(HistoryRequest(after: report.horizon)).map(\.transactionNumber) == Array(5...10))
   }
 
   @Test func consumedDeletesUpToTheLowestCheckpointAndNothingWithoutConsumers() async throws {
@@ -226,7 +226,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     let report = try pruner.prune(.consumed)
     #expect(report.deletedTransactions == 3)
     #expect(report.horizon.transactionNumber == 3)
-    try pruner.removeConsumer(named: "b")
+    try pruner.store.removeHistoryConsumer(named: "b")
     #expect(try pruner.prune(.consumed).deletedTransactions == 2)
   }
 
@@ -253,13 +253,13 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     let seen = NumberLog()
     #expect(throws: Full.self) {
       try pruner.prune(.keepLast(1)) { transaction in
-        if transaction.number == 3 { throw Full() }
-        seen.add(transaction.number)
+        if transaction.transactionNumber == 3 { throw Full() }
+        seen.add(transaction.transactionNumber)
       }
     }
     #expect(try container.fetchHistory(HistoryRequest()).count == 5, "nothing pruned")
     let archived = NumberLog()
-    let report = try pruner.prune(.keepLast(1)) { archived.add($0.number) }
+    let report = try pruner.prune(.keepLast(1)) { archived.add($0.transactionNumber) }
     #expect(archived.all == [1, 2, 3, 4])
     #expect(report.deletedTransactions == 4)
   }

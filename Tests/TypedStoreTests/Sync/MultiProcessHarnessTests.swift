@@ -145,7 +145,7 @@ private struct Harness {
     report.integrity =
       try container.persistentStore.writer.withConnection { try $0.scalarText("PRAGMA integrity_check") } ?? ""
     let kept = try container.fetchHistory(HistoryRequest(after: try container.persistentStore.historyHorizon()))
-    let numbers = kept.map(\.number)
+    let numbers = kept.map(\.transactionNumber)
     report.historyGaps = numbers.isEmpty ? 0 : (numbers == Array(numbers[0]...numbers[numbers.count - 1]) ? 0 : 1)
     return report
   }

@@ -160,11 +160,11 @@ private func eventually(
     }
     defer { observation.cancel() }
     try await Task.sleep(for: .milliseconds(300))  // the monitor has started and read once
-    RemoteChangeMonitor.failingReads.withLock { $0[path] = 1 }
-    defer { _ = RemoteChangeMonitor.failingReads.withLock { $0.removeValue(forKey: path) } }
+    FaultInjection.monitorReads.withLock { $0[path] = 1 }
+    defer { _ = FaultInjection.monitorReads.withLock { $0.removeValue(forKey: path) } }
     _ = try runWriter([path, "other", "1"]).finish()
     #expect(await seen.wait(for: 1, seconds: 10))
-    #expect(RemoteChangeMonitor.failingReads.withLock { $0[path] } == 0)
+    #expect(FaultInjection.monitorReads.withLock { $0[path] } == 0)
   }
 
   @Test func aMonitorWhoseReadConnectionFailsToOpenTriesAgainAtEachPoll() async throws {
@@ -172,8 +172,8 @@ private func eventually(
     options.remoteChangePollInterval = .milliseconds(100)
     let url = PersistentContainer.testStoreURL()
     try PersistentContainer.destroyPersistentStore(at: url)
-    RemoteChangeMonitor.failingOpens.withLock { $0[url.path] = 3 }
-    defer { _ = RemoteChangeMonitor.failingOpens.withLock { $0.removeValue(forKey: url.path) } }
+    FaultInjection.monitorOpens.withLock { $0[url.path] = 3 }
+    defer { _ = FaultInjection.monitorOpens.withLock { $0.removeValue(forKey: url.path) } }
     let container = try PersistentContainer(
       name: "Test", model: ManagedObjectModel(Event.self), storeURL: url, options: options)
     let seen = Recorder<Int>()
@@ -184,7 +184,7 @@ private func eventually(
     _ = try runWriter([url.path, "other", "2"]).finish()  // while the monitor cannot open yet
     #expect(await seen.wait(for: 2, seconds: 10))
     #expect(seen.all == [1, 1])
-    #expect(RemoteChangeMonitor.failingOpens.withLock { $0[url.path] } == 0)
+    #expect(FaultInjection.monitorOpens.withLock { $0[url.path] } == 0)
   }
 
   @Test func listenersWhosePositionCannotBeReadAtFirstStillHearLaterRemoteCommits() async throws {
@@ -192,14 +192,14 @@ private func eventually(
     options.remoteChangePollInterval = .milliseconds(100)
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self), options: options)
     let path = container.persistentStore.url.path
-    ChangePublisher.failingStarts.withLock { $0[path] = 1 }
-    defer { _ = ChangePublisher.failingStarts.withLock { $0.removeValue(forKey: path) } }
+    FaultInjection.publisherStarts.withLock { $0[path] = 1 }
+    defer { _ = FaultInjection.publisherStarts.withLock { $0.removeValue(forKey: path) } }
     let seen = Recorder<Int>()
     let observation = container.addStoreChangesObserver { changes in
       if changes.isRemote { seen.add(changes.inserted(Event.self).count) }
     }
     defer { observation.cancel() }
-    #expect(ChangePublisher.failingStarts.withLock { $0[path] } == 0)
+    #expect(FaultInjection.publisherStarts.withLock { $0[path] } == 0)
     try await Task.sleep(for: .milliseconds(300))  // the monitor has taken the position
     _ = try runWriter([path, "other", "2"]).finish()
     #expect(await seen.wait(for: 2, seconds: 10))

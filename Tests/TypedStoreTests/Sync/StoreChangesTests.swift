@@ -26,14 +26,14 @@ import Testing
       let changes = try #require(await iterator.next())
       #expect(changes.token == transaction.token)
       #expect(changes.author == transaction.author)
-      func ids(_ kind: ChangeKind) -> Set<AnyManagedID> {
-        Set(transaction.changes.filter { $0.kind == kind }.map(\.objectID))
+      func ids(_ kind: HistoryChange.Kind) -> Set<AnyManagedID> {
+        Set(transaction.changes.filter { $0.changeType == kind }.map(\.objectID))
       }
       #expect(changes.insertedIDs == ids(.insert))
       #expect(changes.updatedIDs == ids(.update))
       #expect(changes.deletedIDs == ids(.delete))
-      for change in transaction.changes where change.kind == .update {
-        #expect(changes.changedAttributes[change.objectID] == change.changedAttributes)
+      for change in transaction.changes where change.changeType == .update {
+        #expect(changes.changedAttributes[change.objectID] == change.updatedProperties)
       }
     }
   }
@@ -62,7 +62,7 @@ import Testing
       received.withLock { $0.append(changes.token?.transactionNumber ?? -1) }
     }
     for index in 0..<5 { _ = try await saveNotes(["\(index)"], in: container) }
-    let expected = try container.fetchHistory(HistoryRequest()).map(\.number)
+    let expected = try container.fetchHistory(HistoryRequest()).map(\.transactionNumber)
     for _ in 0..<200 where received.withLock({ $0.count }) < 5 { try await Task.sleep(for: .milliseconds(5)) }
     #expect(received.withLock { $0 } == expected)
     observation.cancel()

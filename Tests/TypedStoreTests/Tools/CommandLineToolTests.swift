@@ -171,18 +171,18 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     try #require(objects.count == history.count)
     for (index, (object, transaction)) in zip(objects, history).enumerated() {
       #expect(object["version"] as? Int == 1)
-      #expect(object["number"] as? Int == Int(transaction.number))
+      #expect(object["number"] as? Int == Int(transaction.transactionNumber))
       #expect(object["token"] as? String == transaction.token.stringRepresentation)
       #expect(object["author"] as? String == transaction.author)
       #expect(object["processID"] as? Int == Int(transaction.processID))
       let changes = object["changes"] as? [[String: Any]] ?? []
       try #require(changes.count == transaction.changes.count)
       for (exported, change) in zip(changes, transaction.changes) {
-        #expect(exported["kind"] as? String == ["insert", "update", "delete"][change.kind.rawValue])
+        #expect(exported["kind"] as? String == ["insert", "update", "delete"][change.changeType.rawValue])
         #expect(exported["entity"] as? String == change.objectID.entityName)
         #expect(exported["pk"] as? Int == change.objectID.primaryKey.map(Int.init))
         #expect(exported["uri"] as? String == change.objectID.uriRepresentation.absoluteString)
-        #expect(exported["changedAttributes"] as? [String] == change.changedAttributes)
+        #expect(exported["changedAttributes"] as? [String] == change.updatedProperties)
         if let tombstone = change.tombstone {
           let values = exported["tombstone"] as? [String: Any]
           #expect(values?["uuid"] as? String == tombstone[\Note.uuid]?.uuidString)
@@ -292,7 +292,7 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     options.startsAt = .beginning
     let merger = try HistoryMerger(container: container, consumer: "indexer", contexts: [], options: options)
     merger.addHook { event in
-      if event.transaction.number > 2 { throw CancellationError() }
+      if event.transaction.transactionNumber > 2 { throw CancellationError() }
     }
     try? await merger.start()  // the hook stops it after transaction 2
     await merger.stop()
@@ -308,7 +308,7 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     #expect(run.status == 0, "\(run.stderr)")
     #expect(run.json["deletedTransactions"] as? Int == 2)
     #expect(run.json["heldBackBy"] as? [String] == ["indexer"])
-    #expect(try container.fetchHistory(HistoryRequest(after: merger.checkpoint)).map(\.number) == [3, 4])
+    #expect(try container.fetchHistory(HistoryRequest(after: merger.checkpoint)).map(\.transactionNumber) == [3, 4])
 
     let consumers = try typedstore(["consumers", "list", "--store", path, "--json"])
     let listed = try #require(try JSONSerialization.jsonObject(with: Data(consumers.stdout.utf8)) as? [[String: Any]])
@@ -326,7 +326,7 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
     options.lease = .milliseconds(200)
     let merger = try HistoryMerger(container: container, consumer: "gone", contexts: [], options: options)
     merger.addHook { event in
-      if event.transaction.number > 1 { throw CancellationError() }
+      if event.transaction.transactionNumber > 1 { throw CancellationError() }
     }
     try? await merger.start()  // the hook stops it after transaction 1
     await merger.stop()

@@ -22,9 +22,11 @@ public struct StoreChanges: Sendable {
   public let contextName: String?
   /// When the transaction committed.
   public let timestamp: Date
-  /// Every inserted, updated and deleted row, untyped.
+  /// Every inserted row, untyped.
   public let insertedIDs: Set<AnyManagedID>
+  /// Every updated row, untyped.
   public let updatedIDs: Set<AnyManagedID>
+  /// Every deleted row, untyped.
   public let deletedIDs: Set<AnyManagedID>
   /// For each updated row, the attributes that changed.
   public let changedAttributes: [AnyManagedID: [String]]
@@ -36,7 +38,7 @@ public struct StoreChanges: Sendable {
   /// The context of this process that committed it, for automatic merging.
   let origin: ObjectIdentifier?
 
-  init(_ committed: CommittedTransaction) {
+  init(_ committed: RecordedChanges) {
     isRemote = false
     processID = ProcessInfo.processInfo.processIdentifier
     origin = committed.origin
@@ -90,11 +92,11 @@ public struct StoreChanges: Sendable {
     var deleted = Set<AnyManagedID>()
     var changed: [AnyManagedID: [String]] = [:]
     for change in transaction.changes {
-      switch change.kind {
+      switch change.changeType {
       case .insert: inserted.insert(change.objectID)
       case .update:
         updated.insert(change.objectID)
-        changed[change.objectID] = change.changedAttributes
+        changed[change.objectID] = change.updatedProperties
       case .delete: deleted.insert(change.objectID)
       }
     }

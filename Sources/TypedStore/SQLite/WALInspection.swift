@@ -33,6 +33,7 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
   /// frame. A torn last frame (a transaction that never committed) is not damage.
   public var isDamaged: Bool { lostCommits > 0 }
 
+  /// What the log holds and what SQLite replays of it, in a sentence.
   public var description: String {
     if !headerIsValid {
       return "the WAL header is damaged, so SQLite replays none of its \(frameCount) frames, "
@@ -60,17 +61,6 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
   static let headerSize = 32
   static let frameHeaderSize = 24
 
-  /// The frames SQLite's WAL index (the `-shm` file) says are committed and published (its
-  /// `mxFrame`) and the log generation it describes, when the index header is initialized,
-  /// its two copies agree and its salt is the log's; nil otherwise.
-  ///
-  /// SQLite writes a transaction's frames, then publishes them by raising `mxFrame` in the
-  /// index; readers and the next writer use the index, and the next writer overwrites from
-  /// `mxFrame + 1`. A writer killed between the two leaves frames that were never
-  /// acknowledged, and a later, shorter transaction can overwrite the start of them: an
-  /// invalid frame, then an old commit frame, past `mxFrame`. That is no loss. Read it before
-  /// opening: a connection's first read may rebuild the index from the log (recovery, which
-  /// stops at damage), after which it no longer says what was published.
   /// What a WAL index published: `mxFrame`, and the salt of the log generation it describes.
   struct Published: Sendable, Equatable {
     var frames: Int
@@ -85,6 +75,18 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
     return header.subdata(in: 16..<24)
   }
 
+  /// The frames SQLite's WAL index (the `-shm` file) says are committed and published (its
+  /// `mxFrame`), with the salt of the log at `walPath`; nil when either file cannot be read,
+  /// the index's two header copies differ, its version is not 3007000, it is not initialized
+  /// (`isInit`), or the salt it records is not the log's (it describes another generation).
+  ///
+  /// SQLite writes a transaction's frames, then publishes them by raising `mxFrame` in the
+  /// index; readers and the next writer use the index, and the next writer overwrites from
+  /// `mxFrame + 1`. A writer killed between the two leaves frames that were never
+  /// acknowledged, and a later, shorter transaction can overwrite the start of them: an
+  /// invalid frame, then an old commit frame, past `mxFrame`. That is no loss. Call it before
+  /// opening the store: a connection's first read may rebuild the index from the log
+  /// (recovery, which stops at damage), after which it no longer says what was published.
   static func publishedFrames(walPath: String, shmPath: String) -> Published? {
     guard let shm = FileHandle(forReadingAtPath: shmPath) else { return nil }
     defer { try? shm.close() }

@@ -1,0 +1,116 @@
+import Foundation
+
+// A prune is a store write: it goes through the one write path (`StoreWriter.write`), like a
+// save. `HistoryPruner` and `AutomaticHistoryPruning` both call `pruneHistory`.
+extension PersistentStore {
+  /// Deletes the history `policy` selects, capped at the consumers' checkpoints, in one write
+  /// transaction (a dry run: one read transaction, deleting nothing).
+  func pruneHistory(
+    _ policy: HistoryPruningPolicy, includingStale: Bool, dryRun: Bool,
+    archive: (@Sendable (HistoryTransaction) throws -> Void)?,
+    willDelete: (@Sendable (HistoryPruningReport) throws -> Void)? = nil
+  ) throws -> HistoryPruningReport {
+    // A prune is one write transaction; a dry run reads the same in one read transaction,
+    // which sees one snapshot as consistent, and so runs on a store opened read-only too.
+    let plan: @Sendable (SQLiteConnection) throws -> HistoryPruningReport = { [self] connection in
+      let bounds = try pruneBounds(policy, includingStale: includingStale, connection: connection)
+      let deleted = try archiveHistory(bounds, archive: archive, connection: connection)
+      let report = HistoryPruningReport(
+        deletedTransactions: deleted,
+        horizon: HistoryToken(
+          storeIdentifier: identifier, transactionNumber: max(bounds.firstKept, bounds.target) - 1),
+        heldBackBy: bounds.heldBackBy.sorted(), staleConsumers: bounds.stale,
+        prunedPastStale: bounds.prunedPastStale, isDryRun: dryRun)
+      try willDelete?(report)
+      if !dryRun && bounds.target > bounds.firstKept {
+        try HistoryReader.deleteHistory(before: bounds.target, connection: connection)
+      }
+      return report
+    }
+    if dryRun {
+      return try writer.withConnection { connection in try connection.readTransaction { try plan(connection) } }
+    }
+    return try writer.write(TransactionInfo()) { connection, _ in try plan(connection) }
+  }
+
+  /// Where a prune stops, and who stopped it.
+  private struct PruneBounds {
+    /// The first transaction the store keeps now.
+    var firstKept: Int64
+    /// The first transaction to keep after the prune.
+    var target: Int64
+    var heldBackBy: [String]
+    var stale: [String]
+    var prunedPastStale: [String]
+  }
+
+  /// The first transaction to keep, as the policy asks, then capped at the checkpoints.
+  private func pruneBounds(_ policy: HistoryPruningPolicy, includingStale: Bool, connection: SQLiteConnection)
+    throws -> PruneBounds
+  {
+    let firstKept = try HistoryReader.firstKept(connection)
+    let current = try HistoryReader.currentNumber(connection)
+    var target = try policyTarget(policy, firstKept: firstKept, current: current, connection: connection)
+    let consumers = try HistoryConsumers.all(storeIdentifier: identifier, connection: connection)
+    let now = Date()
+    let stale = consumers.filter { $0.isStale(at: now) }.map(\.name)
+    let holding = consumers.filter { includingStale ? !$0.isStale(at: now) : true }
+    if case .consumed = policy, let lowest = holding.map(\.checkpoint.transactionNumber).min() {
+      target = lowest + 1
+    }
+    var heldBackBy: [String] = []
+    for consumer in holding where consumer.checkpoint.transactionNumber + 1 < target {
+      heldBackBy.append(consumer.name)
+    }
+    if let lowest = holding.map(\.checkpoint.transactionNumber).min() { target = min(target, lowest + 1) }
+    target = min(max(target, firstKept), current + 1)
+    let prunedPastStale =
+      includingStale
+      ? consumers.filter { $0.isStale(at: now) && $0.checkpoint.transactionNumber + 1 < target }.map(\.name) : []
+    return PruneBounds(
+      firstKept: firstKept, target: target, heldBackBy: heldBackBy, stale: stale, prunedPastStale: prunedPastStale)
+  }
+
+  /// The first transaction to keep as `policy` alone asks.
+  private func policyTarget(
+    _ policy: HistoryPruningPolicy, firstKept: Int64, current: Int64, connection: SQLiteConnection
+  ) throws -> Int64 {
+    switch policy {
+    case .consumed:
+      return firstKept  // raised to the consumers' checkpoints; nothing without consumers
+    case .olderThan(let age):
+      return try HistoryReader.firstNumber(
+        after: Date().addingTimeInterval(-age.inSeconds), connection: connection)
+    case .keepLast(let count):
+      guard count >= 0 else { throw HistoryError.invalidRequest("keepLast needs a count of 0 or more") }
+      return current - Int64(count) + 1
+    case .before(let token):
+      guard token.storeIdentifier == identifier else {
+        throw HistoryError.foreignStore(expected: identifier, found: token.storeIdentifier)
+      }
+      return token.transactionNumber
+    }
+  }
+
+  /// Hands everything about to go to `archive`, a page at a time; returns how many
+  /// transactions go.
+  private func archiveHistory(
+    _ bounds: PruneBounds, archive: (@Sendable (HistoryTransaction) throws -> Void)?,
+    connection: SQLiteConnection
+  ) throws -> Int {
+    guard bounds.target > bounds.firstKept else { return 0 }
+    var deleted = 0
+    var position = bounds.firstKept - 1
+    while position < bounds.target - 1 {
+      var request = HistoryRequest(after: HistoryToken(storeIdentifier: identifier, transactionNumber: position))
+      request.end = HistoryToken(storeIdentifier: identifier, transactionNumber: bounds.target - 1)
+      request.transactionLimit = 1000
+      let page = try HistoryReader.fetch(request, storeIdentifier: identifier, model: model, connection: connection)
+      guard let last = page.last else { break }
+      if let archive { for transaction in page { try archive(transaction) } }
+      deleted += page.count
+      position = last.transactionNumber
+    }
+    return deleted
+  }
+}
