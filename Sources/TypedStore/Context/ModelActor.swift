@@ -51,11 +51,10 @@ extension ModelActor {
 /// queue. It also carries the commits automatic merging delivers to the context, and applies
 /// them on the owning actor.
 public final class ModelExecutor: SerialExecutor {
-  /// A delivery waiting for the owning actor.
-  enum PendingMerge: Sendable {
-    case changes(StoreChanges)
-    case refreshAllObjects
-  }
+  /// A delivery waiting for the owning actor: what to do to its context's state (merge a
+  /// commit, or refresh every object). The merging layer supplies it, so that this layer does
+  /// not name it.
+  typealias PendingMerge = @Sendable (ContextState) -> Void
 
   private struct Owner {
     weak var actor: (any ModelActor)?
@@ -102,7 +101,8 @@ public final class ModelExecutor: SerialExecutor {
     }
   }
 
-  private func post(_ merge: PendingMerge) {
+  /// Queues `merge` for the owning actor, and applies it there when the actor is known.
+  func post(_ merge: @escaping PendingMerge) {
     pending.withLock { $0.append(merge) }
     queue.queue.async { [self] in
       guard let actor = owner.withLock({ $0.actor }) else { return }  // applied at the context's next use
@@ -117,9 +117,4 @@ public final class ModelExecutor: SerialExecutor {
       context.applyPendingMerges()
     }
   }
-}
-
-extension ModelExecutor: MergeTarget {
-  func enqueueMerge(_ changes: StoreChanges) { post(.changes(changes)) }
-  func enqueueRefreshAllObjects() { post(.refreshAllObjects) }
 }

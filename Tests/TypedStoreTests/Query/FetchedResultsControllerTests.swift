@@ -158,7 +158,7 @@ final class DiffRecorder: FetchedResultsControllerDelegate {
       try context.save()
       if !local {
         for transaction in try container.fetchHistory(HistoryRequest(after: token)) {
-          here.mergeChanges(transaction)
+          here.mergeChanges(StoreChanges(transaction))
         }
       }
       token = try container.currentHistoryToken
