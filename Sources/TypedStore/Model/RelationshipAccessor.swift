@@ -249,8 +249,8 @@ final class ForeignKeyAccessor: AttributeAccessor {
     }
     guard let target = relationship.objects(in: object).first else { return .null }
     guard target.trackerLink === object.trackerLink, let key = target.objectKey, !key.isTemporary else {
-      throw StoreError.invalidValue(
-        entity: entityName, attribute: relationshipName,
+      throw UnwritableRelationshipKey(
+        entity: entityName, relationship: relationshipName,
         reason: target.trackerLink === object.trackerLink
           ? "the related object has no permanent ID yet" : "the related object belongs to another context")
     }
