@@ -233,50 +233,13 @@ extension ContextState {
   ) throws -> (grouping: Grouping?, rows: [(key: [PrimitiveValue], value: Result)]) {
     let resolved = try resolve(request)
     let entity = resolved.entity
-    func attribute(_ keyPath: PartialKeyPath<Entity>) throws -> AttributeDescription {
-      guard let slot = store.model.attributeSlot(for: keyPath) else {
-        throw FetchError.unsupportedAggregate("\(store.model.describe(keyPath, on: entity)): it is not an attribute")
-      }
-      return entity.storedAttributes[Int(slot)]
-    }
-    var valueAttribute: AttributeDescription?
-    var expression = "count(*)"
-    if let keyPath = function.keyPath {
-      let attribute = try attribute(keyPath)
-      valueAttribute = attribute
-      let column = "\"\(attribute.columnName)\""
-      switch (function.kind, attribute.attributeType) {
-      case (_, .uri), (_, .codable), (_, .binaryData), (_, .uuid), (.sum, .string), (.average, .string),
-        (.sum, .date), (.average, .date), (.sum, .boolean), (.average, .boolean):
-        throw FetchError.unsupportedAggregate(
-          "\(attribute.attributeType.rawValue) values of \(entity.name).\(attribute.name) with \(function.kind)")
-      case (.min, .string): expression = "min(\(column) COLLATE SWIFT)"
-      case (.max, .string): expression = "max(\(column) COLLATE SWIFT)"
-      case (.min, .decimal): expression = "min(\(column) COLLATE SWIFT_DECIMAL)"
-      case (.max, .decimal): expression = "max(\(column) COLLATE SWIFT_DECIMAL)"
-      case (.sum, .decimal): expression = "swift_decimal_sum(\(column))"
-      case (.average, .decimal): expression = "swift_decimal_avg(\(column))"
-      case (.min, _): expression = "min(\(column))"
-      case (.max, _): expression = "max(\(column))"
-      case (.sum, _): expression = "sum(\(column))"
-      case (.average, _): expression = "avg(\(column))"
-      case (.count, _): expression = "count(\(column))"
-      }
-    }
-    let grouping: Grouping?
-    switch group {
-    case .attribute(let keyPath)?: grouping = .attribute(try attribute(keyPath))
-    case .relationship(let keyPath)?:
-      let relationship = try groupRelationship(keyPath, of: entity)
-      guard let destination = store.model.entity(named: relationship.destinationEntityName) else {
-        throw FetchError.unknownEntity(relationship.destinationEntityName)
-      }
-      grouping = .relationship(relationship, destination: destination)
-    case nil: grouping = nil
-    }
+    let valueAttribute = try function.keyPath.map { try aggregatedAttribute($0, of: entity) }
+    let expression = try valueAttribute.map { try aggregateExpression(function, of: $0, in: entity) } ?? "count(*)"
+    let grouping = try self.grouping(group, of: entity)
     let table = "\"\(entity.tableName)\""
     var source = "\(table)\(resolved.whereClause)"
-    if request.fetchLimit > 0 || request.fetchOffset > 0 {
+    let ranged = request.fetchLimit > 0 || request.fetchOffset > 0
+    if ranged {
       guard !resolved.sortsInMemory else {
         throw FetchError.unsupportedAggregate(
           "the rows of a fetchLimit or fetchOffset whose sort only Swift can order (fetch them instead)")
@@ -286,10 +249,85 @@ extension ContextState {
       let range = clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset)
       source = "(SELECT * FROM \(table)\(range)) AS \(table)"
     }
-    let sql: String
+    let sql = try aggregateSQL(expression, from: source, table: table, groupedBy: grouping, of: entity)
+    let rows: [[PrimitiveValue]]
+    do {
+      rows = try store.selectRows(
+        sql, arguments: ranged ? resolved.clauseArguments : resolved.arguments, connection: reader())
+    } catch let error as SQLiteError where error.message.contains(SwiftDecimalFunctions.orderDependentSum) {
+      throw FetchError.unsupportedAggregate(
+        "\(function.kind) of \(entity.name).\(valueAttribute?.name ?? "?"): \(SwiftDecimalFunctions.orderDependentSum)")
+    }
+    let results = try rows.map { row -> (key: [PrimitiveValue], value: Result) in
+      guard let value = row.last else { throw FetchError.unsupportedAggregate("\(function.kind): no result") }
+      return (Array(row.dropLast()), try aggregateResult(value, of: function, valueAttribute: valueAttribute))
+    }
+    return (grouping, results)
+  }
+
+  /// The attribute an aggregate reads or groups by.
+  ///
+  /// - Throws: `FetchError.unsupportedAggregate` for a key path that is not an attribute.
+  private func aggregatedAttribute<Entity: ManagedObject>(
+    _ keyPath: PartialKeyPath<Entity>, of entity: EntityDescription
+  )
+    throws -> AttributeDescription
+  {
+    guard let slot = store.model.attributeSlot(for: keyPath) else {
+      throw FetchError.unsupportedAggregate("\(store.model.describe(keyPath, on: entity)): it is not an attribute")
+    }
+    return entity.storedAttributes[Int(slot)]
+  }
+
+  /// The SQL of an aggregate of one attribute, with the collation or function that gives
+  /// Swift's answer (strings by Swift's `<`, decimals by value).
+  private func aggregateExpression<Entity: ManagedObject, Result>(
+    _ function: AggregateFunction<Entity, Result>, of attribute: AttributeDescription, in entity: EntityDescription
+  ) throws -> String {
+    let column = "\"\(attribute.columnName)\""
+    switch (function.kind, attribute.attributeType) {
+    case (_, .uri), (_, .codable), (_, .binaryData), (_, .uuid), (.sum, .string), (.average, .string),
+      (.sum, .date), (.average, .date), (.sum, .boolean), (.average, .boolean):
+      throw FetchError.unsupportedAggregate(
+        "\(attribute.attributeType.rawValue) values of \(entity.name).\(attribute.name) with \(function.kind)")
+    case (.min, .string): return "min(\(column) COLLATE SWIFT)"
+    case (.max, .string): return "max(\(column) COLLATE SWIFT)"
+    case (.min, .decimal): return "min(\(column) COLLATE SWIFT_DECIMAL)"
+    case (.max, .decimal): return "max(\(column) COLLATE SWIFT_DECIMAL)"
+    case (.sum, .decimal): return "swift_decimal_sum(\(column))"
+    case (.average, .decimal): return "swift_decimal_avg(\(column))"
+    case (.min, _): return "min(\(column))"
+    case (.max, _): return "max(\(column))"
+    case (.sum, _): return "sum(\(column))"
+    case (.average, _): return "avg(\(column))"
+    case (.count, _): return "count(\(column))"
+    }
+  }
+
+  /// What an aggregate's rows are grouped by, found in the model.
+  private func grouping<Entity: ManagedObject>(_ group: GroupKeyPath<Entity>?, of entity: EntityDescription) throws
+    -> Grouping?
+  {
+    switch group {
+    case .attribute(let keyPath)?: return .attribute(try aggregatedAttribute(keyPath, of: entity))
+    case .relationship(let keyPath)?:
+      let relationship = try groupRelationship(keyPath, of: entity)
+      guard let destination = store.model.entity(named: relationship.destinationEntityName) else {
+        throw FetchError.unknownEntity(relationship.destinationEntityName)
+      }
+      return .relationship(relationship, destination: destination)
+    case nil: return nil
+    }
+  }
+
+  /// The SELECT of an aggregate over `source`, one row per group (the group's key first).
+  private func aggregateSQL(
+    _ expression: String, from source: String, table: String, groupedBy grouping: Grouping?,
+    of entity: EntityDescription
+  ) throws -> String {
     switch grouping {
     case nil:
-      sql = "SELECT \(expression) FROM \(source)"
+      return "SELECT \(expression) FROM \(source)"
     case .attribute(let attribute):
       let column = "\"\(attribute.columnName)\""
       // Keys equal in Swift are one group: strings by Swift's `==`, decimals by value.
@@ -299,7 +337,7 @@ extension ContextState {
         case .decimal: " COLLATE SWIFT_DECIMAL"
         default: ""
         }
-      sql = "SELECT \(column), \(expression) FROM \(source) GROUP BY \(column)\(collation)"
+      return "SELECT \(column), \(expression) FROM \(source) GROUP BY \(column)\(collation)"
     case .relationship(let relationship, let destination):
       let key: String
       switch relationship.storage {
@@ -315,39 +353,31 @@ extension ContextState {
       let concreteEntity =
         destination.selfAndDescendantNames.count > 1
         ? "(SELECT _entity FROM \"\(destination.tableName)\" WHERE pk = _groups._key)" : "NULL"
-      sql =
-        "SELECT _groups._key, \(concreteEntity), _groups._value FROM "
+      return "SELECT _groups._key, \(concreteEntity), _groups._value FROM "
         + "(SELECT \(key) AS _key, \(expression) AS _value FROM \(source) GROUP BY _key) _groups"
     }
-    let rows: [[PrimitiveValue]]
-    do {
-      let ranged = request.fetchLimit > 0 || request.fetchOffset > 0
-      rows = try store.selectRows(
-        sql, arguments: ranged ? resolved.clauseArguments : resolved.arguments, connection: reader())
-    } catch let error as SQLiteError where error.message.contains(SwiftDecimalFunctions.orderDependentSum) {
-      throw FetchError.unsupportedAggregate(
-        "\(function.kind) of \(entity.name).\(valueAttribute?.name ?? "?"): \(SwiftDecimalFunctions.orderDependentSum)")
+  }
+
+  /// One aggregate value, as the function's `Result`.
+  private func aggregateResult<Entity: ManagedObject, Result>(
+    _ value: PrimitiveValue, of function: AggregateFunction<Entity, Result>, valueAttribute: AttributeDescription?
+  ) throws -> Result {
+    let result: Result?
+    switch value {
+    case .null: result = function.emptyResult as? Result
+    case .integer(let count) where function.kind == .count: result = Int(count) as? Result
+    case .integer(let number) where function.kind == .average: result = Double(number) as? Result
+    case .real(let number) where function.kind == .average: result = Double?.some(number) as? Result
+    case .text(let text) where function.kind == .average && valueAttribute?.attributeType == .decimal:
+      // `average(_:)` of a `Decimal` gives a `Decimal?`; its `Double?` form the nearest `Double`.
+      let average = try Decimal(primitiveValue: value)
+      result = Decimal?.some(average) as? Result ?? Double?.some(Double(text) ?? .nan) as? Result
+    default: result = try valueAttribute.flatMap { try $0.accessor.codec.decodeAny(value) as? Result }
     }
-    let results = try rows.map { row -> (key: [PrimitiveValue], value: Result) in
-      guard let value = row.last else { throw FetchError.unsupportedAggregate("\(function.kind): no result") }
-      let result: Result?
-      switch value {
-      case .null: result = function.emptyResult as? Result
-      case .integer(let count) where function.kind == .count: result = Int(count) as? Result
-      case .integer(let number) where function.kind == .average: result = Double(number) as? Result
-      case .real(let number) where function.kind == .average: result = Double?.some(number) as? Result
-      case .text(let text) where function.kind == .average && valueAttribute?.attributeType == .decimal:
-        // `average(_:)` of a `Decimal` gives a `Decimal?`; its `Double?` form the nearest `Double`.
-        let average = try Decimal(primitiveValue: value)
-        result = Decimal?.some(average) as? Result ?? Double?.some(Double(text) ?? .nan) as? Result
-      default: result = try valueAttribute.flatMap { try $0.accessor.codec.decodeAny(value) as? Result }
-      }
-      guard let result else {
-        throw FetchError.unsupportedAggregate("\(function.kind) of \(valueAttribute?.name ?? "rows"): got \(value)")
-      }
-      return (Array(row.dropLast()), result)
+    guard let result else {
+      throw FetchError.unsupportedAggregate("\(function.kind) of \(valueAttribute?.name ?? "rows"): got \(value)")
     }
-    return (grouping, results)
+    return result
   }
 
   // MARK: - Translation
