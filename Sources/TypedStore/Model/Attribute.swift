@@ -56,7 +56,7 @@ public struct Attribute<Value> {
   init(value: Value, storage: AttributeStorage, options: @autoclosure () -> AttributeOptions) {
     // The options are built only while a model records its declarations: with bounds they
     // hold a string and a closure, and copying and destroying them for every attribute of
-    // every fetched object cost the fetch a fifth of its time.
+    // every fetched object was a large share of a fetch's time.
     self.value = value
     if DeclarationRecorder.isActive.load(ordering: .relaxed) {
       DeclarationRecorder.record(AttributeDeclaration(storage: storage, options: options()))

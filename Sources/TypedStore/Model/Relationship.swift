@@ -97,7 +97,7 @@ public struct Relationship<Value> {
   }
 
   /// Inlinable, so that it is specialized in the entity's module: called generically, it
-  /// cost every new object about 470 instructions per relationship. The declaration (and the
+  /// made creating every object slower, per relationship. The declaration (and the
   /// inverse's key path, an autoclosure in the public initializers) is made only while the
   /// model records it: a key path made for every new object cost a runtime lookup, a retain
   /// and a release.
