@@ -9,6 +9,7 @@ public enum BatchError: Error, Sendable, Equatable, CustomStringConvertible {
   /// A negative row count.
   case invalidCount(Int)
 
+  /// Why the request cannot run.
   public var description: String {
     switch self {
     case .unknownEntity(let name): "\(name) is not an entity of the context's model"

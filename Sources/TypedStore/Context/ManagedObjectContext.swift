@@ -27,6 +27,7 @@ public actor ManagedObjectContext {
   /// The store the context reads and writes.
   public nonisolated let persistentStore: PersistentStore
 
+  /// The context's serial executor, which its objects never leave.
   public nonisolated var unownedExecutor: UnownedSerialExecutor {
     executor.asUnownedSerialExecutor()
   }
@@ -165,9 +166,22 @@ public actor ManagedObjectContext {
 
   /// Marks an object for deletion at the next save; an object inserted and not yet saved is
   /// simply dropped.
+  ///
+  /// ```swift
+  /// context.delete(try context.existingObject(with: noteID))
+  /// try context.save()   // the row, its history and its tombstone
+  /// ```
   public func delete(_ object: ManagedObject) { state.delete(object) }
 
   /// Writes every pending change to the store in one transaction.
+  ///
+  /// ```swift
+  /// try await context.perform { context in
+  ///   let note = Note(context: context)
+  ///   note.title = "Draft"
+  ///   try context.save()
+  /// }
+  /// ```
   ///
   /// On success, inserted objects get permanent IDs and nothing is pending. On failure
   /// nothing is written, and the context keeps its pending changes.

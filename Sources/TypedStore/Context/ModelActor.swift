@@ -41,6 +41,7 @@ public protocol ModelActor: Actor {
 }
 
 extension ModelActor {
+  /// The actor runs on `modelExecutor`, where automatic merging delivers its context's commits.
   public nonisolated var unownedExecutor: UnownedSerialExecutor {
     modelExecutor.serve(self)
     return modelExecutor.asUnownedSerialExecutor()

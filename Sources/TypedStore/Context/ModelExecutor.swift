@@ -22,12 +22,14 @@ public final class ModelExecutor: SerialExecutor {
     queue = ContextExecutor(label: label)
   }
 
+  /// Runs `job` on the executor's serial queue, after the jobs enqueued before it.
   public func enqueue(_ job: consuming ExecutorJob) {
     let job = UnownedJob(job)
     let executor = asUnownedSerialExecutor()
     queue.queue.async { job.runSynchronously(on: executor) }
   }
 
+  /// Stops the program unless called on the executor's queue.
   public func checkIsolated() { queue.checkIsolated() }
 
   /// Remembers the actor that runs on this executor, to merge into its context.

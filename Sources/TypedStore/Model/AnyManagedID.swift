@@ -82,13 +82,16 @@ public struct AnyManagedID: Sendable, Hashable, Codable, CustomStringConvertible
     try? ManagedID<Entity>(validating: self)
   }
 
+  /// The ID's URI, as `uriRepresentation`.
   public var description: String { uriRepresentation.absoluteString }
 
+  /// Encodes the ID as its URI string.
   public func encode(to encoder: any Encoder) throws {
     var container = encoder.singleValueContainer()
     try container.encode(uriRepresentation.absoluteString)
   }
 
+  /// Decodes an ID from its URI string; throws for a string that is not an ID's URI.
   public init(from decoder: any Decoder) throws {
     let container = try decoder.singleValueContainer()
     let text = try container.decode(String.self)

@@ -13,5 +13,6 @@ public struct AttributeDecodingError: Error, Sendable, CustomStringConvertible {
     self.found = found
   }
 
+  /// The value found, and the type it could not be read as.
   public var description: String { "cannot read \(found) as \(expectedType)" }
 }

@@ -125,6 +125,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     relationshipIndexByName[name].map { relationships[$0] }
   }
 
+  /// `EntityDescription(<name>)`.
   public var description: String { "EntityDescription(\(name))" }
 
   /// The value of the `_entity` column in this entity's rows: its 1-based place in the model's

@@ -62,8 +62,10 @@ public struct ManagedID<Entity: ManagedObject>: Sendable, Hashable, Codable, Cus
   /// `typedstore://<store-uuid>/<Entity>/p<pk>`.
   public var uriRepresentation: URL { untyped.uriRepresentation }
 
+  /// The ID's URI, as `uriRepresentation`.
   public var description: String { untyped.description }
 
+  /// Encodes the ID as its URI string.
   public func encode(to encoder: any Encoder) throws {
     try untyped.encode(to: encoder)
   }

@@ -37,6 +37,7 @@ public enum ManagedIDError: Error, Sendable, Equatable, CustomStringConvertible 
   /// The store has no row for the ID (its URI): the row was deleted, or never existed.
   case noSuchRow(String)
 
+  /// What the ID names, and why the call cannot reach it.
   public var description: String {
     switch self {
     case .malformedURI(let text): "'\(text)' is not a TypedStore object URI"

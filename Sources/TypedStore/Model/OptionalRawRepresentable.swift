@@ -8,6 +8,8 @@ public protocol OptionalRawRepresentable: ExpressibleByNilLiteral {
 
 extension Optional: OptionalRawRepresentable
 where Wrapped: RawRepresentable, Wrapped.RawValue: AttributeValue {
+  /// The optional holding `wrappedRaw`.
   public init(wrappedRaw: Wrapped?) { self = wrappedRaw }
+  /// The wrapped value, or nil.
   public var wrappedRaw: Wrapped? { self }
 }

@@ -17,6 +17,7 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
   /// A key path in `relationshipKeyPathsForPrefetching` that names no relationship.
   case notARelationship(String)
 
+  /// Why the request cannot run, naming the key path or value at fault.
   public var description: String {
     switch self {
     case .unknownEntity(let name): "\(name) is not an entity of the context's model"

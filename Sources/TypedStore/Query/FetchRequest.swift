@@ -50,6 +50,10 @@ public struct FetchRequest<Entity: ManagedObject>: Sendable {
 
   /// Creates a request for the objects of `Entity` the predicate selects (all without one),
   /// in the given order.
+  ///
+  /// ```swift
+  /// let firstTen = FetchRequest<Note>(sortBy: [SortDescriptor(\.title)], fetchLimit: 10)
+  /// ```
   public init(
     predicate: Predicate<Entity>? = nil, sortBy sortDescriptors: [SortDescriptor<Entity>] = [], fetchLimit: Int = 0,
     fetchOffset: Int = 0

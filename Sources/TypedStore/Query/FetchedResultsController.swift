@@ -39,10 +39,14 @@ public final class FetchedResultsController<Entity: ManagedObject> {
     public let name: String
     /// The section's objects, in order.
     public let objects: [Entity]
+    /// How many objects the section holds.
     public var numberOfObjects: Int { objects.count }
   }
 
+  /// The request whose results the controller keeps current.
   public let fetchRequest: FetchRequest<Entity>
+  /// The attribute whose value groups the results into sections (Core Data's
+  /// `sectionNameKeyPath`); nil for one section of every object.
   public let sectionNameKeyPath: (PartialKeyPath<Entity> & Sendable)?
   /// Told of every change after `performFetch()`.
   public weak var delegate: (any FetchedResultsControllerDelegate<Entity>)?
@@ -57,6 +61,13 @@ public final class FetchedResultsController<Entity: ManagedObject> {
   private let continuation: AsyncStream<FetchedResultsDiff>.Continuation
 
   /// A controller of the request's results in a `ModelContext`.
+  ///
+  /// ```swift
+  /// let controller = FetchedResultsController(
+  ///   fetchRequest: FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]), context: modelContext,
+  ///   sectionNameKeyPath: \Note.title)
+  /// try controller.performFetch()
+  /// ```
   public convenience init(
     fetchRequest: FetchRequest<Entity>, context: ModelContext,
     sectionNameKeyPath: (PartialKeyPath<Entity> & Sendable)? = nil
@@ -65,6 +76,13 @@ public final class FetchedResultsController<Entity: ManagedObject> {
   }
 
   /// A controller of the request's results in a `ManagedObjectContext`, made on its executor.
+  ///
+  /// ```swift
+  /// try await context.perform { context in
+  ///   let controller = FetchedResultsController(fetchRequest: FetchRequest<Note>(), context: context)
+  ///   try controller.performFetch()
+  /// }
+  /// ```
   public convenience init(
     fetchRequest: FetchRequest<Entity>, context: isolated ManagedObjectContext,
     sectionNameKeyPath: (PartialKeyPath<Entity> & Sendable)? = nil
@@ -124,6 +142,11 @@ public final class FetchedResultsController<Entity: ManagedObject> {
   // MARK: - Fetching
 
   /// Fetches the results and starts following the context's saves and merges.
+  ///
+  /// ```swift
+  /// try controller.performFetch()
+  /// let first = controller.fetchedObjects.first
+  /// ```
   ///
   /// - Throws: as `fetch(_:)`, with `FetchError.unsupportedSortKey` for a section key path
   ///   that is not one attribute (of the object, or of a related object through to-one

@@ -21,6 +21,7 @@ public enum PredicateTranslationError: Error, Sendable, Equatable, CustomStringC
   /// `Codable` attributes), with the operation asked.
   case unsupportedValue(type: String, operation: String)
 
+  /// What part of the predicate SQLite cannot evaluate, and why.
   public var description: String {
     switch self {
     case .unsupportedExpression(let expression):

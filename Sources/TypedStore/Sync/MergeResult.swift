@@ -13,5 +13,6 @@ public struct MergeResult: Sendable, Equatable {
   /// the deletion discarded: never silently.
   public var discardedChanges: [AnyManagedID: Set<String>] = [:]
 
+  /// A result of a merge that changed nothing.
   public init() {}
 }
