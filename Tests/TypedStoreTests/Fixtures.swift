@@ -2,8 +2,10 @@ import Foundation
 import Synchronization
 import TypedStore
 
-// The model of DESIGN.md (attributes only until relationships land), plus entities that
-// exercise every attribute type and a subentity.
+// The attributes of DESIGN.md's model, without its relationships (many tests count and
+// compare rows of these entities alone; the relationship tests have their own models, in
+// Graph/GraphFixtures.swift and Docs/DesignExampleTests.swift), plus entities that exercise
+// every attribute type and a subentity.
 
 enum Status: String, Codable, Sendable {
   case draft, published, archived

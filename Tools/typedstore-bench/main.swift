@@ -836,7 +836,7 @@ do {
       try writer.save()
       let transactions = try container.fetchHistory(HistoryRequest(after: token))
       token = try container.currentHistoryToken
-      let ms = try time { for transaction in transactions { live.mergeChanges(transaction) } }
+      let ms = try time { for transaction in transactions { live.mergeChanges(StoreChanges(transaction)) } }
       if round >= 20 { timings.append(ms) }  // after a warm-up
     }
     try verify("frc", controller.fetchedObjects.count, 10_000)

@@ -11,7 +11,7 @@ extension ContextState {
     for index in 0..<request.count {
       let draft = Entity()
       request.fill(index, draft)
-      let values = try entity.accessors.map { try $0.encode(draft) }
+      let values = try entity.accessors.map { try $0.storedValue(of: draft) }
       changes.inserts.append(ChangeSet.Insert(entityIndex: entity.index, primaryKey: nil, values: values))
     }
     let applied: AppliedChanges
@@ -39,7 +39,7 @@ extension ContextState {
         throw BatchError.unsupportedKeyPath(store.model.describe(assignment.keyPath, on: entity))
       }
       assignment.apply(draft)
-      assignments.append((slot, try entity.accessors[Int(slot)].encode(draft)))
+      assignments.append((slot, try entity.accessors[Int(slot)].storedValue(of: draft)))
     }
     let rows = try store.batchUpdate(
       entity, selection: try selection(request.objectIDs, of: entity, includesSubentities: request.includesSubentities),

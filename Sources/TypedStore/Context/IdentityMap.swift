@@ -1,9 +1,10 @@
 /// One object per row: a context's registered objects by `ObjectKey`.
 ///
-/// Loading rows spends a large share of its time here, so permanent keys go to an
-/// open-addressing table per root table, keyed by the primary key with a multiplicative hash
-/// (a profile showed SipHash at twice the cost of the rest of the lookup). Temporary keys, one
-/// per inserted object and numbered in sequence, go to one more such table.
+/// Loading rows spends a large share of its time here, so the map does without `Dictionary`
+/// and its SipHash, which cost more than the rest of a lookup: permanent keys go to one
+/// `KeyTable` per root table (pages of consecutive primary keys, found through a small
+/// directory), and temporary keys, one per inserted object and numbered in sequence, to one
+/// more `KeyTable`.
 struct IdentityMap {
   private var permanent: [KeyTable] = []
   private var temporary = KeyTable()

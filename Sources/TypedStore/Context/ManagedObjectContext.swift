@@ -27,6 +27,7 @@ public actor ManagedObjectContext {
   /// The store the context reads and writes.
   public nonisolated let persistentStore: PersistentStore
 
+  /// The context's serial executor, which its objects never leave.
   public nonisolated var unownedExecutor: UnownedSerialExecutor {
     executor.asUnownedSerialExecutor()
   }
@@ -165,9 +166,22 @@ public actor ManagedObjectContext {
 
   /// Marks an object for deletion at the next save; an object inserted and not yet saved is
   /// simply dropped.
+  ///
+  /// ```swift
+  /// context.delete(try context.existingObject(with: noteID))
+  /// try context.save()   // the row, its history and its tombstone
+  /// ```
   public func delete(_ object: ManagedObject) { state.delete(object) }
 
   /// Writes every pending change to the store in one transaction.
+  ///
+  /// ```swift
+  /// try await context.perform { context in
+  ///   let note = Note(context: context)
+  ///   note.title = "Draft"
+  ///   try context.save()
+  /// }
+  /// ```
   ///
   /// On success, inserted objects get permanent IDs and nothing is pending. On failure
   /// nothing is written, and the context keeps its pending changes.
@@ -249,178 +263,6 @@ public actor ManagedObjectContext {
   public func registeredObject<Entity: ManagedObject>(for id: ManagedID<Entity>) throws(ManagedIDError) -> Entity? {
     try state.registeredObject(for: id)
   }
-
-  // MARK: - Fetching
-
-  /// The objects the request describes, in its order.
-  ///
-  /// ```swift
-  /// let notes: [Note] = try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]))
-  /// ```
-  ///
-  /// - Throws: `FetchError` for a request that cannot be translated (nothing is read), or the
-  ///   store's error.
-  public func fetch<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws -> [Entity] {
-    try state.fetch(request)
-  }
-
-  /// The request's results, loaded `batchSize` objects at a time as they are read:
-  /// TypedStore's `fetchBatchSize`, in SwiftData's shape. Iterating a million rows holds one
-  /// batch of objects at a time, where `fetch(_:)` would hold them all.
-  ///
-  /// ```swift
-  /// for note in try context.fetch(FetchRequest<Note>(), batchSize: 1_000) { export(note) }
-  /// ```
-  ///
-  /// - Throws: as `fetch(_:)`; `FetchError.invalidRange` for a batch size below 1.
-  public func fetch<Entity: ManagedObject>(_ request: FetchRequest<Entity>, batchSize: Int) throws
-    -> FetchResultsCollection<Entity>
-  {
-    return try state.fetch(request, batchSize: batchSize)
-  }
-
-  /// An aggregate of the request's saved rows, computed in SQLite: a value of the
-  /// attribute's type, without making objects.
-  ///
-  /// ```swift
-  /// let total = try context.aggregate(.sum(\.score), for: FetchRequest<Player>())      // Double
-  /// let first = try context.aggregate(.min(\.joined), for: FetchRequest<Player>())     // Date?
-  /// ```
-  ///
-  /// - Throws: `FetchError.unsupportedAggregate`, the request's errors, or the store's (an
-  ///   `Int` sum that overflows).
-  public func aggregate<Entity: ManagedObject, Result>(
-    _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity> = FetchRequest()
-  ) throws -> Result {
-    return try state.aggregate(function, for: request)
-  }
-
-  /// The aggregate for each value of an attribute, as a dictionary by that value (values
-  /// equal in Swift are one group: strings by `String`'s `==`, decimals by `Decimal`'s).
-  ///
-  /// ```swift
-  /// let perTeam: [String: Int] = try context.aggregate(.count, for: FetchRequest<Player>(), groupedBy: \.team)
-  /// ```
-  public func aggregate<Entity: ManagedObject, Result, Key: Hashable>(
-    _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity> = FetchRequest(),
-    groupedBy keyPath: KeyPath<Entity, Key> & Sendable
-  ) throws -> [Key: Result] {
-    return try state.aggregate(function, for: request, groupedBy: keyPath)
-  }
-
-  /// The aggregate for each object a to-one relationship relates the rows to, as a dictionary
-  /// by that object's ID; the rows related to none are the group of the `nil` key. Each ID
-  /// names the related object's own entity (a subentity's, for an object of a subentity), so
-  /// it equals that object's `managedID`.
-  ///
-  /// ```swift
-  /// let revenue: [ManagedID<Customer>?: Decimal] = try context.aggregate(
-  ///   .sum(\.total), for: FetchRequest<Order>(), groupedBy: \.customer)
-  /// let walkIns = revenue[nil] ?? 0          // orders without a customer
-  /// ```
-  ///
-  /// Like every aggregate, it reads the saved rows: unsaved changes do not count.
-  ///
-  /// - Throws: `FetchError.unsupportedAggregate` for a key path that is not a to-one
-  ///   relationship of `Entity` and for what `aggregate(_:for:)` refuses; the request's errors.
-  public func aggregate<Entity: ManagedObject, Result, Destination: ManagedObject>(
-    _ function: AggregateFunction<Entity, Result>, for request: FetchRequest<Entity> = FetchRequest(),
-    groupedBy relationship: KeyPath<Entity, Destination?> & Sendable
-  ) throws -> [ManagedID<Destination>?: Result] {
-    return try state.aggregate(function, for: request, groupedBy: relationship)
-  }
-
-  /// How many objects the request would fetch, without registering any: unsaved changes
-  /// that touch the request count as `fetch(_:)` would see them.
-  ///
-  /// ```swift
-  /// let drafts = try context.count(for: FetchRequest<Note>(predicate: #Predicate { $0.title == "" }))
-  /// ```
-  public func count<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> Int {
-    try state.count(for: request)
-  }
-
-  /// The IDs of the objects the request would fetch, in its order, without registering any:
-  /// the context's registered objects are the same before and after. Unsaved changes that
-  /// touch the request take part, as in `fetch(_:)` (an inserted object's ID is temporary);
-  /// the rows are then read to merge them with the changes, and no object made for that is
-  /// kept.
-  ///
-  /// ```swift
-  /// let ids = try context.fetchObjectIDs(for: FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]))
-  /// ```
-  public func fetchObjectIDs<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> [ManagedID<Entity>] {
-    try state.fetchObjectIDs(for: request)
-  }
-
-  // MARK: - Batch requests
-
-  /// Inserts the request's rows in one transaction, with its history, without registering
-  /// objects.
-  ///
-  /// ```swift
-  /// let result = try context.execute(BatchInsertRequest<Note>(count: 1_000) { i, note in note.title = "\(i)" })
-  /// ```
-  ///
-  /// - Throws: `BatchError` before anything is written for a request that cannot run, or the
-  ///   store's error (nothing written).
-  public func execute<Entity: ManagedObject>(_ request: BatchInsertRequest<Entity>) throws -> BatchResult<Entity> {
-    try state.execute(request)
-  }
-
-  /// Sets the request's attributes on its rows with one UPDATE statement, with its history.
-  /// Registered objects are not changed: merge the result's changes to see them.
-  public func execute<Entity: ManagedObject>(_ request: BatchUpdateRequest<Entity>) throws -> BatchResult<Entity> {
-    try state.execute(request)
-  }
-
-  /// Deletes the request's rows with one DELETE statement, with their history and tombstones.
-  public func execute<Entity: ManagedObject>(_ request: BatchDeleteRequest<Entity>) throws -> BatchResult<Entity> {
-    try state.execute(request)
-  }
-
-  // MARK: - Merging
-
-  /// Brings the context's objects up to date with a committed transaction.
-  ///
-  /// - Updated rows: registered objects that are loaded are reloaded from the store, their
-  ///   unsaved changes kept on top, and their row version moves to the one read (so a later
-  ///   save conflicts only if the row changes again). Faults load the new values when read.
-  /// - Deleted rows: registered objects leave the context (`isDeleted` becomes true); unsaved
-  ///   changes they had are listed in the result's `discardedChanges`.
-  /// - Inserted rows are not loaded: the next fetch sees them.
-  ///
-  /// Merging the same transaction again changes nothing. A row updated by the transaction
-  /// and deleted by a later one (a merger that lags behind) is treated as deleted.
-  ///
-  /// ```swift
-  /// for await changes in container.storeChanges() {
-  ///   await context.perform { context in _ = context.mergeChanges(changes) }
-  /// }
-  /// ```
-  @discardableResult
-  public func mergeChanges(_ changes: StoreChanges) -> MergeResult { state.mergeChanges(changes) }
-
-  /// Merges a transaction read from history, as `mergeChanges(_:)` merges a live
-  /// notification.
-  ///
-  /// ```swift
-  /// for transaction in try container.fetchHistory(HistoryRequest(after: token)) {
-  ///   context.mergeChanges(transaction)
-  /// }
-  /// ```
-  @discardableResult
-  public func mergeChanges(_ transaction: HistoryTransaction) -> MergeResult { state.mergeChanges(transaction) }
-
-  /// Merges transactions in order, in one visit to the context's executor.
-  func mergeChanges(_ transactions: [HistoryTransaction]) {
-    for transaction in transactions { state.mergeChanges(transaction) }
-  }
-}
-
-extension ManagedObjectContext: MergeTarget {
-  nonisolated func enqueueMerge(_ changes: StoreChanges) { enqueue { $0.mergeChanges(changes) } }
-  nonisolated func enqueueRefreshAllObjects() { enqueue { $0.refreshAllObjects() } }
 }
 
 // MARK: - Objects and their context
@@ -448,37 +290,5 @@ extension ManagedObject {
   public var managedObjectContext: ManagedObjectContext? {
     guard lifecycle != .invalidated else { return nil }
     return (tracker as? ContextState)?.context
-  }
-}
-
-/// Gives every entity class a `managedID` typed by its own class.
-public protocol ManagedObjectIdentity: AnyObject {}
-
-extension ManagedObject: ManagedObjectIdentity {}
-
-extension ManagedObject: IdentityKeyPathProviding {}
-
-extension IdentityKeyPathProviding {
-  static var managedIDKeyPath: AnyKeyPath { \Self.managedID }
-}
-
-extension ManagedObjectIdentity where Self: ManagedObject {
-  /// The object's typed ID: temporary until the object is saved (or given a permanent ID),
-  /// then permanent.
-  ///
-  /// ```swift
-  /// let id: ManagedID<Note> = note.managedID
-  /// ```
-  public var managedID: ManagedID<Self> {
-    if keyPathRecorder != nil {
-      // A probe finding what a key path reads (`#Predicate { $0.folder?.managedID == id }`).
-      recordedIdentityRead = true
-      return ManagedID(
-        unchecked: AnyManagedID(storeIdentifier: UUID(), entityName: entity?.name ?? "", key: .permanent(0)))
-    }
-    guard let state = tracker as? ContextState, let id = state.anyID(of: self) else {
-      preconditionFailure("TypedStore: \(type(of: self)) has no ID before it is inserted into a context")
-    }
-    return ManagedID(unchecked: id)
   }
 }

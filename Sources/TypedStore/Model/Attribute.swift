@@ -56,28 +56,12 @@ public struct Attribute<Value> {
   init(value: Value, storage: AttributeStorage, options: @autoclosure () -> AttributeOptions) {
     // The options are built only while a model records its declarations: with bounds they
     // hold a string and a closure, and copying and destroying them for every attribute of
-    // every fetched object cost the fetch a fifth of its time.
+    // every fetched object was a large share of a fetch's time.
     self.value = value
     if DeclarationRecorder.isActive.load(ordering: .relaxed) {
       DeclarationRecorder.record(AttributeDeclaration(storage: storage, options: options()))
     }
   }
-}
-
-/// How an attribute's Swift value becomes an SQLite value.
-public enum AttributeStorage: String, Sendable, Codable {
-  /// A type conforming to `AttributeValue`, stored as its primitive value.
-  case standard
-  /// A `RawRepresentable` type whose raw value is an `AttributeValue`, stored raw.
-  case raw
-  /// A `Codable` type stored as JSON text.
-  case codable
-}
-
-/// The argument of `@Attribute(.codable)`.
-public struct CodableStorage: Sendable {
-  /// Store the value as JSON text.
-  public static let codable = CodableStorage()
 }
 
 // The declaration each `@Attribute` initializer records while a model is built (see
@@ -244,17 +228,4 @@ extension Attribute where Value: Codable {
         persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
         indexed: indexed, unique: unique))
   }
-}
-
-/// `Optional` of a `RawRepresentable` whose raw value is an `AttributeValue`.
-public protocol OptionalRawRepresentable: ExpressibleByNilLiteral {
-  associatedtype WrappedRaw: RawRepresentable where WrappedRaw.RawValue: AttributeValue
-  init(wrappedRaw: WrappedRaw?)
-  var wrappedRaw: WrappedRaw? { get }
-}
-
-extension Optional: OptionalRawRepresentable
-where Wrapped: RawRepresentable, Wrapped.RawValue: AttributeValue {
-  public init(wrappedRaw: Wrapped?) { self = wrappedRaw }
-  public var wrappedRaw: Wrapped? { self }
 }

@@ -1,49 +1,5 @@
 import Foundation
 
-/// The kinds of attribute a model can declare, as Core Data names them.
-public enum AttributeType: String, Sendable, Codable, CaseIterable {
-  case boolean
-  case integer16
-  case integer32
-  case integer64
-  case double
-  case float
-  case string
-  case date
-  case binaryData
-  case uuid
-  case uri
-  case decimal
-  /// A `Codable` value stored as JSON text (`@Attribute(.codable)`).
-  case codable
-
-  /// The SQLite column type used for this attribute.
-  public var columnType: String {
-    switch self {
-    case .boolean, .integer16, .integer32, .integer64: "INTEGER"
-    case .double, .float, .date: "REAL"
-    case .string, .uri, .decimal, .codable: "TEXT"
-    case .binaryData, .uuid: "BLOB"
-    }
-  }
-}
-
-/// An error converting a stored value back into its Swift type.
-public struct AttributeDecodingError: Error, Sendable, CustomStringConvertible {
-  /// The Swift type that was expected.
-  public let expectedType: String
-  /// The value found in the store.
-  public let found: PrimitiveValue
-
-  /// An error for a stored `found` value that cannot be read as `expected`.
-  public init(expected: Any.Type, found: PrimitiveValue) {
-    self.expectedType = String(describing: expected)
-    self.found = found
-  }
-
-  public var description: String { "cannot read \(found) as \(expectedType)" }
-}
-
 /// A Swift type that an `@Attribute` can store directly.
 ///
 /// The standard conformances cover `Bool`, the integer types, `Double`, `Float`, `String`,

@@ -1,42 +1,5 @@
 import Observation
 
-/// One attribute of an entity, as the model describes it.
-///
-/// ```swift
-/// let title = model.entity(for: Note.self)?.attribute(named: "title")
-/// print(title?.attributeType, title?.columnName)   // .string, "title"
-/// ```
-public struct AttributeDescription: Sendable {
-  /// The Swift property name.
-  public let name: String
-  /// The SQLite column name (`persistentName:`, or the property name).
-  public let columnName: String
-  /// How the value is stored.
-  public let attributeType: AttributeType
-  /// Whether values are stored directly, as a raw value, or as JSON.
-  public let storage: AttributeStorage
-  /// Whether the property's type is an `Optional`.
-  public let isOptional: Bool
-  /// Whether the value is kept in the history tombstone when the object is deleted.
-  public let isPreservedOnDeletion: Bool
-  /// Whether the column has an index.
-  public let isIndexed: Bool
-  /// Whether the column has a unique index.
-  public let isUnique: Bool
-  /// The entity that declares the attribute (a superentity, for an inherited attribute).
-  public let entityName: String
-  let accessor: any AttributeAccessor
-  /// For the key column of a to-one relationship, the relationship's name: such a column has
-  /// a slot like an attribute (so changes, updates, conflicts and history treat it as one) but
-  /// is not listed in `EntityDescription.attributes`.
-  var foreignKeyOf: String? = nil
-  /// The values the attribute accepts, checked by `save()`.
-  var boundsCheck: AttributeBounds? = nil
-
-  /// The bounds declared with `@Attribute(bounds:)`, as written (`0...150`), or nil.
-  public var bounds: String? { boundsCheck?.description }
-}
-
 /// One entity of a model: a `ManagedObject` subclass, its attributes and its place in the
 /// entity hierarchy.
 ///
@@ -162,6 +125,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     relationshipIndexByName[name].map { relationships[$0] }
   }
 
+  /// `EntityDescription(<name>)`.
   public var description: String { "EntityDescription(\(name))" }
 
   /// The value of the `_entity` column in this entity's rows: its 1-based place in the model's

@@ -145,8 +145,10 @@ open class ManagedObject: Hashable {
 
   // MARK: - Hashable (identity)
 
+  /// Whether the two are the same object: a context holds one object per row.
   public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
 
+  /// Hashes the object's identity, as `==` compares it.
   public final func hash(into hasher: inout Hasher) {
     hasher.combine(ObjectIdentifier(self))
   }

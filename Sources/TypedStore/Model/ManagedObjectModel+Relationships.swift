@@ -36,58 +36,96 @@ struct RelationshipLinks {
 
   /// Resolves every relationship of `entities` (superentities first).
   init(_ entities: [Entity]) throws {
-    let byName = Dictionary(uniqueKeysWithValues: entities.map { ($0.name, $0) })
-    let ownByEntity = byName.mapValues(\.relationships)
-    let nameByType = Dictionary(uniqueKeysWithValues: entities.map { (ObjectIdentifier($0.type), $0.name) })
-    // Each entity's full list (inherited first): (declaring entity, own index).
-    var full: [String: [(entity: String, index: Int)]] = [:]
+    let graph = Graph(entities)
+    // 1. Each relationship's destination, and its inverse where it names one; a side that
+    // names no inverse is named by exactly one relationship of its destination.
+    var pending = try graph.namedInverses()
+    try graph.findUnnamedInverses(&pending)
+    // 2. Check that each pair points both ways, and choose its storage.
+    for entity in entities {
+      resolvedByEntity[entity.name] = try graph.resolve(entity, pending)
+    }
+  }
+}
+
+/// A relationship by the entity that declares it and its index among that entity's own.
+private typealias Reference = (entity: String, index: Int)
+
+/// A relationship's destination, and its inverse once known.
+private struct Pending {
+  var destination: String
+  var inverse: Reference?
+}
+
+/// The entities whose relationships `RelationshipLinks.init(_:)` resolves, indexed for its steps.
+private struct Graph {
+  typealias Entity = RelationshipLinks.Entity
+  typealias Own = (name: String, declaration: RelationshipDeclaration, accessor: any RelationshipAccessor)
+
+  let entities: [Entity]
+  let byName: [String: Entity]
+  let nameByType: [ObjectIdentifier: String]
+  /// Each entity's full list (inherited first): (declaring entity, own index).
+  let full: [String: [Reference]]
+
+  init(_ entities: [Entity]) {
+    self.entities = entities
+    byName = Dictionary(uniqueKeysWithValues: entities.map { ($0.name, $0) })
+    nameByType = Dictionary(uniqueKeysWithValues: entities.map { (ObjectIdentifier($0.type), $0.name) })
+    var full: [String: [Reference]] = [:]
     for entity in entities {
       full[entity.name] =
         (entity.superName.flatMap { full[$0] } ?? []) + entity.relationships.indices.map { (entity.name, $0) }
     }
-    func relationship(_ ref: (entity: String, index: Int)) -> (
-      name: String, declaration: RelationshipDeclaration, accessor: any RelationshipAccessor
-    ) {
-      (ownByEntity[ref.entity] ?? [])[ref.index]
-    }
+    self.full = full
+  }
 
-    // 1. Each relationship's destination, and its inverse where it names one.
-    struct Pending {
-      var destination: String
-      var inverse: (entity: String, index: Int)?
-    }
+  func relationship(_ ref: Reference) -> Own {
+    (byName[ref.entity]?.relationships ?? [])[ref.index]
+  }
+
+  /// Each relationship's destination, and the inverse its declaration names, if any.
+  func namedInverses() throws -> [String: [Pending]] {
     var pending: [String: [Pending]] = [:]
     for entity in entities {
-      pending[entity.name] = try entity.relationships.map { own in
-        let destinationType = own.accessor.destinationType
-        guard let destination = nameByType[ObjectIdentifier(destinationType)],
-          let destinationEntity = byName[destination]
-        else {
-          throw ModelError(
-            entity: entity.name, property: own.name,
-            reason: .destinationNotInModel(String(describing: destinationType)))
-        }
-        guard let inverseKeyPath: AnyKeyPath = own.declaration.inverse else {
-          return Pending(destination: destination, inverse: nil)
-        }
-        let refs = full[destination] ?? []
-        let probe = destinationEntity.type.init()
-        for (index, ref) in refs.enumerated() { relationship(ref).accessor.setSlot(Int32(index), in: probe) }
-        probe.keyPathRecorder = []
-        probe._needsAccessHook = true
-        _ = probe[keyPath: inverseKeyPath]
-        let read = probe.keyPathRecorder ?? []
-        guard read.count == 1, let slot = read.first, slot < 0, Int(-slot - 1) < refs.count,
-          ManagedObjectModel.components(of: inverseKeyPath) == 1
-        else {
-          throw ModelError(
-            entity: entity.name, property: own.name,
-            reason: .invalidInverse("its inverse is not a relationship of \(destination)"))
-        }
-        return Pending(destination: destination, inverse: refs[Int(-slot - 1)])
-      }
+      pending[entity.name] = try entity.relationships.map { try namedInverse(of: $0, in: entity) }
     }
-    // A side that names no inverse is named by exactly one relationship of its destination.
+    return pending
+  }
+
+  /// Finds the inverse a relationship's key path names by reading it on a prototype of the
+  /// destination whose relationship fields record their index.
+  private func namedInverse(of own: Own, in entity: Entity) throws -> Pending {
+    let destinationType = own.accessor.destinationType
+    guard let destination = nameByType[ObjectIdentifier(destinationType)],
+      let destinationEntity = byName[destination]
+    else {
+      throw ModelError(
+        entity: entity.name, property: own.name,
+        reason: .destinationNotInModel(String(describing: destinationType)))
+    }
+    guard let inverseKeyPath: AnyKeyPath = own.declaration.inverse else {
+      return Pending(destination: destination, inverse: nil)
+    }
+    let refs = full[destination] ?? []
+    let probe = destinationEntity.type.init()
+    for (index, ref) in refs.enumerated() { relationship(ref).accessor.setSlot(Int32(index), in: probe) }
+    probe.keyPathRecorder = []
+    probe._needsAccessHook = true
+    _ = probe[keyPath: inverseKeyPath]
+    let read = probe.keyPathRecorder ?? []
+    guard read.count == 1, let slot = read.first, slot < 0, Int(-slot - 1) < refs.count,
+      ManagedObjectModel.components(of: inverseKeyPath) == 1
+    else {
+      throw ModelError(
+        entity: entity.name, property: own.name,
+        reason: .invalidInverse("its inverse is not a relationship of \(destination)"))
+    }
+    return Pending(destination: destination, inverse: refs[Int(-slot - 1)])
+  }
+
+  /// A side that names no inverse takes the one relationship of its destination that names it.
+  func findUnnamedInverses(_ pending: inout [String: [Pending]]) throws {
     for entity in entities {
       for index in entity.relationships.indices where pending[entity.name]?[index].inverse == nil {
         guard let destination = pending[entity.name]?[index].destination else { continue }
@@ -106,52 +144,57 @@ struct RelationshipLinks {
         pending[entity.name]?[index].inverse = found
       }
     }
+  }
 
-    // 2. Check that each pair points both ways, and choose its storage.
-    for entity in entities {
-      var resolved: [Resolved] = []
-      for (index, own) in entity.relationships.enumerated() {
-        guard let this = pending[entity.name]?[index], let thisInverse = this.inverse,
-          let that = pending[thisInverse.entity]?[thisInverse.index]
-        else { continue }
-        let inverse = relationship(thisInverse)
-        guard that.destination == entity.name, let thatInverse = that.inverse, thatInverse == (entity.name, index)
-        else {
-          throw ModelError(
-            entity: entity.name, property: own.name,
-            reason: .invalidInverse(
-              "its inverse \(this.destination).\(inverse.name) does not point back at \(entity.name).\(own.name)"))
-        }
-        let isSelfInverse = thisInverse == (entity.name, index)
-        let sortsFirst = (entity.name, own.name) <= (thisInverse.entity, inverse.name)
-        let kind = own.accessor.kind
-        let inverseKind = inverse.accessor.kind
-        let storage: RelationshipStorage
-        switch (kind.isToMany, inverseKind.isToMany) {
-        case (false, true):
-          storage = .foreignKey(column: own.name, orderColumn: inverseKind == .ordered ? "_\(own.name)_order" : nil)
-        case (true, false):
-          storage = .inverseForeignKey(
-            column: inverse.name, orderColumn: kind == .ordered ? "_\(inverse.name)_order" : nil)
-        case (false, false):
-          storage =
-            isSelfInverse || sortsFirst
-            ? .foreignKey(column: own.name, orderColumn: nil)
-            : .inverseForeignKey(column: inverse.name, orderColumn: nil)
-        case (true, true):
-          let owner = isSelfInverse || sortsFirst
-          let table = owner ? "_join_\(entity.name)_\(own.name)" : "_join_\(thisInverse.entity)_\(inverse.name)"
-          storage = .joinTable(
-            table: table, ownColumn: owner ? "source" : "target", otherColumn: owner ? "target" : "source",
-            orderColumn: kind == .ordered ? (owner ? "source_order" : "target_order") : nil, isOwner: owner)
-        }
-        let inverseIndex = (full[this.destination] ?? []).firstIndex { $0 == thisInverse } ?? 0
-        resolved.append(
-          Resolved(
-            name: own.name, declaration: own.declaration, accessor: own.accessor, destination: this.destination,
-            inverseName: inverse.name, inverseIndex: Int32(inverseIndex), storage: storage))
+  /// The entity's own relationships, each pair checked to point both ways, with its storage.
+  func resolve(_ entity: Entity, _ pending: [String: [Pending]]) throws -> [RelationshipLinks.Resolved] {
+    var resolved: [RelationshipLinks.Resolved] = []
+    for (index, own) in entity.relationships.enumerated() {
+      guard let this = pending[entity.name]?[index], let thisInverse = this.inverse,
+        let that = pending[thisInverse.entity]?[thisInverse.index]
+      else { continue }
+      let inverse = relationship(thisInverse)
+      guard that.destination == entity.name, let thatInverse = that.inverse, thatInverse == (entity.name, index)
+      else {
+        throw ModelError(
+          entity: entity.name, property: own.name,
+          reason: .invalidInverse(
+            "its inverse \(this.destination).\(inverse.name) does not point back at \(entity.name).\(own.name)"))
       }
-      resolvedByEntity[entity.name] = resolved
+      let isSelfInverse = thisInverse == (entity.name, index)
+      let sortsFirst = (entity.name, own.name) <= (thisInverse.entity, inverse.name)
+      let storage = Self.storage(
+        of: own, in: entity.name, inverse: inverse, of: thisInverse.entity, owns: isSelfInverse || sortsFirst)
+      let inverseIndex = (full[this.destination] ?? []).firstIndex { $0 == thisInverse } ?? 0
+      resolved.append(
+        RelationshipLinks.Resolved(
+          name: own.name, declaration: own.declaration, accessor: own.accessor, destination: this.destination,
+          inverseName: inverse.name, inverseIndex: Int32(inverseIndex), storage: storage))
+    }
+    return resolved
+  }
+
+  /// Where a pair's links are stored; `owns` is true for the side that keeps a to-one ↔
+  /// to-one key column or names a join table (the self-inverse side, or the one that sorts
+  /// first).
+  static func storage(of own: Own, in entityName: String, inverse: Own, of inverseEntity: String, owns: Bool)
+    -> RelationshipStorage
+  {
+    let kind = own.accessor.kind
+    let inverseKind = inverse.accessor.kind
+    switch (kind.isToMany, inverseKind.isToMany) {
+    case (false, true):
+      return .foreignKey(column: own.name, orderColumn: inverseKind == .ordered ? "_\(own.name)_order" : nil)
+    case (true, false):
+      return .inverseForeignKey(column: inverse.name, orderColumn: kind == .ordered ? "_\(inverse.name)_order" : nil)
+    case (false, false):
+      return owns
+        ? .foreignKey(column: own.name, orderColumn: nil) : .inverseForeignKey(column: inverse.name, orderColumn: nil)
+    case (true, true):
+      let table = owns ? "_join_\(entityName)_\(own.name)" : "_join_\(inverseEntity)_\(inverse.name)"
+      return .joinTable(
+        table: table, ownColumn: owns ? "source" : "target", otherColumn: owns ? "target" : "source",
+        orderColumn: kind == .ordered ? (owns ? "source_order" : "target_order") : nil, isOwner: owns)
     }
   }
 }

@@ -258,18 +258,11 @@ public final class ManagedObjectModel: Sendable {
     return runs.reversed().flatMap { $0 }
   }
 
+  /// The entities' descriptions, from their declarations: superentities first, each entity's
+  /// own attributes and relationships after the inherited ones, the columns of each table
+  /// checked for clashes.
   private static func describe(_ declared: [Declared]) throws -> [EntityDescription] {
-    // Order superentities before subentities, otherwise by name: the order (and so the JSON
-    // and the version hash) does not depend on the order the caller listed the classes in.
-    var ordered: [Declared] = []
-    var placed = Set<String>()
-    var pending = declared
-    while !pending.isEmpty {
-      let ready = pending.filter { $0.superName.map(placed.contains) ?? true }.sorted { $0.name < $1.name }
-      ordered += ready
-      placed.formUnion(ready.map(\.name))
-      pending.removeAll { placed.contains($0.name) }
-    }
+    let ordered = superentitiesFirst(declared)
     let byName = Dictionary(uniqueKeysWithValues: ordered.map { ($0.name, $0) })
     func root(of name: String) -> String {
       var current = name
@@ -283,25 +276,8 @@ public final class ManagedObjectModel: Sendable {
       [name] + children(of: name).flatMap(selfAndDescendants)
     }
     let indexByName = Dictionary(uniqueKeysWithValues: ordered.enumerated().map { ($1.name, Int32($0)) })
-    // Each entity's own relationships: a class's fields include its superclass's.
-    let links = try RelationshipLinks(
-      ordered.map { entity in
-        let inheritedOffsets = Set(entity.superName.flatMap { byName[$0] }?.relationships.map(\.offset) ?? [])
-        return RelationshipLinks.Entity(
-          name: entity.name, superName: entity.superName, type: entity.type,
-          relationships: entity.relationships.filter { !inheritedOffsets.contains($0.offset) }.map {
-            ($0.name, $0.declaration, $0.accessor)
-          })
-      })
-
-    var columnsByTable: [String: [String: String]] = [:]  // table → column → entity.property
-    func claim(_ column: String, table: String, entity: String, property: String) throws {
-      let key = column.lowercased()  // SQLite identifiers are case-insensitive
-      if columnsByTable[table, default: [:]][key] != nil {
-        throw ModelError(entity: entity, property: property, reason: .duplicateColumn(column))
-      }
-      columnsByTable[table, default: [:]][key] = "\(entity).\(property)"
-    }
+    let links = try relationshipLinks(ordered, byName: byName)
+    var columns = ColumnClaims()
     var result: [EntityDescription] = []
     var storedByName: [String: [AttributeDescription]] = [:]
     var uniquenessByName: [String: [[Int32]]] = [:]
@@ -311,57 +287,11 @@ public final class ManagedObjectModel: Sendable {
       let inheritedOffsets = Set(
         entity.superName.flatMap { byName[$0] }?.fields.map(\.offset) ?? [])
       let table = root(of: entity.name)
-      var own: [AttributeDescription] = []
-      for field in entity.fields where !inheritedOffsets.contains(field.offset) {
-        let options = field.declaration.options
-        let column = options.persistentName ?? field.name
-        guard isValidIdentifier(field.name) else {
-          throw ModelError(entity: entity.name, property: field.name, reason: .invalidName(field.name))
-        }
-        guard isValidIdentifier(column) else {
-          throw ModelError(entity: entity.name, property: field.name, reason: .invalidName(column))
-        }
-        try claim(column, table: table, entity: entity.name, property: field.name)
-        let codec = field.accessor.codec
-        own.append(
-          AttributeDescription(
-            name: field.name, columnName: column, attributeType: codec.attributeType,
-            storage: field.declaration.storage, isOptional: codec.isOptional,
-            isPreservedOnDeletion: options.preservedOnDeletion, isIndexed: options.indexed,
-            isUnique: options.unique, entityName: entity.name, accessor: field.accessor, boundsCheck: options.bounds))
-      }
-      // Relationships: each entity's own, after the inherited ones (same indexes in
-      // subentities); a to-one that holds the key adds a stored attribute after the attributes.
-      var ownRelationships: [RelationshipDescription] = []
+      var own = try ownAttributes(of: entity, skipping: inheritedOffsets, table: table, columns: &columns)
       let inheritedRelationships = entity.superName.flatMap { relationshipsByName[$0] } ?? []
-      for relationship in links.relationships(of: entity.name) {
-        guard isValidIdentifier(relationship.name) else {
-          throw ModelError(
-            entity: entity.name, property: relationship.name, reason: .invalidName(relationship.name))
-        }
-        var foreignKeySlot: Int32?
-        if case .foreignKey(let column, let orderColumn) = relationship.storage {
-          try claim(column, table: table, entity: entity.name, property: relationship.name)
-          if let orderColumn { try claim(orderColumn, table: table, entity: entity.name, property: relationship.name) }
-          foreignKeySlot = Int32(inherited.count + own.count)
-          own.append(
-            AttributeDescription(
-              name: relationship.name, columnName: column, attributeType: .integer64, storage: .standard,
-              isOptional: true, isPreservedOnDeletion: false, isIndexed: true, isUnique: false,
-              entityName: entity.name,
-              accessor: ForeignKeyAccessor(
-                relationship: relationship.accessor, entityName: entity.name, relationshipName: relationship.name),
-              foreignKeyOf: relationship.name))
-        }
-        ownRelationships.append(
-          RelationshipDescription(
-            name: relationship.name, kind: relationship.accessor.kind,
-            destinationEntityName: relationship.destination, inverseName: relationship.inverseName,
-            deleteRule: relationship.declaration.deleteRule, isRequired: relationship.declaration.isRequired,
-            minimumCount: relationship.declaration.minimumCount, maximumCount: relationship.declaration.maximumCount,
-            entityName: entity.name, storage: relationship.storage, accessor: relationship.accessor,
-            inverseIndex: relationship.inverseIndex, foreignKeySlot: foreignKeySlot))
-      }
+      let ownRelationships = try describe(
+        links.relationships(of: entity.name), of: entity.name, table: table, keySlotsFrom: inherited.count,
+        attributes: &own, columns: &columns)
       // Inherited attributes keep their descriptions but use this class's field offsets,
       // which are the same: a subclass lays out its superclass's fields first.
       let all = inherited + own
@@ -382,6 +312,117 @@ public final class ManagedObjectModel: Sendable {
           objectType: entity.type, uniqueness: uniquenessByName[entity.name] ?? [], ownCompoundUniqueness: compound))
     }
     return result
+  }
+
+  /// Superentities before subentities, otherwise by name: the order (and so the JSON and the
+  /// version hash) does not depend on the order the caller listed the classes in.
+  private static func superentitiesFirst(_ declared: [Declared]) -> [Declared] {
+    var ordered: [Declared] = []
+    var placed = Set<String>()
+    var pending = declared
+    while !pending.isEmpty {
+      let ready = pending.filter { $0.superName.map(placed.contains) ?? true }.sorted { $0.name < $1.name }
+      ordered += ready
+      placed.formUnion(ready.map(\.name))
+      pending.removeAll { placed.contains($0.name) }
+    }
+    return ordered
+  }
+
+  /// Each entity's own relationships (a class's fields include its superclass's), linked to
+  /// their destinations and inverses.
+  private static func relationshipLinks(_ ordered: [Declared], byName: [String: Declared]) throws
+    -> RelationshipLinks
+  {
+    try RelationshipLinks(
+      ordered.map { entity in
+        let inheritedOffsets = Set(entity.superName.flatMap { byName[$0] }?.relationships.map(\.offset) ?? [])
+        return RelationshipLinks.Entity(
+          name: entity.name, superName: entity.superName, type: entity.type,
+          relationships: entity.relationships.filter { !inheritedOffsets.contains($0.offset) }.map {
+            ($0.name, $0.declaration, $0.accessor)
+          })
+      })
+  }
+
+  /// The columns each table's entities have claimed, to refuse two properties of one table
+  /// that store into the same column.
+  private struct ColumnClaims {
+    private var byTable: [String: [String: String]] = [:]  // table → column → entity.property
+
+    mutating func claim(_ column: String, table: String, entity: String, property: String) throws {
+      let key = column.lowercased()  // SQLite identifiers are case-insensitive
+      if byTable[table, default: [:]][key] != nil {
+        throw ModelError(entity: entity, property: property, reason: .duplicateColumn(column))
+      }
+      byTable[table, default: [:]][key] = "\(entity).\(property)"
+    }
+  }
+
+  /// The attributes an entity declares itself (not those of its superentity's fields).
+  private static func ownAttributes(
+    of entity: Declared, skipping inheritedOffsets: Set<Int>, table: String, columns: inout ColumnClaims
+  ) throws -> [AttributeDescription] {
+    var own: [AttributeDescription] = []
+    for field in entity.fields where !inheritedOffsets.contains(field.offset) {
+      let options = field.declaration.options
+      let column = options.persistentName ?? field.name
+      guard isValidIdentifier(field.name) else {
+        throw ModelError(entity: entity.name, property: field.name, reason: .invalidName(field.name))
+      }
+      guard isValidIdentifier(column) else {
+        throw ModelError(entity: entity.name, property: field.name, reason: .invalidName(column))
+      }
+      try columns.claim(column, table: table, entity: entity.name, property: field.name)
+      let codec = field.accessor.codec
+      own.append(
+        AttributeDescription(
+          name: field.name, columnName: column, attributeType: codec.attributeType,
+          storage: field.declaration.storage, isOptional: codec.isOptional,
+          isPreservedOnDeletion: options.preservedOnDeletion, isIndexed: options.indexed,
+          isUnique: options.unique, entityName: entity.name, accessor: field.accessor, boundsCheck: options.bounds))
+    }
+    return own
+  }
+
+  /// An entity's own relationships, after the inherited ones (same indexes in subentities); a
+  /// to-one that holds the key adds a stored attribute to `attributes` (slots after the
+  /// `keySlotsFrom` inherited ones).
+  private static func describe(
+    _ relationships: [RelationshipLinks.Resolved], of entityName: String, table: String, keySlotsFrom inherited: Int,
+    attributes own: inout [AttributeDescription], columns: inout ColumnClaims
+  ) throws -> [RelationshipDescription] {
+    var described: [RelationshipDescription] = []
+    for relationship in relationships {
+      guard isValidIdentifier(relationship.name) else {
+        throw ModelError(entity: entityName, property: relationship.name, reason: .invalidName(relationship.name))
+      }
+      var foreignKeySlot: Int32?
+      if case .foreignKey(let column, let orderColumn) = relationship.storage {
+        try columns.claim(column, table: table, entity: entityName, property: relationship.name)
+        if let orderColumn {
+          try columns.claim(orderColumn, table: table, entity: entityName, property: relationship.name)
+        }
+        foreignKeySlot = Int32(inherited + own.count)
+        own.append(
+          AttributeDescription(
+            name: relationship.name, columnName: column, attributeType: .integer64, storage: .standard,
+            isOptional: true, isPreservedOnDeletion: false, isIndexed: true, isUnique: false,
+            entityName: entityName,
+            accessor: ForeignKeyAccessor(
+              relationship: relationship.accessor, entityName: entityName, relationshipName: relationship.name),
+            foreignKeyOf: relationship.name))
+      }
+      described.append(
+        RelationshipDescription(
+          name: relationship.name, kind: relationship.accessor.kind,
+          destinationEntityName: relationship.destination, inverseName: relationship.inverseName,
+          deleteRule: relationship.declaration.deleteRule, isRequired: relationship.declaration.isRequired,
+          minimumCount: relationship.declaration.minimumCount, maximumCount: relationship.declaration.maximumCount,
+          entityName: entityName, storage: relationship.storage, accessor: relationship.accessor,
+          inverseIndex: relationship.inverseIndex, foreignKeySlot: foreignKeySlot))
+    }
+    return described
   }
 
   /// The slots of each compound uniqueness constraint `type` declares, found by reading each

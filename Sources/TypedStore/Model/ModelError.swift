@@ -50,6 +50,7 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     self.reason = reason
   }
 
+  /// The problem in one sentence, with the entity and property.
   public var description: String {
     let place = property.map { "\(entity).\($0)" } ?? entity
     switch reason {

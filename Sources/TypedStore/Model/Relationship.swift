@@ -97,7 +97,7 @@ public struct Relationship<Value> {
   }
 
   /// Inlinable, so that it is specialized in the entity's module: called generically, it
-  /// cost every new object about 470 instructions per relationship. The declaration (and the
+  /// made creating every object slower, per relationship. The declaration (and the
   /// inverse's key path, an autoclosure in the public initializers) is made only while the
   /// model records it: a key path made for every new object cost a runtime lookup, a retain
   /// and a release.
@@ -108,29 +108,6 @@ public struct Relationship<Value> {
       DeclarationRecorder.record(declaration())
     }
   }
-}
-
-/// What happens to related objects when an object is deleted (Core Data's delete rules).
-public enum DeleteRule: String, Sendable, Codable, CaseIterable {
-  /// The related objects stay; their inverse no longer points at the deleted object.
-  case nullify
-  /// The related objects are deleted too, with their own rules, loaded or not.
-  case cascade
-  /// The save throws `StoreError.deleteDenied` while any object is related: nothing changes.
-  case deny
-}
-
-/// The kind of a relationship, from its property's type.
-public enum RelationshipKind: String, Sendable, Codable {
-  /// `Destination?`
-  case toOne
-  /// `Set<Destination>`
-  case toMany
-  /// `[Destination]`: the order is stored.
-  case ordered
-
-  /// Whether the relationship holds any number of objects.
-  public var isToMany: Bool { self != .toOne }
 }
 
 /// What a `@Relationship` initializer records while the model builds its prototype object.
@@ -276,55 +253,6 @@ func makeSet<Element: ManagedObject>(_: Element.Type) -> RelationshipValueBuilde
       if let element = object.takeUnretainedValue() as? Element { set.insert(element) }
     }
     return set
-  }
-}
-
-// MARK: - Typed helpers
-
-/// The typed helpers of a relationship, reached as its projected value (`folder.$notes`).
-/// Each changes the relationship and its inverse at once, at a cost that does not grow with
-/// the relationship's size.
-///
-/// ```swift
-/// folder.$notes.insert(note)          // note.folder === folder
-/// folder.$notes.remove(note)          // note.folder == nil
-/// list.$items.insert(item, at: 0)     // ordered relationships only
-/// ```
-public struct RelationshipEditor<Value> {
-  @usableFromInline let object: ManagedObject
-  @usableFromInline let slot: Int32
-
-  @inlinable
-  init(object: ManagedObject, slot: Int32) {
-    self.object = object
-    self.slot = slot
-  }
-}
-
-extension RelationshipEditor {
-  /// Adds `element` to the relationship (and this object to `element`'s inverse).
-  public func insert<Element: ManagedObject>(_ element: Element) where Value == Set<Element> {
-    object._editRelationship(slot: slot, inserting: element, at: nil)
-  }
-
-  /// Removes `element` from the relationship (and this object from `element`'s inverse).
-  public func remove<Element: ManagedObject>(_ element: Element) where Value == Set<Element> {
-    object._editRelationship(slot: slot, removing: element)
-  }
-
-  /// Appends `element` (moving it when it is already in the relationship).
-  public func append<Element: ManagedObject>(_ element: Element) where Value == [Element] {
-    object._editRelationship(slot: slot, inserting: element, at: nil)
-  }
-
-  /// Inserts `element` at `index` (moving it when it is already in the relationship).
-  public func insert<Element: ManagedObject>(_ element: Element, at index: Int) where Value == [Element] {
-    object._editRelationship(slot: slot, inserting: element, at: index)
-  }
-
-  /// Removes `element` from the relationship (and this object from `element`'s inverse).
-  public func remove<Element: ManagedObject>(_ element: Element) where Value == [Element] {
-    object._editRelationship(slot: slot, removing: element)
   }
 }
 

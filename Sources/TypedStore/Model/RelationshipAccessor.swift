@@ -25,7 +25,7 @@ extension Optional: RelationshipValue where Wrapped: ManagedObject {
   static var destinationType: ManagedObject.Type { Wrapped.self }
   var objects: [ManagedObject] {
     // Not `map`: unspecialized (Wrapped is the user's class), it looked up generic metadata on
-    // every call, several times the cost of the array itself.
+    // every call, which cost more than the array itself.
     guard let object = self else { return [] }
     return [object]
   }
@@ -41,7 +41,7 @@ extension Set: RelationshipValue where Element: ManagedObject {
   var objects: [ManagedObject] { map { $0 } }
   init(objects: [ManagedObject]) {
     // A loop into a set of the right capacity: `Set(sequence)` is generic over the sequence
-    // too, and unspecialized here (Element is the user's class) it cost three times as much.
+    // too, and unspecialized here (Element is the user's class) it cost much more.
     var set = Set<Element>(minimumCapacity: objects.count)
     for object in objects {
       if let element = object as? Element { set.insert(element) }
@@ -90,7 +90,7 @@ protocol RelationshipAccessor: AnyObject, Sendable {
   func makeFault(_ object: ManagedObject, foreignKey: Int64)
   /// Makes the relationship of an object a row is being loaded into for the first time a
   /// fault, leaving its value alone: the wrapper's initial, empty one (building a new empty
-  /// value through the generic `RelationshipValue` cost a prefetch about 4 % of its instructions).
+  /// value through the generic `RelationshipValue` showed in a prefetch's profile).
   func makeNewObjectFault(_ object: ManagedObject, foreignKey: Int64)
   /// Marks a fault as loaded, holding `objects`.
   func fulfill(_ object: ManagedObject, with objects: [ManagedObject])
@@ -249,8 +249,8 @@ final class ForeignKeyAccessor: AttributeAccessor {
     }
     guard let target = relationship.objects(in: object).first else { return .null }
     guard target.trackerLink === object.trackerLink, let key = target.objectKey, !key.isTemporary else {
-      throw StoreError.invalidValue(
-        entity: entityName, attribute: relationshipName,
+      throw UnwritableRelationshipKey(
+        entity: entityName, relationship: relationshipName,
         reason: target.trackerLink === object.trackerLink
           ? "the related object has no permanent ID yet" : "the related object belongs to another context")
     }

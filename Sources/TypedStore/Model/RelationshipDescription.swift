@@ -7,7 +7,7 @@
 ///
 /// A class, as Core Data's `NSRelationshipDescription` is: the graph code takes a description
 /// out of its entity for every relationship edit and save, and copying a struct of five
-/// strings and an accessor each time cost a dozen reference-count operations.
+/// strings and an accessor each time cost reference counting on every copy.
 public final class RelationshipDescription: Sendable {
   /// The Swift property name.
   public let name: String

@@ -33,7 +33,9 @@ public final class FetchResultsCollection<Entity: ManagedObject>: RandomAccessCo
     self.state = state
   }
 
+  /// The first position: 0.
   public var startIndex: Int { 0 }
+  /// The number of results: one past the last position.
   public var endIndex: Int { keys.count }
 
   /// The object at `position`; the first read of a batch loads it in one query.

@@ -29,7 +29,7 @@ import Foundation
 /// answer as the SQL, `docs/queries.md`), their place the request's order as SQLite sorts.
 /// After `reset()` of the context, call `performFetch()` again.
 ///
-/// With `sectionKeyPath`, objects are grouped into sections by that attribute's value (a
+/// With `sectionNameKeyPath`, objects are grouped into sections by that attribute's value (a
 /// related object's too: `\Note.folder?.name`), in result order: sort by the section key
 /// first, as Core Data asks.
 public final class FetchedResultsController<Entity: ManagedObject> {
@@ -39,13 +39,17 @@ public final class FetchedResultsController<Entity: ManagedObject> {
     public let name: String
     /// The section's objects, in order.
     public let objects: [Entity]
+    /// How many objects the section holds.
     public var numberOfObjects: Int { objects.count }
   }
 
+  /// The request whose results the controller keeps current.
   public let fetchRequest: FetchRequest<Entity>
-  public let sectionKeyPath: (PartialKeyPath<Entity> & Sendable)?
+  /// The attribute whose value groups the results into sections (Core Data's
+  /// `sectionNameKeyPath`); nil for one section of every object.
+  public let sectionNameKeyPath: (PartialKeyPath<Entity> & Sendable)?
   /// Told of every change after `performFetch()`.
-  public weak var delegate: (any FetchedResultsControllerDelegate)?
+  public weak var delegate: (any FetchedResultsControllerDelegate<Entity>)?
 
   private let state: ContextState
   private let entity: EntityDescription?
@@ -57,25 +61,41 @@ public final class FetchedResultsController<Entity: ManagedObject> {
   private let continuation: AsyncStream<FetchedResultsDiff>.Continuation
 
   /// A controller of the request's results in a `ModelContext`.
+  ///
+  /// ```swift
+  /// let controller = FetchedResultsController(
+  ///   fetchRequest: FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]), context: modelContext,
+  ///   sectionNameKeyPath: \Note.title)
+  /// try controller.performFetch()
+  /// ```
   public convenience init(
     fetchRequest: FetchRequest<Entity>, context: ModelContext,
-    sectionKeyPath: (PartialKeyPath<Entity> & Sendable)? = nil
+    sectionNameKeyPath: (PartialKeyPath<Entity> & Sendable)? = nil
   ) {
-    self.init(fetchRequest: fetchRequest, state: context.state, sectionKeyPath: sectionKeyPath)
+    self.init(fetchRequest: fetchRequest, state: context.state, sectionNameKeyPath: sectionNameKeyPath)
   }
 
   /// A controller of the request's results in a `ManagedObjectContext`, made on its executor.
+  ///
+  /// ```swift
+  /// try await context.perform { context in
+  ///   let controller = FetchedResultsController(fetchRequest: FetchRequest<Note>(), context: context)
+  ///   try controller.performFetch()
+  /// }
+  /// ```
   public convenience init(
     fetchRequest: FetchRequest<Entity>, context: isolated ManagedObjectContext,
-    sectionKeyPath: (PartialKeyPath<Entity> & Sendable)? = nil
+    sectionNameKeyPath: (PartialKeyPath<Entity> & Sendable)? = nil
   ) {
-    self.init(fetchRequest: fetchRequest, state: context.state, sectionKeyPath: sectionKeyPath)
+    self.init(fetchRequest: fetchRequest, state: context.state, sectionNameKeyPath: sectionNameKeyPath)
   }
 
-  init(fetchRequest: FetchRequest<Entity>, state: ContextState, sectionKeyPath: (PartialKeyPath<Entity> & Sendable)?) {
+  init(
+    fetchRequest: FetchRequest<Entity>, state: ContextState, sectionNameKeyPath: (PartialKeyPath<Entity> & Sendable)?
+  ) {
     self.fetchRequest = fetchRequest
     self.state = state
-    self.sectionKeyPath = sectionKeyPath
+    self.sectionNameKeyPath = sectionNameKeyPath
     self.entity = state.store.model.entity(for: Entity.self)
     (stream, continuation) = AsyncStream.makeStream(of: FetchedResultsDiff.self)
   }
@@ -92,7 +112,7 @@ public final class FetchedResultsController<Entity: ManagedObject> {
 
   /// The results in sections (one section of every object without a section key).
   public var sections: [Section] {
-    guard sectionKeyPath != nil else { return objects.isEmpty ? [] : [Section(name: "", objects: objects)] }
+    guard sectionNameKeyPath != nil else { return objects.isEmpty ? [] : [Section(name: "", objects: objects)] }
     var result: [Section] = []
     var start = 0
     for index in objects.indices where index + 1 == objects.count || sectionNames[index + 1] != sectionNames[index] {
@@ -107,7 +127,7 @@ public final class FetchedResultsController<Entity: ManagedObject> {
 
   /// The object at an index path (`[section, item]`).
   public func object(at indexPath: IndexPath) -> Entity {
-    let starts = sectionKeyPath == nil ? [0] : Self.sectionStarts(sectionNames)
+    let starts = sectionNameKeyPath == nil ? [0] : Self.sectionStarts(sectionNames)
     return objects[starts[indexPath[0]] + indexPath[1]]
   }
 
@@ -123,20 +143,25 @@ public final class FetchedResultsController<Entity: ManagedObject> {
 
   /// Fetches the results and starts following the context's saves and merges.
   ///
+  /// ```swift
+  /// try controller.performFetch()
+  /// let first = controller.fetchedObjects.first
+  /// ```
+  ///
   /// - Throws: as `fetch(_:)`, with `FetchError.unsupportedSortKey` for a section key path
   ///   that is not one attribute (of the object, or of a related object through to-one
   ///   relationships, as a sort key may be).
   public func performFetch() throws {
     guard entity != nil else { throw FetchError.unknownEntity(String(describing: Entity.self)) }
     sortKeys = try state.sortKeys(fetchRequest.sortDescriptors)
-    if let sectionKeyPath {
-      guard state.store.model.sortPath(for: sectionKeyPath) != nil else {
+    if let sectionNameKeyPath {
+      guard state.store.model.sortPath(for: sectionNameKeyPath) != nil else {
         let model = state.store.model
-        throw FetchError.unsupportedSortKey(model.describe(sectionKeyPath, on: model.entity(for: Entity.self)))
+        throw FetchError.unsupportedSortKey(model.describe(sectionNameKeyPath, on: model.entity(for: Entity.self)))
       }
     }
     objects = try state.fetch(fetchRequest)
-    sectionNames = sectionKeyPath == nil ? [] : objects.map(sectionName)
+    sectionNames = sectionNameKeyPath == nil ? [] : objects.map(sectionName)
     if !isFetched {
       isFetched = true
       state.changeObservers[ObjectIdentifier(self)] = { [unowned self] changes in self.apply(changes) }
@@ -166,7 +191,7 @@ public final class FetchedResultsController<Entity: ManagedObject> {
 
     // Out: every changed or deleted object, found by a scan of references and keys (no
     // hashing per result), with its old place.
-    let sectioned = sectionKeyPath != nil
+    let sectioned = sectionNameKeyPath != nil
     let oldStarts = sectioned ? Self.sectionStarts(sectionNames) : [0]
     let oldSections = sectioned ? Self.names(sectionNames, starts: oldStarts) : []
     // Arrays of class references share one layout: the scans below run on
@@ -218,7 +243,7 @@ public final class FetchedResultsController<Entity: ManagedObject> {
       }
     }
     guard !diff.isEmpty else { return }
-    delegate?.controller(didChangeContent: diff)
+    delegate?.controller(self, didChangeContentWith: diff)
     continuation.yield(diff)
   }
 
@@ -249,8 +274,8 @@ public final class FetchedResultsController<Entity: ManagedObject> {
   }
 
   private func sectionName(_ object: Entity) -> String {
-    guard let sectionKeyPath else { return "" }
-    var value: Any = object[keyPath: sectionKeyPath]
+    guard let sectionNameKeyPath else { return "" }
+    var value: Any = object[keyPath: sectionNameKeyPath]
     while let optional = value as? any AnyOptional {
       if optional.isNone { return "" }
       guard let wrapped = Mirror(reflecting: value).children.first?.value else { return "" }
@@ -260,7 +285,7 @@ public final class FetchedResultsController<Entity: ManagedObject> {
   }
 
   private func indexPath(ofFlat index: Int) -> IndexPath {
-    Self.path(of: index, starts: sectionKeyPath == nil ? [0] : Self.sectionStarts(sectionNames))
+    Self.path(of: index, starts: sectionNameKeyPath == nil ? [0] : Self.sectionStarts(sectionNames))
   }
 
   /// Where each section begins, as flat indexes.
@@ -284,52 +309,6 @@ public final class FetchedResultsController<Entity: ManagedObject> {
     let section = max(0, low - 1)
     return IndexPath(indexes: [section, index - (starts.isEmpty ? 0 : starts[section])])
   }
-}
-
-/// What one save or merge changed in a controller's results, in index paths
-/// (`[section, item]`): deletions in the old results, the rest in the new ones.
-public struct FetchedResultsDiff: Sendable, Equatable {
-  /// An object that changed and took another place.
-  public struct Move: Sendable, Equatable {
-    public let from: IndexPath
-    public let to: IndexPath
-
-    public init(from: IndexPath, to: IndexPath) {
-      self.from = from
-      self.to = to
-    }
-  }
-
-  public var inserted: [IndexPath] = []
-  public var deleted: [IndexPath] = []
-  public var moved: [Move] = []
-  /// Objects that changed in place.
-  public var updated: [IndexPath] = []
-  public var insertedSections: [Int] = []
-  public var deletedSections: [Int] = []
-
-  public init(
-    inserted: [IndexPath] = [], deleted: [IndexPath] = [], moved: [Move] = [], updated: [IndexPath] = [],
-    insertedSections: [Int] = [], deletedSections: [Int] = []
-  ) {
-    self.inserted = inserted
-    self.deleted = deleted
-    self.moved = moved
-    self.updated = updated
-    self.insertedSections = insertedSections
-    self.deletedSections = deletedSections
-  }
-
-  public var isEmpty: Bool {
-    inserted.isEmpty && deleted.isEmpty && moved.isEmpty && updated.isEmpty && insertedSections.isEmpty
-      && deletedSections.isEmpty
-  }
-}
-
-/// Told of a `FetchedResultsController`'s changes, on the context's executor.
-public protocol FetchedResultsControllerDelegate: AnyObject {
-  /// The results changed as `diff` says; the controller's objects and sections are current.
-  func controller(didChangeContent diff: FetchedResultsDiff)
 }
 
 // MARK: - Scans, outside the generic class so that they are compiled for class references

@@ -1,21 +1,3 @@
-/// What merging one transaction into a context did.
-///
-/// ```swift
-/// let result = context.mergeChanges(changes)
-/// for (id, attributes) in result.discardedChanges { log("lost unsaved \(attributes) of \(id)") }
-/// ```
-public struct MergeResult: Sendable, Equatable {
-  /// Registered objects reloaded with the store's values, their unsaved changes kept on top.
-  public var refreshed: Set<AnyManagedID> = []
-  /// Registered objects that left the context because their rows were deleted.
-  public var deleted: Set<AnyManagedID> = []
-  /// For each deleted object that had unsaved changes, the attributes whose unsaved values
-  /// the deletion discarded: never silently.
-  public var discardedChanges: [AnyManagedID: Set<String>] = [:]
-
-  public init() {}
-}
-
 extension ContextState {
   /// Merging reads the rows it refreshes in one read transaction. When that snapshot already
   /// holds transactions after the one being merged, they are merged too, from the same
@@ -31,29 +13,6 @@ extension ContextState {
     }
     return merge(
       through: changes.token?.transactionNumber, deleted: changes.deletedIDs, updated: changes.updatedIDs)
-  }
-
-  @discardableResult
-  func mergeChanges(_ transaction: HistoryTransaction) -> MergeResult {
-    guard transaction.token.storeIdentifier == store.identifier else { return MergeResult() }
-    let changes = transaction.changes
-    defer {
-      if !changeObservers.isEmpty {
-        var touched = ContextChanges()
-        for change in changes {
-          switch change.changeType {
-          case .insert: touched.inserted.insert(change.objectID)
-          case .update: touched.updated.insert(change.objectID)
-          case .delete: touched.deleted.insert(change.objectID)
-          }
-        }
-        notifyChanges(touched)
-      }
-    }
-    return merge(
-      through: transaction.token.transactionNumber,
-      deleted: changes.lazy.filter { $0.changeType == .delete }.map(\.objectID),
-      updated: changes.lazy.filter { $0.changeType == .update }.map(\.objectID))
   }
 
   /// Later transactions read from history to catch up within one snapshot, at most; beyond

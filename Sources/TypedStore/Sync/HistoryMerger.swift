@@ -130,7 +130,7 @@ public final class HistoryMerger: Sendable {
     init(_ actor: some ModelActor) {
       merge = { transactions in
         actor.modelExecutor.performAndWait(on: actor) { actor in
-          for transaction in transactions { actor.modelContext.mergeChanges(transaction) }
+          for transaction in transactions { actor.modelContext.mergeChanges(StoreChanges(transaction)) }
         }
       }
       refreshAllObjects = { actor.modelExecutor.performAndWait(on: actor) { $0.modelContext.refreshAllObjects() } }

@@ -230,7 +230,7 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
     try await here.perform { context in
       let registered = try context.registeredObject(for: ids[0])
       let note = try #require(registered)
-      for transaction in transactions { context.mergeChanges(transaction) }
+      for transaction in transactions { context.mergeChanges(StoreChanges(transaction)) }
       #expect(note.isDeleted, "this context did not delete it: it learns that it is gone")
       #expect(note.managedObjectContext == nil)
       #expect(try context.registeredObject(for: ids[0]) == nil)

@@ -512,7 +512,7 @@ func storeRows(path: String) throws -> [String: [String]] {
     let (fromChanges, fromTransaction, title) = try await stores.b.newBackgroundContext().perform { context in
       let note = try context.existingObject(with: bFirst)
       let fromChanges = context.mergeChanges(StoreChanges(transactions[0]))
-      let fromTransaction = context.mergeChanges(transactions[0])
+      let fromTransaction = context.mergeChanges(StoreChanges(transactions[0]))
       return (fromChanges, fromTransaction, note.isDeleted ? nil : note.title)
     }
     #expect(fromChanges == MergeResult())

@@ -280,7 +280,7 @@ import Testing
     let transaction = try #require(try second.fetchHistory(HistoryRequest()).last)
     let refreshed = try stale.performAndWait { context in
       let shelf = try context.existingObject(with: shelfID)
-      _ = context.mergeChanges(transaction)
+      _ = context.mergeChanges(StoreChanges(transaction))
       let titles = Set(shelf.books.map(\.title))
       try context.save()
       return titles

@@ -169,7 +169,7 @@ import Testing
       try context.save()
       let controller = FetchedResultsController(
         fetchRequest: FetchRequest<Book>(sortBy: [SortDescriptor(\.shelf?.name), SortDescriptor(\.title)]),
-        context: context, sectionKeyPath: \Book.shelf?.name)
+        context: context, sectionNameKeyPath: \Book.shelf?.name)
       try controller.performFetch()
       #expect(controller.sections.map(\.name) == ["", "A", "B"])
       #expect(controller.sections.map { $0.objects.map(\.title) } == [["none"], ["a1", "a2"], ["b1"]])

@@ -5,7 +5,9 @@ import TypedStore
 
 final class DiffRecorder: FetchedResultsControllerDelegate {
   var diffs: [FetchedResultsDiff] = []
-  func controller(didChangeContent diff: FetchedResultsDiff) { diffs.append(diff) }
+  func controller(_ controller: FetchedResultsController<Person>, didChangeContentWith difference: FetchedResultsDiff) {
+    diffs.append(difference)
+  }
 }
 
 @Suite struct FetchedResultsControllerTests {
@@ -76,7 +78,7 @@ final class DiffRecorder: FetchedResultsControllerDelegate {
       byStatus.sortDescriptors = [SortDescriptor(\.status.rawValue), SortDescriptor(\.name)]
       let controller = FetchedResultsController(
         fetchRequest: FetchRequest<Person>(sortBy: [SortDescriptor(\.age), SortDescriptor(\.name)]), context: context,
-        sectionKeyPath: \Person.age)
+        sectionNameKeyPath: \Person.age)
       try controller.performFetch()
       let sections = controller.sections
       #expect(sections.map(\.name) == Array(Set(controller.fetchedObjects.map(\.age))).sorted().map(String.init))
@@ -129,7 +131,7 @@ final class DiffRecorder: FetchedResultsControllerDelegate {
     let request = FetchRequest<Person>(
       predicate: #Predicate { $0.age >= 20 || $0.nickname == nil },
       sortBy: [SortDescriptor(\.age), SortDescriptor(\.name, order: .reverse)])
-    let controller = FetchedResultsController(fetchRequest: request, context: here, sectionKeyPath: \Person.age)
+    let controller = FetchedResultsController(fetchRequest: request, context: here, sectionNameKeyPath: \Person.age)
     let recorder = DiffRecorder()
     controller.delegate = recorder
     try controller.performFetch()
@@ -158,7 +160,7 @@ final class DiffRecorder: FetchedResultsControllerDelegate {
       try context.save()
       if !local {
         for transaction in try container.fetchHistory(HistoryRequest(after: token)) {
-          here.mergeChanges(transaction)
+          here.mergeChanges(StoreChanges(transaction))
         }
       }
       token = try container.currentHistoryToken

@@ -195,7 +195,7 @@ final class ComputedUnique: ManagedObject {
     try makeContainer().viewContext.performAndWait { context in
       let controller = FetchedResultsController(
         fetchRequest: FetchRequest<ClubMember>(sortBy: [SortDescriptor(\.name)]), context: context,
-        sectionKeyPath: \ClubMember.shout)
+        sectionNameKeyPath: \ClubMember.shout)
       #expect(throws: FetchError.unsupportedSortKey("\\ClubMember.<computed String reading name>")) {
         try controller.performFetch()
       }

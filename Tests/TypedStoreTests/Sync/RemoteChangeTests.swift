@@ -290,7 +290,7 @@ private func eventually(
     #expect(history.count == 2)
     let outcome = await lagging.perform { context in
       let note = (try? context.registeredObject(for: id))
-      let result = context.mergeChanges(history[0])  // the update: its row is gone by now
+      let result = context.mergeChanges(StoreChanges(history[0]))  // the update: its row is gone by now
       return (result, note?.isDeleted, note?.title, (try? context.registeredObject(for: id)) == nil, context.hasChanges)
     }
     #expect(outcome.0.deleted == [id.untyped])
@@ -302,7 +302,7 @@ private func eventually(
     #expect(!outcome.4)
     // And a context that never had it merges the same history to nothing.
     let fresh = await container.newBackgroundContext().perform { context in
-      (context.mergeChanges(history[0]), context.mergeChanges(history[1]))
+      (context.mergeChanges(StoreChanges(history[0])), context.mergeChanges(StoreChanges(history[1])))
     }
     #expect(fresh.0 == MergeResult())
     #expect(fresh.1 == MergeResult())
@@ -319,10 +319,11 @@ private func eventually(
       try context.save()
     }
     let transaction = try #require(try container.fetchHistory(HistoryRequest(after: start)).first)
-    let result = await context.perform { context in context.mergeChanges(transaction) }
+    let result = await context.perform { context in context.mergeChanges(StoreChanges(transaction)) }
     #expect(result.deleted == [id.untyped])
     #expect(result.discardedChanges == [id.untyped: ["title"]])
-    let again = await context.perform { context in (context.mergeChanges(transaction), context.hasChanges) }
+    let again = await context.perform { context in (context.mergeChanges(StoreChanges(transaction)), context.hasChanges)
+    }
     #expect(again.0 == MergeResult(), "merging the same transaction twice changes nothing")
     #expect(!again.1)
   }
@@ -342,8 +343,8 @@ private func eventually(
     }
     let transaction = try #require(try container.fetchHistory(HistoryRequest(after: start)).first)
     let outcome = try await context.perform { context in
-      let result = context.mergeChanges(transaction)
-      let second = context.mergeChanges(transaction)
+      let result = context.mergeChanges(StoreChanges(transaction))
+      let second = context.mergeChanges(StoreChanges(transaction))
       let note = try context.existingObject(with: id)
       let seen = (note.title, note.status, context.hasChanges)
       try context.save()  // the snapshot moved with the merge: no conflict
@@ -379,9 +380,9 @@ private func eventually(
     let history = try container.fetchHistory(HistoryRequest(after: start))
     #expect(history.count == 2)
     let outcome = await context.perform { context in
-      let first = context.mergeChanges(history[0])
+      let first = context.mergeChanges(StoreChanges(history[0]))
       let titles = ids.map { (try? context.registeredObject(for: $0))?.title }
-      return (first, titles, context.mergeChanges(history[1]))
+      return (first, titles, context.mergeChanges(StoreChanges(history[1])))
     }
     // a's row read now already holds tx 2, so tx 2 is merged with it: b too, not only a.
     #expect(outcome.1 == ["v2", "v2"], "never a's newer row beside b's older one")
