@@ -41,7 +41,7 @@ let package = Package(
     ),
     .executableTarget(
       name: "typedstore-bench",
-      dependencies: ["TypedStore", "CSQLite"],
+      dependencies: ["TypedStore", "ArgumentParsing", "CSQLite"],
       path: "Tools/typedstore-bench"
     ),
     // A second process for the multi-process tests.
