@@ -59,7 +59,7 @@ enum HistoryCommands {
 
   // MARK: - export
 
-  static func export(_ command: ParsedCommand) throws(Failure) {
+  static func export(_ command: ParsedCommand) async throws(Failure) {
     let store = try openStore(try usage { try command.required("--store") })
     let format: HistoryExportFormat
     switch command.value("--format") ?? "ndjson" {
@@ -99,7 +99,7 @@ enum HistoryCommands {
 
   // MARK: - watch
 
-  static func watch(_ command: ParsedCommand) throws(Failure) {
+  static func watch(_ command: ParsedCommand) async throws(Failure) {
     var store = try follow(command)
     // A read-only open gives the -wal and -shm files it made SQLite create back when the
     // store's last connection closes. The remote-change monitor's thread closes its own as it
@@ -159,7 +159,7 @@ enum HistoryCommands {
 
   // MARK: - prune
 
-  static func prune(_ command: ParsedCommand) throws(Failure) {
+  static func prune(_ command: ParsedCommand) async throws(Failure) {
     let path = try usage { try command.required("--store") }
     let policies = ["--consumed", "--before", "--older-than", "--keep-last"].filter { command.has($0) }
     guard policies.count == 1 else {
@@ -239,7 +239,7 @@ enum HistoryCommands {
 
   // MARK: - stats
 
-  static func stats(_ command: ParsedCommand) throws(Failure) {
+  static func stats(_ command: ParsedCommand) async throws(Failure) {
     let path = try usage { try command.required("--store") }
     let store = try openStore(path)
     let stats = try perform("cannot read the history") { try store.historyStatistics() }
