@@ -5,6 +5,8 @@ let package = Package(
   name: "TypedStore",
   products: [
     .library(name: "TypedStore", targets: ["TypedStore"]),
+    // Test support for packages that use TypedStore (a store per test): for test targets.
+    .library(name: "TypedStoreTesting", targets: ["TypedStoreTesting"]),
     .executable(name: "typedstore", targets: ["typedstore"]),
     .executable(name: "typedstore-bench", targets: ["typedstore-bench"]),
   ],
@@ -23,6 +25,10 @@ let package = Package(
       name: "TypedStore",
       dependencies: ["CSQLite"]
     ),
+    .target(
+      name: "TypedStoreTesting",
+      dependencies: ["TypedStore"]
+    ),
     // The command-line parser of the tool: small, ours, shaped like swift-argument-parser.
     .target(
       name: "ArgumentParsing",
@@ -35,7 +41,7 @@ let package = Package(
     ),
     .executableTarget(
       name: "typedstore-bench",
-      dependencies: ["TypedStore", "CSQLite"],
+      dependencies: ["TypedStore", "ArgumentParsing", "CSQLite"],
       path: "Tools/typedstore-bench"
     ),
     // A second process for the multi-process tests.
@@ -53,8 +59,8 @@ let package = Package(
     .testTarget(
       name: "TypedStoreTests",
       dependencies: [
-        "TypedStore", "ArgumentParsing", "typedstore", "typedstore-test-writer", "typedstore-bench",
-        "typedstore-merging-example",
+        "TypedStore", "TypedStoreTesting", "ArgumentParsing", "typedstore", "typedstore-test-writer",
+        "typedstore-bench", "typedstore-merging-example",
       ]
     ),
   ],

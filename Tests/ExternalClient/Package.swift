@@ -7,7 +7,13 @@ let package = Package(
   name: "ExternalClient",
   dependencies: [.package(name: "TypedStore", path: "../..")],
   targets: [
-    .executableTarget(name: "ExternalClient", dependencies: [.product(name: "TypedStore", package: "TypedStore")])
+    .executableTarget(
+      name: "ExternalClient",
+      dependencies: [
+        .product(name: "TypedStore", package: "TypedStore"),
+        // The test support, as a user's test target depends on it.
+        .product(name: "TypedStoreTesting", package: "TypedStore"),
+      ])
   ],
   swiftLanguageModes: [.v6]
 )

@@ -197,31 +197,35 @@ public struct ArgumentParser: Sendable {
   /// - Throws: `UsageError` for an unknown command or option, a missing or extra value, a
   ///   missing required option or positional argument.
   public func parse(_ arguments: [String]) throws(UsageError) -> ParseResult {
+    switch try selectCommand(arguments) {
+    case .finished(let result): return result
+    case .selected(let command, let path, let index):
+      return try parseArguments(arguments, from: index, of: command, path: path)
+    }
+  }
+
+  /// What the leading words of a command line chose.
+  private enum Selection {
+    /// Help or the version: nothing to run.
+    case finished(ParseResult)
+    /// This command, its arguments starting at `index`.
+    case selected(CommandDescription, path: [String], index: Int)
+  }
+
+  /// Follows the subcommand names that come first, down from the root.
+  private func selectCommand(_ arguments: [String]) throws(UsageError) -> Selection {
     var command = root
     var path: [String] = []
     var index = 0
-    // Subcommands come first.
     while index < arguments.count, !command.subcommands.isEmpty {
       let word = arguments[index]
       if word == "-h" || word == "--help" {
-        return .help(helpText(for: command, path: path))
+        return .finished(.help(helpText(for: command, path: path)))
       }
       if word == "help" {
-        // `tool help history export`: the help of the command the following words name.
-        var target = command
-        var targetPath = path
-        for name in arguments[(index + 1)...] {
-          guard let next = target.subcommands.first(where: { $0.name == name }) else {
-            throw UsageError(
-              "Unknown command '\(name)' for '\(commandName(targetPath))'",
-              usage: usageLine(for: target, path: targetPath))
-          }
-          target = next
-          targetPath.append(name)
-        }
-        return .help(helpText(for: target, path: targetPath))
+        return .finished(try help(naming: arguments[(index + 1)...], below: command, path: path))
       }
-      if path.isEmpty && (word == "--version" || word == "-V") { return .version }
+      if path.isEmpty && (word == "--version" || word == "-V") { return .finished(.version) }
       guard let next = command.subcommands.first(where: { $0.name == word }) else {
         if word.hasPrefix("-") && !command.options.isEmpty { break }
         throw UsageError(
@@ -242,12 +246,36 @@ public struct ArgumentParser: Sendable {
           + command.subcommands.filter { !$0.isHidden }.map(\.name).joined(separator: ", "),
         usage: usageLine(for: command, path: path))
     }
+    return .selected(command, path: path, index: index)
+  }
 
+  /// `tool help history export`: the help of the command the words after `help` name.
+  private func help(
+    naming names: ArraySlice<String>, below command: CommandDescription, path: [String]
+  ) throws(UsageError) -> ParseResult {
+    var target = command
+    var targetPath = path
+    for name in names {
+      guard let next = target.subcommands.first(where: { $0.name == name }) else {
+        throw UsageError(
+          "Unknown command '\(name)' for '\(commandName(targetPath))'", usage: usageLine(for: target, path: targetPath))
+      }
+      target = next
+      targetPath.append(name)
+    }
+    return .help(helpText(for: target, path: targetPath))
+  }
+
+  /// The options, flags and positional arguments of the chosen command.
+  private func parseArguments(
+    _ arguments: [String], from start: Int, of command: CommandDescription, path: [String]
+  ) throws(UsageError) -> ParseResult {
     let usage = usageLine(for: command, path: path)
     var values: [String: [String]] = [:]
     var flags: Set<String> = []
     var positionals: [String] = []
     var optionsEnded = false
+    var index = start
     while index < arguments.count {
       let word = arguments[index]
       index += 1
@@ -278,21 +306,36 @@ public struct ArgumentParser: Sendable {
       if let attached {
         value = attached
       } else {
-        // A value may start with a dash when it is `-` (stdout) or a negative number.
-        guard index < arguments.count,
-          arguments[index] == "-" || !arguments[index].hasPrefix("-")
-            || arguments[index].dropFirst().first?.isNumber == true
-        else {
-          throw UsageError("Missing value for '\(option.label)'", usage: usage)
-        }
-        value = arguments[index]
-        index += 1
+        value = try nextValue(of: option, in: arguments, at: &index, usage: usage)
       }
       if values[option.name] != nil && !option.isRepeating {
         throw UsageError("'\(option.name)' may be given only once", usage: usage)
       }
       values[option.name, default: []].append(value)
     }
+    try checkRequired(command, values: values, positionals: positionals, usage: usage)
+    return .run(ParsedCommand(path: path, usage: usage, values: values, flags: flags, positionals: positionals))
+  }
+
+  /// The word after an option, as its value. A value may start with a dash when it is `-`
+  /// (stdout) or a negative number.
+  private func nextValue(
+    of option: OptionDescription, in arguments: [String], at index: inout Int, usage: String
+  ) throws(UsageError) -> String {
+    guard index < arguments.count,
+      arguments[index] == "-" || !arguments[index].hasPrefix("-")
+        || arguments[index].dropFirst().first?.isNumber == true
+    else {
+      throw UsageError("Missing value for '\(option.label)'", usage: usage)
+    }
+    index += 1
+    return arguments[index - 1]
+  }
+
+  /// Every required option and positional argument given, and no extra positional one.
+  private func checkRequired(
+    _ command: CommandDescription, values: [String: [String]], positionals: [String], usage: String
+  ) throws(UsageError) {
     for option in command.options where option.isRequired && values[option.name] == nil {
       throw UsageError("Missing expected argument '\(option.label)'", usage: usage)
     }
@@ -303,7 +346,6 @@ public struct ArgumentParser: Sendable {
     if positionals.count > command.positionals.count {
       throw UsageError("Unexpected argument '\(positionals[command.positionals.count])'", usage: usage)
     }
-    return .run(ParsedCommand(path: path, usage: usage, values: values, flags: flags, positionals: positionals))
   }
 
   // MARK: - Help

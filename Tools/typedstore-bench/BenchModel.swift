@@ -100,3 +100,23 @@ struct Checksum: Equatable, CustomStringConvertible {
 
   var description: String { "\(count) rows, Σnumber \(numbers), Σtext \(textLength), Σscore \(scores)" }
 }
+
+/// Sets an item's five attributes to a row's values.
+func fill(_ item: some BenchItemFields, _ row: BenchRow) {
+  item.number = Int(row.number)
+  item.name = row.name
+  item.category = row.category
+  item.score = row.score
+  item.created = Date(timeIntervalSinceReferenceDate: row.created)
+}
+
+/// The checksum of fetched items' five attributes, as the raw side's `Checksum` of its rows.
+func itemChecksum(_ items: [some BenchItemFields]) -> Checksum {
+  var checksum = Checksum()
+  for item in items {
+    checksum.add(
+      number: Int64(item.number), name: item.name, category: item.category, score: item.score,
+      created: item.created.timeIntervalSinceReferenceDate)
+  }
+  return checksum
+}

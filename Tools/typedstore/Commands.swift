@@ -1,6 +1,45 @@
 import ArgumentParsing
 
-/// The tool's commands, as `--help` lists them.
+/// A command of the tool: how `--help` describes it and the function that runs it, in one
+/// value, so that no command is described and not run, or run and not described. A command
+/// with subcommands only dispatches to them.
+struct ToolCommand: Sendable {
+  typealias Run = @Sendable (ParsedCommand) async throws(Failure) -> Void
+
+  /// Its name, abstract, options and positional arguments (its subcommands are `subcommands`).
+  let description: CommandDescription
+  let run: Run?
+  let subcommands: [ToolCommand]
+
+  /// A command that runs.
+  init(_ description: CommandDescription, run: @escaping Run) {
+    self.description = description
+    self.run = run
+    subcommands = []
+  }
+
+  /// A command that groups others.
+  init(group name: String, abstract: String, subcommands: [ToolCommand]) {
+    description = CommandDescription(name: name, abstract: abstract)
+    run = nil
+    self.subcommands = subcommands
+  }
+
+  /// The tree of descriptions the parser reads, subcommands included.
+  var tree: CommandDescription {
+    var tree = description
+    tree.subcommands = subcommands.map(\.tree)
+    return tree
+  }
+
+  /// What runs the command at `path` (names below this one), if one does.
+  func run(at path: [String]) -> Run? {
+    guard let name = path.first else { return run }
+    return subcommands.first { $0.description.name == name }?.run(at: Array(path.dropFirst()))
+  }
+}
+
+/// The tool's commands: what `--help` lists and what runs, one table.
 enum Commands {
   static let store = OptionDescription.option("--store", value: "path", help: "The store file.", required: true)
   static let json = OptionDescription.flag("--json", help: "Print JSON, for scripts.")
@@ -14,92 +53,111 @@ enum Commands {
       repeating: true),
   ]
 
-  static let export = CommandDescription(
-    name: "export", abstract: "Write the store's history as NDJSON (or JSON), streaming in constant memory.",
-    discussion: """
-      One transaction per line with its changes, in the versioned schema of docs/history.md. Without
-      --after or --since, starts at the oldest transaction kept. The token to resume from goes to
-      stderr as 'last token: <token>'; pass it to --after next time.
-      """,
-    options: [
-      store,
-      .option("--after", value: "token", help: "Only transactions after this token (or transaction number)."),
-      .option("--since", value: "date", help: "Only transactions committed after this ISO 8601 date."),
-      .option("--until", value: "token|date", help: "Only transactions up to this token or date, included."),
-    ] + filters + [
-      .option("--limit", value: "n", help: "At most this many transactions."),
-      .option("--format", value: "ndjson|json", help: "ndjson (default): a line per transaction; json: one array."),
-      .flag("--gzip", help: "Compress the output with gzip."),
-      .option("--output", short: "-o", value: "file", help: "Write to this file ('-', the default: stdout)."),
-    ])
+  static let export = ToolCommand(
+    CommandDescription(
+      name: "export", abstract: "Write the store's history as NDJSON (or JSON), streaming in constant memory.",
+      discussion: """
+        One transaction per line with its changes, in the versioned schema of docs/history.md. Without
+        --after or --since, starts at the oldest transaction kept. The token to resume from goes to
+        stderr as 'last token: <token>'; pass it to --after next time.
+        """,
+      options: [
+        store,
+        .option("--after", value: "token", help: "Only transactions after this token (or transaction number)."),
+        .option("--since", value: "date", help: "Only transactions committed after this ISO 8601 date."),
+        .option("--until", value: "token|date", help: "Only transactions up to this token or date, included."),
+      ] + filters + [
+        .option("--limit", value: "n", help: "At most this many transactions."),
+        .option("--format", value: "ndjson|json", help: "ndjson (default): a line per transaction; json: one array."),
+        .flag("--gzip", help: "Compress the output with gzip."),
+        .option("--output", short: "-o", value: "file", help: "Write to this file ('-', the default: stdout)."),
+      ]), run: HistoryCommands.export)
 
-  static let watch = CommandDescription(
-    name: "watch", abstract: "Print each new transaction, from any process, as NDJSON until interrupted.",
-    options: [store, .option("--after", value: "token", help: "Start after this token (default: now).")] + filters)
+  static let watch = ToolCommand(
+    CommandDescription(
+      name: "watch", abstract: "Print each new transaction, from any process, as NDJSON until interrupted.",
+      options: [store, .option("--after", value: "token", help: "Start after this token (default: now).")] + filters),
+    run: HistoryCommands.watch)
 
-  static let prune = CommandDescription(
-    name: "prune", abstract: "Delete history every live consumer has read, through HistoryPruner.",
-    discussion: """
-      Give exactly one policy. Whatever it asks, history a live consumer has not read is kept; a
-      stale consumer (not seen within its lease) holds history back too, unless --include-stale.
-      """,
-    options: [
-      store,
-      .flag("--consumed", help: "Everything every consumer has read."),
-      .option("--before", value: "token", help: "Transactions up to this token, included."),
-      .option("--older-than", value: "duration", help: "Transactions older than this (90s, 30m, 12h, 7d)."),
-      .option("--keep-last", value: "n", help: "All but the newest n transactions."),
-      .option(
-        "--archive", value: "file", help: "First write what goes to this file (NDJSON; gzip when it ends in .gz)."),
-      .flag("--include-stale", help: "Prune past stale consumers' checkpoints (they are named)."),
-      .flag("--dry-run", help: "Say what would go; change nothing."),
-      json,
-    ])
+  static let prune = ToolCommand(
+    CommandDescription(
+      name: "prune", abstract: "Delete history every live consumer has read, through HistoryPruner.",
+      discussion: """
+        Give exactly one policy. Whatever it asks, history a live consumer has not read is kept; a
+        stale consumer (not seen within its lease) holds history back too, unless --include-stale.
+        """,
+      options: [
+        store,
+        .flag("--consumed", help: "Everything every consumer has read."),
+        .option("--before", value: "token", help: "Transactions up to this token, included."),
+        .option("--older-than", value: "duration", help: "Transactions older than this (90s, 30m, 12h, 7d)."),
+        .option("--keep-last", value: "n", help: "All but the newest n transactions."),
+        .option(
+          "--archive", value: "file", help: "First write what goes to this file (NDJSON; gzip when it ends in .gz)."),
+        .flag("--include-stale", help: "Prune past stale consumers' checkpoints (they are named)."),
+        .flag("--dry-run", help: "Say what would go; change nothing."),
+        json,
+      ]), run: HistoryCommands.prune)
 
-  static let stats = CommandDescription(
-    name: "stats", abstract: "Transactions, changes by entity and kind, authors, horizon, newest token, size.",
-    options: [store, json])
+  static let stats = ToolCommand(
+    CommandDescription(
+      name: "stats", abstract: "Transactions, changes by entity and kind, authors, horizon, newest token, size.",
+      options: [store, json]),
+    run: HistoryCommands.stats)
 
-  static let history = CommandDescription(
-    name: "history", abstract: "Export, watch, prune and count the store's persistent history.",
+  static let history = ToolCommand(
+    group: "history", abstract: "Export, watch, prune and count the store's persistent history.",
     subcommands: [export, watch, prune, stats])
 
-  static let consumers = CommandDescription(
-    name: "consumers", abstract: "List or remove the store's durable consumers (HistoryMerger checkpoints).",
+  static let consumers = ToolCommand(
+    group: "consumers", abstract: "List or remove the store's durable consumers (HistoryMerger checkpoints).",
     subcommands: [
-      CommandDescription(
-        name: "list", abstract: "Each consumer's checkpoint, age, lag in transactions, and whether it is live.",
-        options: [store, json]),
-      CommandDescription(
-        name: "remove", abstract: "Forget a consumer, so that its checkpoint no longer holds history back.",
-        options: [store], positionals: [PositionalDescription("name", help: "The consumer's name.")]),
+      ToolCommand(
+        CommandDescription(
+          name: "list", abstract: "Each consumer's checkpoint, age, lag in transactions, and whether it is live.",
+          options: [store, json]),
+        run: StoreCommands.listConsumers),
+      ToolCommand(
+        CommandDescription(
+          name: "remove", abstract: "Forget a consumer, so that its checkpoint no longer holds history back.",
+          options: [store], positionals: [PositionalDescription("name", help: "The consumer's name.")]),
+        run: StoreCommands.removeConsumer),
     ])
 
-  static let inspect = CommandDescription(
-    name: "inspect", abstract: "Format version, store UUID, model, row counts, file sizes.", options: [store, json])
+  static let inspect = ToolCommand(
+    CommandDescription(
+      name: "inspect", abstract: "Format version, store UUID, model, row counts, file sizes.", options: [store, json]),
+    run: StoreCommands.inspect)
 
-  static let check = CommandDescription(
-    name: "check", abstract: "PRAGMA integrity_check and TypedStore's invariants; exit 1 when a check fails.",
-    options: [store, json])
+  static let check = ToolCommand(
+    CommandDescription(
+      name: "check", abstract: "PRAGMA integrity_check and TypedStore's invariants; exit 1 when a check fails.",
+      options: [store, json]),
+    run: StoreCommands.check)
 
-  static let demo = CommandDescription(
-    name: "demo", abstract: "Run two writer processes and a merging process on a new store, then show the results.",
-    options: [
-      .option("--dir", value: "dir", help: "The folder for the new store (default: a new temporary folder)."),
-      .option("--seconds", value: "n", help: "How long the writers write (default: 3)."),
-    ])
+  static let demo = ToolCommand(
+    CommandDescription(
+      name: "demo", abstract: "Run two writer processes and a merging process on a new store, then show the results.",
+      options: [
+        .option("--dir", value: "dir", help: "The folder for the new store (default: a new temporary folder)."),
+        .option("--seconds", value: "n", help: "How long the writers write (default: 3)."),
+      ]),
+    run: DemoCommand.run)
 
   /// The demo's own processes: the tool runs itself with these.
-  static let demoWriter = CommandDescription(
-    name: "demo-writer", abstract: "A demo writer process.",
-    options: [
-      store, .option("--name", value: "name", help: "", required: true), .option("--seconds", value: "n", help: ""),
-    ],
-    hidden: true)
-  static let demoMerger = CommandDescription(
-    name: "demo-merger", abstract: "The demo's merging process.", options: [store], hidden: true)
+  static let demoWriter = ToolCommand(
+    CommandDescription(
+      name: "demo-writer", abstract: "A demo writer process.",
+      options: [
+        store, .option("--name", value: "name", help: "", required: true), .option("--seconds", value: "n", help: ""),
+      ],
+      hidden: true),
+    run: DemoWriter.run)
+  static let demoMerger = ToolCommand(
+    CommandDescription(name: "demo-merger", abstract: "The demo's merging process.", options: [store], hidden: true),
+    run: DemoMerger.run)
 
-  static let root = CommandDescription(
-    name: "typedstore", abstract: "Tools for TypedStore stores: history, consumers, inspection, checks, a demo.",
+  static let root = ToolCommand(
+    group: "typedstore", abstract: "Tools for TypedStore stores: history, consumers, inspection, checks, a demo.",
     subcommands: [demo, history, consumers, inspect, check, demoWriter, demoMerger])
 }

@@ -59,7 +59,7 @@ enum HistoryCommands {
 
   // MARK: - export
 
-  static func export(_ command: ParsedCommand) throws(Failure) {
+  static func export(_ command: ParsedCommand) async throws(Failure) {
     let store = try openStore(try usage { try command.required("--store") })
     let format: HistoryExportFormat
     switch command.value("--format") ?? "ndjson" {
@@ -99,18 +99,20 @@ enum HistoryCommands {
 
   // MARK: - watch
 
-  static func watch(_ command: ParsedCommand) throws(Failure) {
-    var store = try follow(command)
+  static func watch(_ command: ParsedCommand) async throws(Failure) {
+    var store = try await follow(command)
     // A read-only open gives the -wal and -shm files it made SQLite create back when the
     // store's last connection closes. The remote-change monitor's thread closes its own as it
     // ends, a moment after the container goes: the store is let go here, once nothing else
     // holds it, so that this happens before the process exits.
     let deadline = ContinuousClock.now + .seconds(2)
-    while !isKnownUniquelyReferenced(&store) && ContinuousClock.now < deadline { usleep(1000) }
+    while !isKnownUniquelyReferenced(&store) && ContinuousClock.now < deadline {
+      try? await Task.sleep(for: .milliseconds(1))
+    }
   }
 
   /// Prints each new transaction until a signal; returns the store it followed.
-  private static func follow(_ command: ParsedCommand) throws(Failure) -> PersistentStore {
+  private static func follow(_ command: ParsedCommand) async throws(Failure) -> PersistentStore {
     let path = try usage { try command.required("--store") }
     let container = try openContainer(path)
     let store = container.persistentStore
@@ -123,23 +125,25 @@ enum HistoryCommands {
 
     // Wake-ups: every commit of another process (the remote-change monitor), the signals
     // that end the watch, and a poll every second as a backstop.
-    let wake = DispatchSemaphore(value: 0)
+    let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     let stopped = Atomic<Bool>(false)
-    let observation = container.addStoreChangesObserver { _ in wake.signal() }
+    let observation = container.addStoreChangesObserver { _ in wake.yield() }
     defer { withExtendedLifetime(observation) {} }
-    signal(SIGINT, SIG_IGN)
-    signal(SIGTERM, SIG_IGN)
-    let sources = [SIGINT, SIGTERM].map { number in
-      let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-      source.setEventHandler {
-        stopped.store(true, ordering: .relaxed)
-        wake.signal()
-      }
-      source.resume()
-      return source
+    let sources = stopOnSignals {
+      stopped.store(true, ordering: .relaxed)
+    } then: {
+      wake.yield()
     }
     defer { for source in sources { source.cancel() } }
+    let poll = Task {
+      while !Task.isCancelled {
+        try? await Task.sleep(for: .seconds(1))
+        wake.yield()
+      }
+    }
+    defer { poll.cancel() }
     printError("watching \(path) after transaction \(position.transactionNumber); Ctrl-C stops")
+    var next = wakes.makeAsyncIterator()
     while !stopped.load(ordering: .relaxed) {
       // Up to the newest transaction now, so that filtered-out transactions move the position too.
       let newest = try perform("cannot read the history") { try store.currentHistoryToken() }
@@ -151,15 +155,32 @@ enum HistoryCommands {
         }
         position = newest
       }
-      _ = wake.wait(timeout: .now() + 1)
+      _ = await next.next()
     }
     printError("last token: \(position.stringRepresentation)")
     return store
   }
 
+  /// SIGINT and SIGTERM, ignored by default, call `stop` then `wake` instead.
+  private static func stopOnSignals(
+    _ stop: @escaping @Sendable () -> Void, then wake: @escaping @Sendable () -> Void
+  ) -> [any DispatchSourceSignal] {
+    signal(SIGINT, SIG_IGN)
+    signal(SIGTERM, SIG_IGN)
+    return [SIGINT, SIGTERM].map { number in
+      let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+      source.setEventHandler {
+        stop()
+        wake()
+      }
+      source.resume()
+      return source
+    }
+  }
+
   // MARK: - prune
 
-  static func prune(_ command: ParsedCommand) throws(Failure) {
+  static func prune(_ command: ParsedCommand) async throws(Failure) {
     let path = try usage { try command.required("--store") }
     let policies = ["--consumed", "--before", "--older-than", "--keep-last"].filter { command.has($0) }
     guard policies.count == 1 else {
@@ -239,7 +260,7 @@ enum HistoryCommands {
 
   // MARK: - stats
 
-  static func stats(_ command: ParsedCommand) throws(Failure) {
+  static func stats(_ command: ParsedCommand) async throws(Failure) {
     let path = try usage { try command.required("--store") }
     let store = try openStore(path)
     let stats = try perform("cannot read the history") { try store.historyStatistics() }

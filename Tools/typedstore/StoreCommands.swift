@@ -6,7 +6,7 @@ import TypedStore
 enum StoreCommands {
   // MARK: - consumers
 
-  static func listConsumers(_ command: ParsedCommand) throws(Failure) {
+  static func listConsumers(_ command: ParsedCommand) async throws(Failure) {
     let path = try usage { try command.required("--store") }
     let store = try openStore(path)
     let (consumers, current) = try perform("cannot read the consumers") {
@@ -45,7 +45,7 @@ enum StoreCommands {
     print(table([header] + rows))
   }
 
-  static func removeConsumer(_ command: ParsedCommand) throws(Failure) {
+  static func removeConsumer(_ command: ParsedCommand) async throws(Failure) {
     let path = try usage { try command.required("--store") }
     let name = command.positionals[0]
     let store = try openStore(path, writable: true)
@@ -55,7 +55,7 @@ enum StoreCommands {
 
   // MARK: - inspect
 
-  static func inspect(_ command: ParsedCommand) throws(Failure) {
+  static func inspect(_ command: ParsedCommand) async throws(Failure) {
     let path = try usage { try command.required("--store") }
     let store = try openStore(path)
     let inspection = try perform("cannot inspect the store") { try store.inspect() }
@@ -135,7 +135,7 @@ enum StoreCommands {
 
   // MARK: - check
 
-  static func check(_ command: ParsedCommand) throws(Failure) {
+  static func check(_ command: ParsedCommand) async throws(Failure) {
     let path = try usage { try command.required("--store") }
     let store = try openStore(path)
     let report = try perform("cannot check the store") { try store.checkConsistency() }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TypedStore
+import TypedStoreTesting
 
 /// The model of ../shared/DESIGN.md ("A model, as a user writes it"), with the one change Swift
 /// requires: `Folder.notes` does not name its inverse, because two property wrappers whose

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TypedStore
+import TypedStoreTesting
 
 // The examples of README.md and docs/, compiled and run. The model declarations of
 // docs/model.md are the fixtures in Fixtures.swift (Folder, Note, Checklist, Status, Options).

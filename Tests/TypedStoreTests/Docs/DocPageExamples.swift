@@ -2,6 +2,7 @@ import Foundation
 import Observation
 import Testing
 import TypedStore
+import TypedStoreTesting
 
 // The Swift examples of README.md and docs/ that no other test holds, as the pages write them
 // (`DocCodeBlockTests` checks that every paragraph of every example is in a compiled file):

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TypedStore
+import TypedStoreTesting
 
 /// docs/relationships.md's model, as written there (in a namespace: the fixtures already have
 /// a Folder and a Note), and its examples run.

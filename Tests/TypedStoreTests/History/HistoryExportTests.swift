@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TypedStore
+import TypedStoreTesting
 
 @Suite struct HistoryExportTests {
   @Test func tokenTextRoundTripsAndRefusesOtherText() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TypedStore
+import TypedStoreTesting
 
 class TaskItem: ManagedObject {
   override class var entityName: String { "Task" }

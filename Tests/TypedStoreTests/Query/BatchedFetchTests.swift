@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TypedStore
+import TypedStoreTesting
 
 @Suite struct BatchedFetchTests {
   @Test func batchedResultsEqualAFetchInContentAndOrder() async throws {

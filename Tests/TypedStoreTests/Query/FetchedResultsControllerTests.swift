@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TypedStore
+import TypedStoreTesting
 
 final class DiffRecorder: FetchedResultsControllerDelegate {
   var diffs: [FetchedResultsDiff] = []

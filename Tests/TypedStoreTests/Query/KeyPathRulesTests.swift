@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TypedStore
+import TypedStoreTesting
 
 // A key path names a stored attribute only when it is the `@Attribute` property itself:
 // a computed property that reads one is still no attribute, and every place that turns a

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TypedStore
+import TypedStoreTesting
 
 final class Person: ManagedObject {
   @Attribute var name: String = ""

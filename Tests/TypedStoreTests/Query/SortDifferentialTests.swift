@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TypedStore
+import TypedStoreTesting
 
 // The sort differential test: generated sort descriptors over every attribute type a sort
 // orders, optional and not, enums with and without an order of their own, strings with each

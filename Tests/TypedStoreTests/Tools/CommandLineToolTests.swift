@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TypedStore
+import TypedStoreTesting
 
 /// What one run of the built `typedstore` printed.
 struct ToolRun {

@@ -1,5 +1,6 @@
 import Foundation
 import TypedStore
+import TypedStoreTesting
 
 // The two-entity model of DESIGN.md, attributes only, as an application's package writes it.
 
@@ -88,3 +89,11 @@ let refused = try await other.performBackgroundTask { context -> Bool in
 let kept = try await container.viewContext.perform { context in try context.count(for: FetchRequest<Note>()) }
 require(refused && kept == 1, "another store's ID: refused \(refused), rows kept \(kept)")
 print("ExternalClient: computed key paths and foreign IDs refused")
+
+// TypedStoreTesting's throw-away store, named after its caller, as a user's test opens one.
+let scratch = try PersistentContainer.makeTest(model: ManagedObjectModel(Folder.self, Note.self))
+let scratchCount = try await scratch.viewContext.perform { context in try context.count(for: FetchRequest<Note>()) }
+require(
+  scratchCount == 0 && scratch.persistentStore.url.path.contains("typedstore-tests"),
+  "makeTest: \(scratchCount) notes at \(scratch.persistentStore.url.path)")
+print("ExternalClient: TypedStoreTesting.makeTest opened \(scratch.persistentStore.url.lastPathComponent)")

@@ -1,0 +1,88 @@
+import Foundation
+import Synchronization
+import TypedStore
+
+/// One process of the benchmark: its options, its working directory
+/// (`typedstore-bench-<pid>` in the temporary directory, removed when the process ends, its
+/// helper processes' included), the model every store uses, and the rows measured so far.
+/// The harness (`Bench+Harness.swift`) times; each row family adds its rows in
+/// `Rows/`; the processes the benchmark runs this program as are in `Roles/`.
+@MainActor final class Bench {
+  let options: BenchOptions
+  let directory: URL
+  let model: ManagedObjectModel
+  /// The rows measured, in the order the report lists them.
+  var rows: [ReportRow] = []
+  /// Numbers the store files, so that no two stores of a run share one.
+  private let fileCounter = Atomic<Int>(0)
+
+  /// N: the rows each operation works on.
+  var n: Int { options.n }
+
+  init(options: BenchOptions) throws {
+    self.options = options
+    directory = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-bench-\(getpid())")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    model = try ManagedObjectModel(BenchItem.self, BenchRecord.self, BenchIndexedItem.self, BenchObservedItem.self)
+  }
+
+  /// Runs the process `role` asks for; returns its exit status. Every process removes its
+  /// working directory before it exits, whether it succeeded or not.
+  static func main(_ role: BenchRole) async -> Int32 {
+    var options = BenchOptions()
+    if case .benchmark(let given) = role { options = given }
+    var bench: Bench?
+    do {
+      bench = try Bench(options: options)
+      try await bench?.run(role)
+      bench?.removeDirectory()
+      return 0
+    } catch {
+      FileHandle.standardError.write(Data("typedstore-bench: \(error)\n".utf8))
+      bench?.removeDirectory()
+      return 1
+    }
+  }
+
+  private func run(_ role: BenchRole) async throws {
+    switch role {
+    case .benchmark: try await measureAndReport()
+    case .importMemory(let n): try importMemoryProbe(n: n)
+    case .exportMemory(let store): try exportMemoryProbe(store: store)
+    case .batchMemory(let store): try batchMemoryProbe(store: store)
+    case .latencyWriter(let store, let commits): try latencyWriter(store: store, commits: commits)
+    case .follower(let store, let consumer, let stop): try await follower(store: store, consumer: consumer, stop: stop)
+    }
+  }
+
+  /// Every row, in the report's order, then the report.
+  private func measureAndReport() async throws {
+    try await insertRows()
+    try await fetchRows()
+    try await predicateRows()
+    try await graphRows()
+    try await changeRows()
+    try await historyRows()
+    try historyDeletionRow()
+    try importMemoryRow()
+    try exportMemoryRow()
+    try await consumersThroughputRow()
+    try await catchUpRow()
+    try frcDiffRow()
+    try mergeLatencyRow()
+    try batchedFetchMemoryRow()
+    let report = Report(n: n, runs: options.runs, sqliteVersion: sqliteVersion(), rows: rows, checked: options.check)
+    print(report.table)
+    if let path = options.json { try report.json().write(to: URL(fileURLWithPath: path)) }
+  }
+
+  private func removeDirectory() {
+    try? FileManager.default.removeItem(at: directory)
+  }
+
+  /// A new file name for every store: a store of an earlier run may still be open while its
+  /// contexts wind down, and must never share a file (or its -shm) with a new one.
+  func uniqueName(_ name: String) -> String {
+    "\(name)-\(fileCounter.wrappingAdd(1, ordering: .relaxed).newValue)"
+  }
+}
