@@ -38,8 +38,12 @@ public final class PersistentContainer: Sendable {
   /// ```
   ///
   /// - Parameters:
+  ///   - name: the container's name, which names the default store file.
+  ///   - model: the model of the store's entities; a store made with another model is refused.
   ///   - storeURL: the store file; by default `$XDG_DATA_HOME/<name>/<name>.sqlite`
   ///     (`~/.local/share/...`).
+  ///   - options: how the store is opened (``StoreOptions``, Core Data's
+  ///     `NSPersistentStoreDescription`).
   /// - Throws: `StoreError` when the file cannot be used with this model; it is left unchanged.
   public init(
     name: String, model: ManagedObjectModel, storeURL: URL? = nil, options: StoreOptions = StoreOptions()

@@ -149,6 +149,12 @@ public final class HistoryMerger: Sendable {
   /// ```
   ///
   /// - Parameters:
+  ///   - store: the store whose history is merged, and where the checkpoint is kept.
+  ///   - consumer: the checkpoint's name, unique per store: a merger started again with the
+  ///     same name resumes after what it last merged.
+  ///   - contexts: the contexts merged into, each on its own executor.
+  ///   - modelActors: model actors whose contexts are merged into, on each actor's executor.
+  ///   - options: where a new consumer starts and its lease.
   ///   - subscribe: starts calling its argument after each commit (of this process, and of
   ///     others), until the returned observation is cancelled. The merger reads history after
   ///     its position as the truth: the calls are only wake-ups.

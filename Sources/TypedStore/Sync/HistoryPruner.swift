@@ -36,6 +36,9 @@ public struct HistoryPruner: Sendable {
   /// ```
   ///
   /// - Parameters:
+  ///   - policy: what to delete (``HistoryPruningPolicy``); never more than the consumers have read.
+  ///   - includingStale: whether consumers past their lease are ignored, so that their unread
+  ///     history may go too.
   ///   - dryRun: report what would go, delete nothing: the store is only read (one read
   ///     transaction), so a dry run works on a store opened with `StoreOptions.isReadOnly`.
   ///   - archive: called with each transaction before it is deleted, in order; if it throws,
