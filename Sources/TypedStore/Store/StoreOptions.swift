@@ -1,4 +1,10 @@
-/// How a store is opened.
+/// How a store is opened: TypedStore's counterpart of Core Data's
+/// `NSPersistentStoreDescription`.
+///
+/// Core Data's description names the store's file and type as well as its options; here the
+/// file is the container's `storeURL` and the type is always SQLite, so what remains are the
+/// options (read-only, history, busy timeout, automatic pruning and the others below). The name
+/// says what it holds.
 ///
 /// ```swift
 /// var options = StoreOptions()
