@@ -539,9 +539,11 @@ func storeRows(path: String) throws -> [String: [String]] {
       try one.save()
     }
     let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-    #expect(message.contains("another context"))
-    #expect(message.contains("/Shelf/p1"))
-    #expect(message.contains("/Book/p1"))
+    if preconditionMessagesArePrinted {  // -O builds trap without the message
+      #expect(message.contains("another context"))
+      #expect(message.contains("/Shelf/p1"))
+      #expect(message.contains("/Book/p1"))
+    }
     #expect(try Self.rows(at: url) == before)
   }
 
@@ -563,8 +565,10 @@ func storeRows(path: String) throws -> [String: [String]] {
       try context.save()
     }
     let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-    #expect(message.contains("another store"))
-    #expect(message.contains("/Topic/p1"))
+    if preconditionMessagesArePrinted {  // -O builds trap without the message
+      #expect(message.contains("another store"))
+      #expect(message.contains("/Topic/p1"))
+    }
     #expect(try Self.rows(at: url) == before)
     #expect(try Self.rows(at: otherURL) == otherBefore)
   }
@@ -583,8 +587,10 @@ func storeRows(path: String) throws -> [String: [String]] {
       try one.save()
     }
     let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-    #expect(message.contains("another context"))
-    #expect(message.contains("/Book/p1"))
+    if preconditionMessagesArePrinted {  // -O builds trap without the message
+      #expect(message.contains("another context"))
+      #expect(message.contains("/Book/p1"))
+    }
     #expect(try Self.rows(at: url) == before)
   }
 
