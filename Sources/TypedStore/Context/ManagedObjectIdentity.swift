@@ -6,12 +6,6 @@ public protocol ManagedObjectIdentity: AnyObject {}
 
 extension ManagedObject: ManagedObjectIdentity {}
 
-extension ManagedObject: IdentityKeyPathProviding {}
-
-extension IdentityKeyPathProviding {
-  static var managedIDKeyPath: AnyKeyPath { \Self.managedID }
-}
-
 extension ManagedObjectIdentity where Self: ManagedObject {
   /// The object's typed ID: temporary until the object is saved (or given a permanent ID),
   /// then permanent.
@@ -24,7 +18,8 @@ extension ManagedObjectIdentity where Self: ManagedObject {
       // A probe finding what a key path reads (`#Predicate { $0.folder?.managedID == id }`).
       recordedIdentityRead = true
       return ManagedID(
-        unchecked: AnyManagedID(storeIdentifier: UUID(), entityName: entity?.name ?? "", key: .permanent(0)))
+        unchecked: AnyManagedID(
+          storeIdentifier: ManagedObject.probeStoreIdentifier, entityName: entity?.name ?? "", key: .permanent(0)))
     }
     guard let state = tracker as? ContextState, let id = state.anyID(of: self) else {
       preconditionFailure("TypedStore: \(type(of: self)) has no ID before it is inserted into a context")

@@ -18,7 +18,8 @@ import Foundation
 //   the samples include nil for an optional, empty and padded strings and extreme numbers,
 //   so `name.isEmpty ? "Untitled" : name`, `nickname ?? ""` or `min(rank, 100)` do not.
 //
-// `managedID` is compared exactly: `ManagedObjectIdentity` makes `\T.managedID` for each class.
+// `managedID` is recognised by value: a probe's `managedID` names a store no file has, and the
+// key path must return exactly that ID (and nil when a relationship on the way holds nothing).
 // What the checks cannot tell from the attribute is a computed property that returns one
 // attribute's value unchanged (an alias): Swift offers no way to see that it is not the
 // property (the wrapper's own key path would, but handing it to the hook made every
@@ -275,14 +276,15 @@ extension ManagedObjectModel {
   private func identityMatches(_ keyPath: AnyKeyPath, _ resolved: ResolvedKeyPath, from entity: EntityDescription)
     -> Bool
   {
-    guard let nodes = probes(along: resolved.relationships, from: entity), let last = nodes.last else { return false }
-    let identity = Self.identityKeyPath(of: type(of: last.object))
-    if resolved.relationships.isEmpty { return keyPath == identity }
-    let prefix = "\\" + String(describing: type(of: identity).rootType)
-    let component = identity.debugDescription.dropFirst(prefix.count)
-    let description = keyPath.debugDescription
-    return (description.hasSuffix("?" + component) || description.hasSuffix("?" + component + "?"))
-      && valuesMatchUpToIdentity(keyPath, resolved, entity)
+    // Compared by value, not with `\T.managedID`: in an optimized build, a key path made in
+    // the user's module reaches `managedID` through another getter thunk than one made here,
+    // so the two key paths are unequal and describe themselves with different addresses.
+    guard let nodes = probes(along: resolved.relationships, from: entity), let root = nodes.first?.object,
+      let last = nodes.last, let id = root[keyPath: keyPath] as? any ManagedIDConvertible,
+      id.untypedManagedID.storeIdentifier == ManagedObject.probeStoreIdentifier,
+      id.untypedManagedID.entityName == last.entity.name
+    else { return false }
+    return valuesMatchUpToIdentity(keyPath, resolved, entity)
   }
 
   /// The relationships on the way to a `managedID` return nil when they hold nothing.
@@ -296,13 +298,6 @@ extension ManagedObjectModel {
       else { return false }
     }
     return true
-  }
-
-  /// `\T.managedID` for the class `type`, rooted at that class itself.
-  private static func identityKeyPath(of type: ManagedObject.Type) -> AnyKeyPath {
-    func open<T: IdentityKeyPathProviding>(_ type: T.Type) -> AnyKeyPath { type.managedIDKeyPath }
-    let providing: any IdentityKeyPathProviding.Type = type
-    return open(providing)
   }
 
   // MARK: - Shape
@@ -375,9 +370,8 @@ struct ResolvedKeyPathCache {
   var entries: [Key: ResolvedKeyPath?] = [:]
 }
 
-/// Gives `\T.managedID` rooted at an object's own class, so that the resolver compares a
-/// key path to `managedID` exactly at every level of a class hierarchy (the conformance is
-/// where `managedID` is declared).
-protocol IdentityKeyPathProviding: ManagedObject {
-  static var managedIDKeyPath: AnyKeyPath { get }
+extension ManagedObject {
+  /// The store identifier of the `managedID` a probe returns: how the resolver knows that a
+  /// key path's value is that ID.
+  static let probeStoreIdentifier = UUID()
 }

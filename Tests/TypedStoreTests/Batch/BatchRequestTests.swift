@@ -76,6 +76,10 @@ import TypedStoreTesting
     _ = try await container.performBackgroundTask { context in
       try context.execute(BatchUpdateRequest<Note>(propertiesToUpdate: [.set(\.title, "batch")]))
     }
+    let version = try await container.newBackgroundContext().perform { context in
+      try context.existingObject(with: ids[0]).rowVersion
+    }
+    #expect(version == 2)  // the save made version 1, the batch update bumped it
     try await stale.perform { context in
       try context.existingObject(with: ids[0]).title = "stale"
       let error = #expect(throws: StoreError.self) { try context.save() }

@@ -128,7 +128,12 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
       context.delete(try context.existingObject(with: ids[0]))
       try context.save()  // the refreshed fault is deleted without a conflict
       context.delete(try context.existingObject(with: ids[1]))
-      #expect(throws: StoreError.self) { try context.save() }  // its snapshot predates the batch
+      let error = #expect(throws: StoreError.self) { try context.save() }  // its snapshot predates the batch
+      guard case .mergeConflict(let conflicts) = error else {
+        Issue.record("expected a merge conflict, got \(String(describing: error))")
+        return
+      }
+      #expect(conflicts.map(\.objectID) == [ids[1].untyped])
     }
   }
 }
@@ -165,6 +170,7 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
   @Test func settingTheSameValueSavesNothing() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let ids = try await saveNotes(["same"], in: container)
+    let before = try container.currentHistoryToken
     try await container.newBackgroundContext().perform { context in
       let note = try context.existingObject(with: ids[0])
       note.title = "same"
@@ -172,6 +178,8 @@ func saveNotes(_ titles: [String], in container: PersistentContainer) async thro
       let version = note.rowVersion
       #expect(version == 1)
     }
+    // No transaction was written: the store's history ends where it did.
+    #expect(try container.currentHistoryToken == before)
   }
 
   @Test func deleteRemovesTheRowAtSave() async throws {

@@ -540,9 +540,11 @@ func storeRows(path: String) throws -> [String: [String]] {
       try one.save()
     }
     let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-    #expect(message.contains("another context"))
-    #expect(message.contains("/Shelf/p1"))
-    #expect(message.contains("/Book/p1"))
+    if preconditionMessagesArePrinted {  // -O builds trap without the message
+      #expect(message.contains("another context"))
+      #expect(message.contains("/Shelf/p1"))
+      #expect(message.contains("/Book/p1"))
+    }
     #expect(try Self.rows(at: url) == before)
   }
 
@@ -564,8 +566,10 @@ func storeRows(path: String) throws -> [String: [String]] {
       try context.save()
     }
     let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-    #expect(message.contains("another store"))
-    #expect(message.contains("/Topic/p1"))
+    if preconditionMessagesArePrinted {  // -O builds trap without the message
+      #expect(message.contains("another store"))
+      #expect(message.contains("/Topic/p1"))
+    }
     #expect(try Self.rows(at: url) == before)
     #expect(try Self.rows(at: otherURL) == otherBefore)
   }
@@ -584,8 +588,10 @@ func storeRows(path: String) throws -> [String: [String]] {
       try one.save()
     }
     let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-    #expect(message.contains("another context"))
-    #expect(message.contains("/Book/p1"))
+    if preconditionMessagesArePrinted {  // -O builds trap without the message
+      #expect(message.contains("another context"))
+      #expect(message.contains("/Book/p1"))
+    }
     #expect(try Self.rows(at: url) == before)
   }
 

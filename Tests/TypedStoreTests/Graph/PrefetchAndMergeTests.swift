@@ -109,30 +109,40 @@ import TypedStoreTesting
 
   @Test func aRelationshipFormThatDoesNotTranslateThrowsATypedErrorBeforeReading() async throws {
     let container = try PersistentContainer.makeTest(model: graphModel)
-    let error = await container.newBackgroundContext().perform { context -> (any Error)? in
+    try await container.performBackgroundTask { context in
+      Book(context: context).title = "kept"
+      try context.save()
+    }
+    let (error, registered) = await container.newBackgroundContext().perform { context -> ((any Error)?, Int) in
       do {
         _ = try context.fetch(FetchRequest<Book>(predicate: #Predicate { $0.chapters.first?.number == 1 }))
-        return nil
+        return (nil, context.registeredObjects.count)
       } catch {
-        return error
+        return (error, context.registeredObjects.count)
       }
     }
     #expect(error is PredicateTranslationError, "\(String(describing: error))")
+    #expect(registered == 0)  // no row was read into the context
   }
 
   @Test func prefetchingSomethingThatIsNotARelationshipThrowsBeforeReading() async throws {
     let container = try PersistentContainer.makeTest(model: graphModel)
-    let error = await container.newBackgroundContext().perform { context -> (any Error)? in
+    try await container.performBackgroundTask { context in
+      Shelf(context: context).name = "kept"
+      try context.save()
+    }
+    let (error, registered) = await container.newBackgroundContext().perform { context -> ((any Error)?, Int) in
       var request = FetchRequest<Shelf>()
       request.relationshipKeyPathsForPrefetching = [\.name]
       do {
         _ = try context.fetch(request)
-        return nil
+        return (nil, context.registeredObjects.count)
       } catch {
-        return error
+        return (error, context.registeredObjects.count)
       }
     }
     #expect(error is FetchError)
+    #expect(registered == 0)  // no row was read into the context
   }
 
   @Test func relationshipEditsAreHistoryUpdatesOfBothSidesAndMergeIntoOtherContexts() async throws {

@@ -29,6 +29,10 @@ import TypedStoreTesting
   @Test func aModelWithoutRelationshipsKeepsItsVersionHash() throws {
     let json = String(decoding: notesModel.jsonRepresentation, as: UTF8.self)
     #expect(!json.contains("relationships"))
+    // The hash of that JSON, pinned: a change to how a model without relationships is
+    // written (and so to the hash its stores carry) fails here instead of refusing their stores.
+    #expect(notesModel.versionHash == SHA256.hex(of: notesModel.jsonRepresentation))
+    #expect(notesModel.versionHash == "1e2eb6bc5d8771c7ffbb74bddd84be06d595c5d57a4e06e6818dcc6bfebfaa4f")
   }
 
   @Test func settingOneSideUpdatesTheOtherInMemoryAtOnce() async throws {

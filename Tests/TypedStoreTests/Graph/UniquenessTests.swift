@@ -65,6 +65,22 @@ final class Badge: ManagedObject {
   @Test func aCompoundConstraintIsInTheModelAndTheSchema() throws {
     #expect(model.entity(for: Member.self)?.uniquenessConstraints == [["givenName", "familyName"]])
     #expect(String(decoding: model.jsonRepresentation, as: UTF8.self).contains("\"uniquenessConstraints\""))
+    // The schema: a unique index over both columns, in the constraint's order.
+    let container = try PersistentContainer.makeTest(model: model)
+    let connection = try SQLiteConnection(path: container.persistentStore.url.path, mode: .readOnly)
+    func strings(_ sql: String) throws -> [String] {
+      let statement = try connection.statement(sql)
+      defer { statement.reset() }
+      var values: [String] = []
+      while try statement.step() { values.append(statement.string(0)) }
+      return values
+    }
+    let unique = try strings("SELECT name FROM pragma_index_list('Member') WHERE \"unique\" = 1")
+    #expect(unique.contains("_unique_Member_givenName_familyName"))
+    #expect(
+      try strings("SELECT name FROM pragma_index_info('_unique_Member_givenName_familyName')") == [
+        "givenName", "familyName",
+      ])
   }
 
   @Test func theErrorPolicyNamesTheConstraintAndBothObjectsAndWritesNothing() async throws {

@@ -206,12 +206,19 @@ final class Keepsake: ManagedObject {
   }
 
   @Test func fetchesAfterADate() async throws {
-    let (container, _) = try await seeded()
+    // Transactions with distinct timestamps, so that a date falls between two of them.
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    for title in ["early", "middle", "late"] {
+      _ = try await saveNotes([title], in: container)
+      try await Task.sleep(for: .milliseconds(20))
+    }
     let all = try container.fetchHistory(HistoryRequest())
+    #expect(all.count == 3)
+    #expect(all[0].timestamp < all[1].timestamp && all[1].timestamp < all[2].timestamp)
     let afterFirst = try container.fetchHistory(HistoryRequest(after: all[0].timestamp))
-    #expect(
-      afterFirst.map(\.transactionNumber)
-        == all.dropFirst().filter { $0.timestamp > all[0].timestamp }.map(\.transactionNumber))
+    #expect(afterFirst.map(\.transactionNumber) == [all[1].transactionNumber, all[2].transactionNumber])
+    let afterLast = try container.fetchHistory(HistoryRequest(after: all[2].timestamp))
+    #expect(afterLast.isEmpty)
   }
 
   @Test func tokenOfAnotherStoreThrowsForeignStore() async throws {

@@ -179,6 +179,7 @@ import TypedStoreTesting
         try context.fetch(FetchRequest<Note>(fetchLimit: -1))
       }
       #expect(throws: FetchError.unknownEntity("Tag")) { try context.fetch(FetchRequest<Tag>()) }
+      #expect(context.registeredObjects.isEmpty)  // no row was read into the context
       _ = try context.count(for: FetchRequest<Note>())
     }
   }
