@@ -144,7 +144,9 @@ case "expiry-watch":
   }
 
 case "set", "delete":
-  guard arguments.count >= 3, let key = Int64(arguments[2]) else { fail("usage: set|delete <store> <pk> …", code: 64) }
+  guard arguments.count >= 3, let key = Int64(arguments[2]) else {
+    fail("usage: set|delete <store> <pk> …", code: 64)
+  }
   let value = arguments.count > 3 ? Int(arguments[3]) ?? 0 : 0
   let isDelete = arguments[0] == "delete"
   do {

@@ -58,7 +58,8 @@ final class RawDatabase {
   // MARK: - The baseline operations
 
   static let createSQL =
-    "CREATE TABLE raw (pk INTEGER PRIMARY KEY, number INTEGER NOT NULL, name TEXT NOT NULL, category TEXT NOT NULL, score REAL NOT NULL, created REAL NOT NULL)"
+    "CREATE TABLE raw (pk INTEGER PRIMARY KEY, number INTEGER NOT NULL, name TEXT NOT NULL, "
+    + "category TEXT NOT NULL, score REAL NOT NULL, created REAL NOT NULL)"
 
   func insert(_ rows: Int) throws {
     let statement = try prepare(
@@ -143,7 +144,8 @@ final class RawDatabase {
     }
     var transactions: [Transaction] = []
     let headers = try prepare(
-      "SELECT number, timestamp, author, context_name, process_id FROM _history_transaction WHERE number > ? ORDER BY number"
+      "SELECT number, timestamp, author, context_name, process_id "
+        + "FROM _history_transaction WHERE number > ? ORDER BY number"
     )
     defer { sqlite3_finalize(headers) }
     sqlite3_bind_int64(headers, 1, number)
@@ -155,7 +157,8 @@ final class RawDatabase {
           processID: sqlite3_column_int64(headers, 4)))
     }
     let statement = try prepare(
-      "SELECT c.transaction_number, c.kind, c.entity, c.pk, c.keys, c.changed, c.last_pk, c.tombstone FROM _history_change c WHERE c.transaction_number > ? ORDER BY c.id"
+      "SELECT c.transaction_number, c.kind, c.entity, c.pk, c.keys, c.changed, c.last_pk, c.tombstone "
+        + "FROM _history_change c WHERE c.transaction_number > ? ORDER BY c.id"
     )
     defer { sqlite3_finalize(statement) }
     sqlite3_bind_int64(statement, 1, number)

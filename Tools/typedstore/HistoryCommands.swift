@@ -290,7 +290,8 @@ enum HistoryCommands {
     ]
     for (name, counts) in stats.changesByEntity.sorted(by: { $0.key < $1.key }) {
       lines.append(
-        "  \(name.padding(toLength: 12, withPad: " ", startingAt: 0))\(counts.inserts) inserted, \(counts.updates) updated, \(counts.deletes) deleted"
+        "  \(name.padding(toLength: 12, withPad: " ", startingAt: 0))"
+          + "\(counts.inserts) inserted, \(counts.updates) updated, \(counts.deletes) deleted"
       )
     }
     var authors = stats.transactionsByAuthor.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }

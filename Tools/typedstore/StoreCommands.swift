@@ -107,8 +107,10 @@ enum StoreCommands {
         + "wal \(inspection.fileSizes.writeAheadLog.map(Values.bytes) ?? "none"), "
         + "shm \(inspection.fileSizes.sharedMemory.map(Values.bytes) ?? "none")",
       "pages          \(inspection.pageCount) of \(Values.bytes(inspection.pageSize)), \(inspection.freePages) free",
-      "history        horizon \(inspection.horizon.transactionNumber), newest \(inspection.currentToken.transactionNumber)",
-      "consumers      \(inspection.consumers.isEmpty ? "none" : inspection.consumers.map(\.name).joined(separator: ", "))",
+      "history        horizon \(inspection.horizon.transactionNumber), "
+        + "newest \(inspection.currentToken.transactionNumber)",
+      "consumers      "
+        + "\(inspection.consumers.isEmpty ? "none" : inspection.consumers.map(\.name).joined(separator: ", "))",
       "",
       "entities:",
     ]

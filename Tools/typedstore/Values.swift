@@ -23,7 +23,8 @@ enum Values {
     guard let token = HistoryToken(stringRepresentation: text) else {
       throw .usage(
         command.error(
-          "The value '\(text)' is invalid for '\(option)': expected a token '<store UUID>:<number>' or a transaction number"
+          "The value '\(text)' is invalid for '\(option)': "
+            + "expected a token '<store UUID>:<number>' or a transaction number"
         ))
     }
     guard token.storeIdentifier == store.identifier else {
@@ -49,7 +50,8 @@ enum Values {
     guard let date = date(text) else {
       throw .usage(
         command.error(
-          "The value '\(text)' is invalid for '\(option)': expected an ISO 8601 date such as 2026-12-02 or 2026-12-02T10:00:00Z"
+          "The value '\(text)' is invalid for '\(option)': "
+            + "expected an ISO 8601 date such as 2026-12-02 or 2026-12-02T10:00:00Z"
         ))
     }
     return date

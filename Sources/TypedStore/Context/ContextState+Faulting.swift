@@ -96,7 +96,8 @@ extension ContextState {
       // hold), or a missing row with shouldDeleteInaccessibleFaults off: inventing values would
       // be silent data loss. `existingObject(with:)` throws instead.
       fatalError(
-        "TypedStore: cannot fulfil a fault for \(anyID(of: object)?.description ?? object.entity?.name ?? "?"): \(error)"
+        "TypedStore: cannot fulfil a fault for "
+          + "\(anyID(of: object)?.description ?? object.entity?.name ?? "?"): \(error)"
       )
     }
   }

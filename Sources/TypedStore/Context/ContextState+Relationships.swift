@@ -22,7 +22,8 @@ extension ContextState {
         object, with: try relatedObjects(of: relationship, for: [key.value], in: object)[key.value] ?? [])
     } catch {
       fatalError(
-        "TypedStore: cannot load \(entity.name).\(relationship.name) of \(anyID(of: object)?.description ?? "?"): \(error)"
+        "TypedStore: cannot load \(entity.name).\(relationship.name) of "
+          + "\(anyID(of: object)?.description ?? "?"): \(error)"
       )
     }
   }

@@ -52,7 +52,8 @@ enum HistoryConsumers {
   static func all(storeIdentifier: UUID, connection: SQLiteConnection) throws -> [HistoryConsumer] {
     guard try tableExists(connection) else { return [] }
     let statement = try connection.statement(
-      "SELECT name, store_uuid, transaction_number, advanced_at, seen_at, lease_seconds FROM _history_consumer ORDER BY name"
+      "SELECT name, store_uuid, transaction_number, advanced_at, seen_at, lease_seconds "
+        + "FROM _history_consumer ORDER BY name"
     )
     defer { statement.reset() }
     var consumers: [HistoryConsumer] = []

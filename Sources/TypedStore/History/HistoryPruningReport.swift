@@ -1,4 +1,5 @@
-/// What a prune did (or, for a dry run, would do): see ``HistoryPruner/prune(_:includingStale:dryRun:archive:willDelete:)``.
+/// What a prune did (or, for a dry run, would do): see
+/// ``HistoryPruner/prune(_:includingStale:dryRun:archive:willDelete:)``.
 ///
 /// ```swift
 /// let report = try HistoryPruner(container: container).prune(.consumed, dryRun: true)

@@ -60,7 +60,8 @@ enum HistoryReader {
         request, storeIdentifier: storeIdentifier, firstKept: try Self.firstKept(connection), connection: connection)
       try filter.add(request, storeIdentifier: storeIdentifier, model: model)
       var sql =
-        "SELECT number, timestamp, author, context_name, process_id, first_change, last_change FROM _history_transaction"
+        "SELECT number, timestamp, author, context_name, process_id, first_change, last_change "
+        + "FROM _history_transaction"
       if !filter.conditions.isEmpty { sql += " WHERE " + filter.conditions.joined(separator: " AND ") }
       // Pages of transaction rows: a page's changes are one rowid range.
       var remaining = request.transactionLimit ?? Int.max
@@ -69,7 +70,8 @@ enum HistoryReader {
       let statement = try connection.statement(pageSQL)
       defer { statement.reset() }
       var changeSQL =
-        "SELECT transaction_number, kind, entity, pk, keys, changed, tombstone, last_pk FROM _history_change WHERE id BETWEEN ? AND ?"
+        "SELECT transaction_number, kind, entity, pk, keys, changed, tombstone, last_pk "
+        + "FROM _history_change WHERE id BETWEEN ? AND ?"
       if filter.entityNames != nil { changeSQL += " AND entity IN (SELECT value FROM json_each(?))" }
       changeSQL += " ORDER BY id"
       let changes = try connection.statement(changeSQL)
@@ -171,7 +173,8 @@ enum HistoryReader {
         let names = try Self.entityNames(request, model: model)
         entityNames = HistorySchema.jsonArray(names)
         conditions.append(
-          "EXISTS (SELECT 1 FROM _history_change c WHERE c.id BETWEEN first_change AND last_change AND c.entity IN (SELECT value FROM json_each(?)))"
+          "EXISTS (SELECT 1 FROM _history_change c WHERE c.id BETWEEN first_change AND last_change "
+            + "AND c.entity IN (SELECT value FROM json_each(?)))"
         )
         arguments.append(.text(HistorySchema.jsonArray(names)))
       }
@@ -282,7 +285,9 @@ enum HistoryReader {
     // Change rows are in commit order: everything below the first change of the oldest kept
     // transaction goes, as one rowid range.
     let changes = try connection.statement(
-      "DELETE FROM _history_change WHERE id < coalesce((SELECT first_change FROM _history_transaction WHERE number >= ? ORDER BY number LIMIT 1), (SELECT max(id) + 1 FROM _history_change))"
+      "DELETE FROM _history_change WHERE id < coalesce("
+        + "(SELECT first_change FROM _history_transaction WHERE number >= ? ORDER BY number LIMIT 1), "
+        + "(SELECT max(id) + 1 FROM _history_change))"
     )
     changes.bind(number, at: 1)
     try changes.run()

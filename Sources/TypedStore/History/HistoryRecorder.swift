@@ -67,7 +67,8 @@ final class HistoryRecorder {
     let statement = try connection.statement(
       """
       INSERT INTO _history_change (transaction_number, kind, entity, pk, tombstone)
-      SELECT ?, \(HistoryChange.Kind.delete.rawValue), \(entityName), pk, \(tombstone) FROM "\(rows.table)"\(rows.whereClause) ORDER BY pk
+      SELECT ?, \(HistoryChange.Kind.delete.rawValue), \(entityName), pk, \(tombstone)
+      FROM "\(rows.table)"\(rows.whereClause) ORDER BY pk
       """)
     statement.bind(try transactionNumber(), at: 1)
     for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 2)) }
@@ -142,7 +143,8 @@ final class HistoryRecorder {
     throws
   {
     let statement = try connection.statement(
-      "INSERT INTO _history_change (transaction_number, kind, entity, pk, last_pk, keys, changed, tombstone) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)"
+      "INSERT INTO _history_change (transaction_number, kind, entity, pk, last_pk, keys, changed, tombstone) "
+        + "VALUES (?, ?, ?, ?, ?, ?, ?, NULL)"
     )
     statement.bind(try transactionNumber(), at: 1)
     statement.bind(Int64(kind.rawValue), at: 2)

@@ -64,7 +64,8 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     case .duplicateColumn(let column): return "\(place): column '\(column)' is used twice in one table"
     case .unsupportedType(let type):
       return
-        "\(place): \(type) is not a storable attribute type; use an AttributeValue type, a RawRepresentable of one, or @Attribute(.codable)"
+        "\(place): \(type) is not a storable attribute type; "
+        + "use an AttributeValue type, a RawRepresentable of one, or @Attribute(.codable)"
     case .destinationNotInModel(let type):
       return "\(place): the relationship's destination \(type) is not an entity of the model"
     case .invalidInverse(let why): return "\(place): \(why)"
@@ -73,7 +74,8 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
       return "\(place): this model was read from the store without the entity's class, so it has no objects"
     case .unreadableLayout:
       return
-        "\(place): could not read this class's attribute fields (declare options on @Attribute, do not assign attribute fields in init)"
+        "\(place): could not read this class's attribute fields "
+        + "(declare options on @Attribute, do not assign attribute fields in init)"
     }
   }
 }

@@ -271,8 +271,10 @@ extension Attribute {
   /// A property whose type is a set of managed objects is a relationship.
   @available(
     *, unavailable,
-    message:
-      "a property of type Set<ManagedObject type> is a to-many relationship: declare it with @Relationship(inverse:deleteRule:)"
+    message: """
+      a property of type Set<ManagedObject type> is a to-many relationship: \
+      declare it with @Relationship(inverse:deleteRule:)
+      """
   )
   public init<Destination: ManagedObject>(wrappedValue: Value) where Value == Set<Destination> {
     fatalError("unavailable")
@@ -281,8 +283,10 @@ extension Attribute {
   /// A property whose type is an array of managed objects is a relationship.
   @available(
     *, unavailable,
-    message:
-      "a property of type [ManagedObject type] is an ordered relationship: declare it with @Relationship(inverse:deleteRule:)"
+    message: """
+      a property of type [ManagedObject type] is an ordered relationship: \
+      declare it with @Relationship(inverse:deleteRule:)
+      """
   )
   public init<Destination: ManagedObject>(wrappedValue: Value) where Value == [Destination] {
     fatalError("unavailable")

@@ -22,7 +22,8 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
     switch self {
     case .unknownEntity(let name): "\(name) is not an entity of the context's model"
     case .unsupportedSortKey(let key):
-      "cannot sort by \(key): it reads no single attribute of the object, or of an object at most three to-one relationships away"
+      "cannot sort by \(key): it reads no single attribute of the object, "
+        + "or of an object at most three to-one relationships away"
     case .invalidRange(let text): text
     case .unsupportedAggregate(let text): "cannot aggregate \(text)"
     case .notARelationship(let key): "cannot prefetch \(key): it is not a relationship"

@@ -3,7 +3,9 @@
 ///
 /// ```swift
 /// final class Board: FetchedResultsControllerDelegate {
-///   func controller(_ controller: FetchedResultsController<Note>, didChangeContentWith difference: FetchedResultsDiff) {
+///   func controller(
+///     _ controller: FetchedResultsController<Note>, didChangeContentWith difference: FetchedResultsDiff
+///   ) {
 ///     render(controller.sections, inserted: difference.inserted, deleted: difference.deleted)
 ///   }
 /// }

@@ -528,7 +528,8 @@ extension PredicateTranslator {
       let upper = try fragment(range.upperBound)
       guard let low = lower.literal, let high = upper.literal else {
         throw PredicateTranslationError.unsupportedExpression(
-          "a range whose bounds are not captured values (Swift stops the program when the lower bound is above the upper one)"
+          "a range whose bounds are not captured values "
+            + "(Swift stops the program when the lower bound is above the upper one)"
         )
       }
       guard Self.isOrdered(low, high) else {

@@ -146,7 +146,8 @@ extension ContextState {
       case .inverseForeignKey(let column, _):
         // The side of a one-to-one that holds no key: the row that names this one.
         reached =
-          "(SELECT \(alias).pk FROM \"\(destination.tableName)\" \(alias) WHERE \(alias).\"\(column)\" = \(reached ?? "\"\(entity.tableName)\".pk"))"
+          "(SELECT \(alias).pk FROM \"\(destination.tableName)\" \(alias) "
+          + "WHERE \(alias).\"\(column)\" = \(reached ?? "\"\(entity.tableName)\".pk"))"
       case .joinTable:
         throw FetchError.unsupportedSortKey(relationship.name)
       }
@@ -158,7 +159,8 @@ extension ContextState {
     if let reached {
       let alias = "_sort\(key.path.relationships.count)"
       value =
-        "(SELECT \(alias).\"\(attribute.columnName)\" FROM \"\(current.tableName)\" \(alias) WHERE \(alias).pk = \(reached))"
+        "(SELECT \(alias).\"\(attribute.columnName)\" FROM \"\(current.tableName)\" \(alias) "
+        + "WHERE \(alias).pk = \(reached))"
     } else {
       value = "\"\(attribute.columnName)\""
     }

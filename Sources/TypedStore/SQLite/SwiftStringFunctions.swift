@@ -18,7 +18,10 @@ import Foundation
 enum SwiftStringFunctions {
   static func register(on handle: OpaquePointer) {
     let collations:
-      [(String, @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32)] =
+      [(
+        String,
+        @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32
+      )] =
         [
           (
             "SWIFT",

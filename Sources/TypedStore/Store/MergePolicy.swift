@@ -8,14 +8,30 @@
 ///
 /// Conflicts are found and resolved inside the save's write transaction, so no other writer
 /// can commit between the check and the write. After a save that resolved a conflict, the
-/// objects involved hold the row as committed (reloaded). What each policy does:
+/// objects involved hold the row as committed (reloaded). What each policy does, by what the
+/// object was and what became of its row since it was read:
 ///
-/// | the object was | the row, since it was read | `.error` | `.storeTrump` | `.objectTrump` | `.overwrite` | `.rollback` |
-/// |---|---|---|---|---|---|---|
-/// | updated | updated | throws | attributes both changed keep the store's value; the object's other changes are saved | attributes both changed take the object's value; attributes only the store changed keep it | every attribute takes the object's value | nothing of the object is saved; it takes the store's values |
-/// | updated | deleted | throws | the deletion stands: the object is deleted | the row is inserted again with the object's values | the row is inserted again with the object's values | the deletion stands: the object is deleted |
-/// | deleted | updated | throws | the row stays (the object takes its values) | the row is deleted | the row is deleted | the row stays (the object takes its values) |
-/// | deleted | deleted | no conflict: the row is gone, as asked | | | | |
+/// - `.error`: throws.
+/// - `.storeTrump`:
+///   - object updated, row updated: attributes both changed keep the store's value; the
+///     object's other changes are saved;
+///   - object updated, row deleted: the deletion stands: the object is deleted;
+///   - object deleted, row updated: the row stays (the object takes its values).
+/// - `.objectTrump`:
+///   - object updated, row updated: attributes both changed take the object's value;
+///     attributes only the store changed keep it;
+///   - object updated, row deleted: the row is inserted again with the object's values;
+///   - object deleted, row updated: the row is deleted.
+/// - `.overwrite`:
+///   - object updated, row updated: every attribute takes the object's value;
+///   - object updated, row deleted: the row is inserted again with the object's values;
+///   - object deleted, row updated: the row is deleted.
+/// - `.rollback`:
+///   - object updated, row updated: nothing of the object is saved; it takes the store's values;
+///   - object updated, row deleted: the deletion stands: the object is deleted;
+///   - object deleted, row updated: the row stays (the object takes its values).
+///
+/// An object deleted whose row was deleted too is no conflict: the row is gone, as asked.
 public enum MergePolicy: Sendable, Hashable, CaseIterable {
   /// The save throws `StoreError.mergeConflict` listing every conflict, and writes nothing.
   case error

@@ -47,7 +47,8 @@ extension PersistentStore {
         changedAttributes: assignments.map { entity.storedAttributes[Int($0.slot)].name }, groups: affected)
       let sets = assignments.map { "\"\(entity.storedAttributes[Int($0.slot)].columnName)\" = ?" }
       let statement = try connection.statement(
-        "UPDATE \"\(entity.tableName)\" SET \((sets + ["_version = _version + 1"]).joined(separator: ", "))\(rows.whereClause)"
+        "UPDATE \"\(entity.tableName)\" SET "
+          + "\((sets + ["_version = _version + 1"]).joined(separator: ", "))\(rows.whereClause)"
       )
       defer { statement.reset() }
       for (index, assignment) in assignments.enumerated() { statement.bind(assignment.value, at: Int32(index + 1)) }

@@ -189,7 +189,8 @@ private struct ConsistencyCheck {
     }
     for (key, last) in lastChanges.sorted(by: { $0.key < $1.key }) where last.kind != .delete {
       found.append(
-        "\(last.entity) \(key) is missing, but history's last change of it is an \(last.kind) (transaction \(last.number))"
+        "\(last.entity) \(key) is missing, "
+          + "but history's last change of it is an \(last.kind) (transaction \(last.number))"
       )
     }
     for message in found.prefix(20) { problem(.history, message) }
@@ -209,7 +210,8 @@ private struct ConsistencyCheck {
     guard let last else {
       guard firstKept <= 1 else { return nil }  // history was pruned: the row's may be gone
       return
-        "\(entity) \(key) has no change in history, which was never pruned (written with recordsHistory off, or its history was lost)"
+        "\(entity) \(key) has no change in history, which was never pruned "
+        + "(written with recordsHistory off, or its history was lost)"
     }
     if last.kind == .delete {
       return "\(entity) \(key) exists, but history's last change of it is a delete (transaction \(last.number))"

@@ -269,7 +269,8 @@ extension PersistentStore {
             try nullified(groups, relationship.inverseName)
             let order = orderColumn.map { ", \"\($0)\" = NULL" } ?? ""
             try run(
-              "UPDATE \"\(destination.tableName)\" SET \"\(column)\" = NULL\(order), _version = _version + 1\(selection)",
+              "UPDATE \"\(destination.tableName)\" SET \"\(column)\" = NULL\(order), "
+                + "_version = _version + 1\(selection)",
               [keyList], connection)
           }
         case .joinTable(let table, let own, let other, _, _):

@@ -42,12 +42,12 @@ final class TableLayout: Sendable {
           (attribute.columnName, attribute.attributeType.columnType, entity.isRoot && !attribute.isOptional))
         if attribute.isUnique {
           createIndexes.append(
-            "CREATE UNIQUE INDEX \"_unique_\(root.name)_\(attribute.columnName)\" ON \"\(root.name)\"(\"\(attribute.columnName)\")"
-          )
+            "CREATE UNIQUE INDEX \"_unique_\(root.name)_\(attribute.columnName)\" "
+              + "ON \"\(root.name)\"(\"\(attribute.columnName)\")")
         } else if attribute.isIndexed {
           createIndexes.append(
-            "CREATE INDEX \"_index_\(root.name)_\(attribute.columnName)\" ON \"\(root.name)\"(\"\(attribute.columnName)\")"
-          )
+            "CREATE INDEX \"_index_\(root.name)_\(attribute.columnName)\" "
+              + "ON \"\(root.name)\"(\"\(attribute.columnName)\")")
         }
       }
     }
@@ -75,8 +75,8 @@ final class TableLayout: Sendable {
           extraColumns.append("\"\(orderColumn)\" INTEGER")
         case .joinTable(let table, _, _, _, true):
           createIndexes.append(
-            "CREATE TABLE \"\(table)\" (source INTEGER NOT NULL, target INTEGER NOT NULL, source_order INTEGER, target_order INTEGER, PRIMARY KEY (source, target)) WITHOUT ROWID"
-          )
+            "CREATE TABLE \"\(table)\" (source INTEGER NOT NULL, target INTEGER NOT NULL, "
+              + "source_order INTEGER, target_order INTEGER, PRIMARY KEY (source, target)) WITHOUT ROWID")
           createIndexes.append("CREATE INDEX \"_index_\(table)_target\" ON \"\(table)\"(target, source)")
         default: break
         }
@@ -93,7 +93,8 @@ final class TableLayout: Sendable {
       let names = entity.storedAttributes.map { "\"\($0.columnName)\"" }
       let placeholders = Array(repeating: "?", count: names.count + 2)
       insertSQL[entity.name] =
-        "INSERT INTO \"\(root.name)\" (\((["pk", "_entity"] + names).joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
+        "INSERT INTO \"\(root.name)\" (\((["pk", "_entity"] + names).joined(separator: ", "))) "
+        + "VALUES (\(placeholders.joined(separator: ", ")))"
     }
     self.rowReaders = readers
     self.insertSQL = insertSQL
@@ -124,6 +125,7 @@ final class TableLayout: Sendable {
   func updateSQL(entity: EntityDescription, slots: [Int32]) -> String {
     let assignments = slots.map { "\"\(entity.storedAttributes[Int($0)].columnName)\" = ?" }
     return
-      "UPDATE \"\(root.name)\" SET \((assignments + ["_version = _version + 1"]).joined(separator: ", ")) WHERE pk = ? AND _version = ?"
+      "UPDATE \"\(root.name)\" SET \((assignments + ["_version = _version + 1"]).joined(separator: ", ")) "
+      + "WHERE pk = ? AND _version = ?"
   }
 }

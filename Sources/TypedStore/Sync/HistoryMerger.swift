@@ -9,7 +9,8 @@ import Synchronization
 /// ```swift
 /// let merger = try HistoryMerger(container: container, consumer: "indexer", contexts: [context])
 /// merger.addHook { event in
-///   for id in event.inserted(Note.self) { try index.add(id) }   // event.transaction.transactionNumber: the idempotency key
+///   // event.transaction.transactionNumber: the idempotency key
+///   for id in event.inserted(Note.self) { try index.add(id) }
 /// }
 /// try await merger.start()   // catches up from its checkpoint, then follows
 /// // ...

@@ -107,7 +107,10 @@ import Testing
           checked += 1
           if !compiled.contains(Self.normalized(paragraph.code)) {
             Issue.record(
-              "\(name):\(paragraph.line): no compiled source has this code; put it in DocPageExamples.swift:\n\(paragraph.code)"
+              """
+              \(name):\(paragraph.line): no compiled source has this code; put it in DocPageExamples.swift:
+              \(paragraph.code)
+              """
             )
           }
         }

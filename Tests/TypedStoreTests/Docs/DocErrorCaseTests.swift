@@ -224,7 +224,10 @@ import Testing
         }
         guard let labels = cases[mention.path[mention.path.count - 1]] else {
           Issue.record(
-            "\(name):\(mention.line): `\(written)`: \(owner) has no such case (it has \(cases.keys.sorted().joined(separator: ", ")))"
+            """
+            \(name):\(mention.line): `\(written)`: \(owner) has no such case \
+            (it has \(cases.keys.sorted().joined(separator: ", ")))
+            """
           )
           continue
         }

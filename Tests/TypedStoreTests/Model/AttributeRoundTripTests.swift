@@ -153,7 +153,8 @@ import TypedStoreTesting
     }
     let connection = try SQLiteConnection(path: container.persistentStore.url.path, mode: .readOnly)
     let row = try connection.statement(
-      "SELECT typeof(bool), bool, typeof(date), date, typeof(uuid), hex(uuid), status, optionalPriority, options, typeof(decimal), (SELECT name FROM _entities WHERE code = _entity), _version FROM \"AllTypes\""
+      "SELECT typeof(bool), bool, typeof(date), date, typeof(uuid), hex(uuid), status, optionalPriority, options, "
+        + "typeof(decimal), (SELECT name FROM _entities WHERE code = _entity), _version FROM \"AllTypes\""
     )
     #expect(try row.step())
     #expect(row.string(0) == "integer")

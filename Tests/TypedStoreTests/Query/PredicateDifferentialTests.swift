@@ -53,8 +53,8 @@ enum Pools {
   static let smalls = Array(-5...5)
   static let doubles: [Double] = [0, -0.0, 1.5, -1.5, 1e300, -1e300, .leastNonzeroMagnitude, 3, 1e-9, .infinity]
   static let strings = [
-    "", "a", "A", "b", "ab", "abc", "café", "cafe\u{301}", "e", "é", "\u{301}", "a\r\nb", "\r", "\n", "zoë", "👩‍👩‍👧",
-    "👩", "ß", "SS", "Straße", "\u{0}", "x y", "aa", "🇫🇷", "ǅ",
+    "", "a", "A", "b", "ab", "abc", "café", "cafe\u{301}", "e", "é", "\u{301}", "a\r\nb", "\r", "\n", "zoë",
+    "👩‍👩‍👧", "👩", "ß", "SS", "Straße", "\u{0}", "x y", "aa", "🇫🇷", "ǅ",
   ]
   static let dates = [0, 1, -1, 86_400, 1e9, -1e9, 63_113_904_000].map { Date(timeIntervalSinceReferenceDate: $0) }
   static let uuids = (0..<4).map { UUID(uuidString: String(format: "00000000-0000-0000-0000-%012d", $0))! }
@@ -571,7 +571,8 @@ enum Build {
         if sql != swift {
           failures.append(
             "\(recipe): SQL \(sql.count) rows, Swift \(swift.count); only SQL: "
-              + "\(Set(sql).subtracting(swift).sorted().prefix(3)), only Swift: \(Set(swift).subtracting(sql).sorted().prefix(3))"
+              + "\(Set(sql).subtracting(swift).sorted().prefix(3)), "
+              + "only Swift: \(Set(swift).subtracting(sql).sorted().prefix(3))"
           )
         }
       }

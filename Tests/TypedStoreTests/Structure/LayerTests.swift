@@ -8,8 +8,9 @@ import Testing
 /// the members (and nested types) of its extensions on another layer's types — the API a
 /// feature folder adds to a lower layer's type (`Query/` adding `fetch(_:)` to the context).
 /// Members it adds to the standard library's types (`Array`, `Duration`) are not counted: a
-/// lower layer reaching `.filter` on an array names the standard library's. A name that the file's own layer or a layer it may use also declares is
-/// ambiguous to a reader of the text, so it is not counted against the file.
+/// lower layer reaching `.filter` on an array names the standard library's. A name that the
+/// file's own layer or a layer it may use also declares is ambiguous to a reader of the text,
+/// so it is not counted against the file.
 @Suite struct LayerTests {
   /// The layers, bottom to top (DESIGN.md's table). Query and Batch are side by side above
   /// Context, with the one amendment that Batch may use Query (a batch update or delete

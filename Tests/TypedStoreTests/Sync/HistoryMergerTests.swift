@@ -184,7 +184,8 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     try container.persistentStore.writer.withConnection { connection in
       try connection.execute(HistoryConsumers.createSQL)
       try connection.execute(
-        "INSERT INTO _history_consumer VALUES ('copied', '\(other.uuidString)', 7, 0, \(Date().timeIntervalSinceReferenceDate), 60)"
+        "INSERT INTO _history_consumer VALUES "
+          + "('copied', '\(other.uuidString)', 7, 0, \(Date().timeIntervalSinceReferenceDate), 60)"
       )
     }
     let merger = try HistoryMerger(container: container, consumer: "copied")

@@ -108,7 +108,8 @@ extension Bench {
     guard selected(name) else { return }
     let (p50, p99) = try measureMergeLatency(commits: commits)
     rows.append(
-      ReportRow(name: name, note: String(format: "p50 %.2f ms, p99 %.2f ms (goal p50 ≤ 1 ms, p99 ≤ 10 ms)", p50, p99)))
+      ReportRow(
+        name: name, note: String(format: "p50 %.2f ms, p99 %.2f ms (goal p50 ≤ 1 ms, p99 ≤ 10 ms)", p50, p99)))
   }
 
   /// The latency row: process B (this one) merges every commit of process A (this program
