@@ -6,13 +6,13 @@ extension ContextState {
   func execute<Entity: ManagedObject>(_ request: BatchInsertRequest<Entity>) throws -> BatchResult<Entity> {
     let entity = try batchEntity(Entity.self)
     guard request.count >= 0 else { throw BatchError.invalidCount(request.count) }
-    var changes = ChangeSet()
+    var changes = RowWrites()
     changes.inserts.reserveCapacity(request.count)
     for index in 0..<request.count {
       let draft = Entity()
       request.fill(index, draft)
       let values = try entity.accessors.map { try $0.storedValue(of: draft) }
-      changes.inserts.append(ChangeSet.Insert(entityIndex: entity.index, primaryKey: nil, values: values))
+      changes.inserts.append(RowWrites.Insert(entityIndex: entity.index, primaryKey: nil, values: values))
     }
     let applied: AppliedChanges
     do {

@@ -191,9 +191,9 @@ extension ContextState {
 
   /// The join-table and position writes of `object`'s changed relationship sides (all its
   /// non-empty ones for an inserted object).
-  func linkWrites(for object: ManagedObject, changed: (Int32) -> Bool) throws -> [ChangeSet.LinkWrite] {
+  func linkWrites(for object: ManagedObject, changed: (Int32) -> Bool) throws -> [RowWrites.LinkWrite] {
     guard let entity = object.entity, let key = object.objectKey, !key.isTemporary else { return [] }
-    var writes: [ChangeSet.LinkWrite] = []
+    var writes: [RowWrites.LinkWrite] = []
     for (index, relationship) in entity.relationships.enumerated() where changed(Int32(index)) {
       switch relationship.storage {
       case .foreignKey, .inverseForeignKey(_, nil):
@@ -214,7 +214,7 @@ extension ContextState {
           object.lifecycle == .inserted
           ? [] : object.committedValues[ManagedObject.relationshipMarker(Int32(index))].flatMap(ManagedObject.linkKeys)
         writes.append(
-          ChangeSet.LinkWrite(
+          RowWrites.LinkWrite(
             entityIndex: entity.index, relationshipIndex: Int32(index), owner: key.value, targets: targets,
             original: original))
       }

@@ -1,4 +1,4 @@
-// Saving: the context's pending changes become one `ChangeSet`, written by the store's one
+// Saving: the context's pending changes become one `RowWrites`, written by the store's one
 // write path in one transaction; then the context takes in what the store reports back
 // (permanent keys, row versions, conflict resolutions, delete propagation) and tells its
 // observers. Each step is one function below, in the order `save()` runs them.
@@ -65,7 +65,7 @@ extension ContextState {
 
   /// What a save asks the store to write, and what it needs to know of the updates after.
   private struct SavePlan {
-    var changes = ChangeSet()
+    var changes = RowWrites()
     /// The updated objects the change set writes.
     var savedUpdates: [ManagedObject] = []
     /// By position in `savedUpdates`: whether the object's row is rewritten (its version moves).
@@ -82,7 +82,7 @@ extension ContextState {
       guard let entity = object.entity, let key = object.objectKey else { continue }
       let values = try entity.accessors.map { try $0.storedValue(of: object) }
       plan.changes.inserts.append(
-        ChangeSet.Insert(entityIndex: entity.index, primaryKey: key.isTemporary ? nil : key.value, values: values))
+        RowWrites.Insert(entityIndex: entity.index, primaryKey: key.isTemporary ? nil : key.value, values: values))
       if !entity.relationships.isEmpty { plan.changes.links += try linkWrites(for: object, changed: { _ in true }) }
     }
     plan.changes.policy = mergePolicy
@@ -90,7 +90,7 @@ extension ContextState {
     for object in deletedObjects {
       guard let entity = object.entity, let key = object.objectKey else { continue }
       plan.changes.deletes.append(
-        ChangeSet.Delete(entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion))
+        RowWrites.Delete(entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion))
     }
     return plan
   }
@@ -120,7 +120,7 @@ extension ContextState {
       plan.savedUpdates.append(object)
       plan.rewritesRow.append(!slots.isEmpty)
       plan.changes.updates.append(
-        ChangeSet.Update(
+        RowWrites.Update(
           entityIndex: entity.index, primaryKey: key.value, version: object.rowVersion, slots: sharedSlots,
           values: diff.values,
           originalValues: diff.originals,
@@ -172,7 +172,7 @@ extension ContextState {
   ///
   /// - Throws: `StoreError.mergeConflict` and `StoreError.uniquenessConflict` naming the
   ///   objects, or the store's error; nothing is written.
-  private func commit(_ changes: ChangeSet) throws -> AppliedChanges {
+  private func commit(_ changes: RowWrites) throws -> AppliedChanges {
     do {
       return try store.commit(
         changes, info: TransactionInfo(author: transactionAuthor, contextName: name, origin: ObjectIdentifier(self)))

@@ -13,8 +13,8 @@ extension PersistentStore {
   /// after the commit.
   ///
   /// - Throws: `StoreError.mergeConflict` with every conflict, for the `.error` policy.
-  func resolveConflicts(_ changes: ChangeSet, connection: SQLiteConnection) throws -> (
-    ChangeSet, [ResolvedRow: Resolution]
+  func resolveConflicts(_ changes: RowWrites, connection: SQLiteConnection) throws -> (
+    RowWrites, [ResolvedRow: Resolution]
   ) {
     var resolution = ConflictResolution(changes)
     for update in changes.updates {
@@ -30,11 +30,11 @@ extension PersistentStore {
   /// What `resolveConflicts` builds: the change set to write, the outcome of each
   /// conflicting object, and the conflicts the `.error` policy reports.
   private struct ConflictResolution {
-    var resolved: ChangeSet
+    var resolved: RowWrites
     var outcomes: [ResolvedRow: Resolution] = [:]
     var conflicts: [MergeConflict] = []
 
-    init(_ changes: ChangeSet) {
+    init(_ changes: RowWrites) {
       resolved = changes
       resolved.updates = []
       resolved.deletes = []
@@ -43,7 +43,7 @@ extension PersistentStore {
 
   /// Resolves one update against its row as it is now.
   private func resolve(
-    _ update: ChangeSet.Update, policy: MergePolicy, into resolution: inout ConflictResolution,
+    _ update: RowWrites.Update, policy: MergePolicy, into resolution: inout ConflictResolution,
     connection: SQLiteConnection
   ) throws {
     guard !update.slots.isEmpty else {  // relationships only: no row written, no version checked
@@ -89,7 +89,7 @@ extension PersistentStore {
 
   /// Resolves an update of a row another writer deleted.
   private func resolveDeletedElsewhere(
-    _ update: ChangeSet.Update, entity: EntityDescription, policy: MergePolicy,
+    _ update: RowWrites.Update, entity: EntityDescription, policy: MergePolicy,
     into resolution: inout ConflictResolution
   ) throws {
     let row = ResolvedRow(entityIndex: update.entityIndex, primaryKey: update.primaryKey)
@@ -102,14 +102,14 @@ extension PersistentStore {
     case .objectTrump, .overwrite:
       guard let values = update.allValues else { throw VersionMismatch() }
       resolution.resolved.inserts.append(
-        ChangeSet.Insert(entityIndex: update.entityIndex, primaryKey: update.primaryKey, values: values))
+        RowWrites.Insert(entityIndex: update.entityIndex, primaryKey: update.primaryKey, values: values))
       resolution.outcomes[row] = .reload
     }
   }
 
   /// Resolves one delete against its row as it is now.
   private func resolve(
-    _ delete: ChangeSet.Delete, policy: MergePolicy, into resolution: inout ConflictResolution,
+    _ delete: RowWrites.Delete, policy: MergePolicy, into resolution: inout ConflictResolution,
     connection: SQLiteConnection
   ) throws {
     let entity = model.entities[Int(delete.entityIndex)]

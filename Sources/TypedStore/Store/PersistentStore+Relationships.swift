@@ -68,7 +68,7 @@ extension PersistentStore {
   /// context did not read (another writer saved them meanwhile) stay, and links it read and
   /// another writer removed stay removed. Ordered positions follow the context's list, then
   /// the links it did not know, in their stored order.
-  func writeLinks(_ writes: [ChangeSet.LinkWrite], connection: SQLiteConnection) throws {
+  func writeLinks(_ writes: [RowWrites.LinkWrite], connection: SQLiteConnection) throws {
     let ordered = writes.sorted { lhs, rhs in isOwner(lhs) && !isOwner(rhs) }
     for write in ordered {
       let relationship = model.entities[Int(write.entityIndex)].relationships[Int(write.relationshipIndex)]
@@ -157,7 +157,7 @@ extension PersistentStore {
     }
   }
 
-  private func isOwner(_ write: ChangeSet.LinkWrite) -> Bool {
+  private func isOwner(_ write: RowWrites.LinkWrite) -> Bool {
     let relationship = model.entities[Int(write.entityIndex)].relationships[Int(write.relationshipIndex)]
     if case .joinTable(_, _, _, _, true) = relationship.storage { return true }
     return false
@@ -168,7 +168,7 @@ extension PersistentStore {
   /// Throws `StoreError.danglingReference` when a key column or join row the change set
   /// writes names a row that does not exist (another process deleted it after the context
   /// read it): one query per relationship, over the distinct keys written.
-  func checkReferences(_ changes: ChangeSet, insertedKeys: [Int64], connection: SQLiteConnection) throws {
+  func checkReferences(_ changes: RowWrites, insertedKeys: [Int64], connection: SQLiteConnection) throws {
     // "Entity.relationship" → each key written → an owner that writes it
     var written: [String: (entity: EntityDescription, relationship: RelationshipDescription, keys: [Int64: Int64])] =
       [:]

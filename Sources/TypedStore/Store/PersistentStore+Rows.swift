@@ -170,7 +170,7 @@ extension PersistentStore {
 
   /// Writes a change set in one transaction: deletes, then updates, then inserts (so a unique
   /// value freed by a delete can be reused by an insert of the same save).
-  func commit(_ changes: ChangeSet, info: TransactionInfo) throws -> AppliedChanges {
+  func commit(_ changes: RowWrites, info: TransactionInfo) throws -> AppliedChanges {
     for insert in changes.inserts {
       try checkStorable(insert.values, entityIndex: insert.entityIndex, slots: nil)
     }
@@ -246,7 +246,7 @@ extension PersistentStore {
     return (last - Int64(count) + 1)...last
   }
 
-  private func apply(_ changes: ChangeSet, connection: SQLiteConnection, history: HistoryRecorder) throws
+  private func apply(_ changes: RowWrites, connection: SQLiteConnection, history: HistoryRecorder) throws
     -> AppliedChanges
   {
     try applyDeletes(changes, connection: connection, history: history)
@@ -271,7 +271,7 @@ extension PersistentStore {
   }
 
   /// Deletes the change set's rows, each at the version the context read, tombstones first.
-  private func applyDeletes(_ changes: ChangeSet, connection: SQLiteConnection, history: HistoryRecorder) throws {
+  private func applyDeletes(_ changes: RowWrites, connection: SQLiteConnection, history: HistoryRecorder) throws {
     for group in grouped(changes.deletes, by: { $0.entityIndex }) {
       let entity = model.entities[Int(group.key)]
       let keys = group.rows.map(\.primaryKey)
@@ -293,7 +293,7 @@ extension PersistentStore {
 
   /// Updates the change set's rows, grouped by the attributes they write, each at the version
   /// the context read.
-  private func applyUpdates(_ changes: ChangeSet, connection: SQLiteConnection, history: HistoryRecorder) throws {
+  private func applyUpdates(_ changes: RowWrites, connection: SQLiteConnection, history: HistoryRecorder) throws {
     for group in grouped(
       changes.updates,
       by: { UpdateShape(entityIndex: $0.entityIndex, slots: $0.slots, relationshipNames: $0.relationshipNames) })
@@ -323,7 +323,7 @@ extension PersistentStore {
 
   /// Inserts the change set's rows, with keys reserved per table for those that have none;
   /// returns the keys, and the inserted ones by entity for history.
-  private func applyInserts(_ changes: ChangeSet, connection: SQLiteConnection, history: HistoryRecorder) throws
+  private func applyInserts(_ changes: RowWrites, connection: SQLiteConnection, history: HistoryRecorder) throws
     -> (AppliedChanges, [Int32: [Int64]])
   {
     // Reserve keys per table for the inserts that have none yet.

@@ -38,7 +38,7 @@ extension PersistentStore {
   ///
   /// - Throws: `UniquenessClashes` with every conflict, unless each is an insert that the
   ///   policy merges.
-  func resolveUniqueness(_ changes: ChangeSet, connection: SQLiteConnection) throws -> ChangeSet {
+  func resolveUniqueness(_ changes: RowWrites, connection: SQLiteConnection) throws -> RowWrites {
     var clashes: [UniquenessClash] = []
     var resolved = changes
     let merges = changes.policy != .error
@@ -124,7 +124,7 @@ extension PersistentStore {
 
   /// Points the change set's key columns and links at the stored rows that merged inserts
   /// became.
-  private func moveReferences(in changes: inout ChangeSet, _ moved: [String: [Int64: Int64]]) {
+  private func moveReferences(in changes: inout RowWrites, _ moved: [String: [Int64: Int64]]) {
     func target(_ value: PrimitiveValue, slot: Int, of entity: EntityDescription) -> PrimitiveValue {
       guard case .integer(let key) = value, let name = entity.storedAttributes[slot].foreignKeyOf,
         let relationship = entity.relationship(named: name),

@@ -23,12 +23,15 @@ import Synchronization
 ///
 /// Three "changes" values meet here, one per direction:
 ///
-/// - context → store: `ChangeSet`, the rows one save writes (plain values, built by the
+/// - context → store: `RowWrites`, the rows one save writes (plain values, built by the
 ///   context, applied in step 2);
 /// - recorder → publisher: `RecordedChanges`, what the `HistoryRecorder` recorded for the
 ///   transaction (step 3), handed to `publish` after the commit (step 5);
 /// - store → context: `StoreChanges`, the public value the publisher makes from a
 ///   `RecordedChanges` (or from history, for other processes' commits) and contexts merge.
+///
+/// A fourth stays inside a context: `ContextChanges`, the IDs a save or a merge touched, for
+/// the context's own change observers (context → its observers).
 final class StoreWriter: Sendable {
   private let connection: Mutex<SQLiteConnection>
   private let busyTimeout: Duration

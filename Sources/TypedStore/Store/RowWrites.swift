@@ -1,5 +1,5 @@
 /// The rows one save writes, as plain values that can cross from a context to the writer.
-struct ChangeSet: Sendable {
+struct RowWrites: Sendable {
   struct Insert: Sendable {
     var entityIndex: Int32
     /// Set when the object already has a permanent ID (`obtainPermanentIDs(for:)`).
