@@ -52,7 +52,7 @@ def parse(text):
         header, _, rest = block.partition("\n")
         ident, _, title = header.partition(" ")
         match = re.match(
-            r"filter: (.*)\n(?:survives: (.*)\n)?--- find\n(.*?)\n--- replace\n(.*?)\n*\Z", rest, flags=re.S)
+            r"filter: ([^\n]*)\n(?:survives: ([^\n]*)\n)?--- find\n(.*?)\n--- replace\n(.*?)\n*\Z", rest, flags=re.S)
         if not match:
             fail(f"{ident}: expected 'filter:', optionally 'survives:', '--- find' and '--- replace' lines")
         mutants.append(
