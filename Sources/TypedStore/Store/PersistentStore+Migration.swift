@@ -47,6 +47,9 @@ extension PersistentStore {
     guard options.shouldMigrateStoreAutomatically else {
       throw StoreError.modelMismatch(storeHash: storedHash, modelHash: model.versionHash)
     }
+    if try isEarlierVersion(model.versionHash, connection: connection) {
+      throw MigrationError.olderModel(storeHash: storedHash, modelHash: model.versionHash)
+    }
     guard options.shouldInferMappingModelAutomatically else {
       throw MigrationError.migrationPlanRequired(storeHash: storedHash, modelHash: model.versionHash)
     }
@@ -77,6 +80,17 @@ extension PersistentStore {
     } catch let error as ModelError {
       throw StoreError.corrupt(path: path, message: "the model the store keeps is not valid: \(error)")
     }
+  }
+
+  /// Whether `hash` is one of the versions the store has passed through (not its current one).
+  static func isEarlierVersion(_ hash: String, connection: SQLiteConnection) throws -> Bool {
+    let exists = try connection.scalarInt(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_model_versions'")
+    guard exists == 1 else { return false }
+    let statement = try connection.statement("SELECT count(*) FROM _model_versions WHERE hash = ?")
+    defer { statement.reset() }
+    statement.bind(hash, at: 1)
+    return try statement.step() && statement.int64(0) > 0
   }
 
   // MARK: - The version stamp
@@ -196,6 +210,9 @@ extension PersistentStore {
         operations: migration.operations)
     ]
     report.refusals = migration.refusals
+    if try connection.readTransaction({ try isEarlierVersion(model.versionHash, connection: connection) }) {
+      report.refusals.insert(.olderModel(storeHash: report.storeModelHash, modelHash: model.versionHash), at: 0)
+    }
     if !options.shouldInferMappingModelAutomatically {
       report.refusals.insert(
         .migrationPlanRequired(storeHash: report.storeModelHash, modelHash: model.versionHash), at: 0)

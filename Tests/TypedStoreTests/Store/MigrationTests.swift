@@ -356,6 +356,20 @@ private func expectRefusal(
     #expect(metadata["model_hash"] == container.persistentStore.model.versionHash)
   }
 
+  @Test func anOlderModelTheStoreWasMigratedPastIsRefusedAndChangesNothing() throws {
+    let url = try makeVersion1Store()
+    _ = try open(url, OrderAddOptional.self)
+    let before = try everything(url)
+    let error = #expect(throws: MigrationError.self) { try open(url, OrderV1.self) }
+    guard case .olderModel = error else {
+      Issue.record("expected olderModel, got \(String(describing: error))")
+      return
+    }
+    #expect(try everything(url) == before)
+    let report = try PersistentStore.migrationReport(forStoreAt: url, to: ManagedObjectModel(OrderV1.self))
+    #expect(!report.canMigrate)
+  }
+
   @Test func everyMigrationMovesTheSchemaCookie() throws {
     let url = try makeVersion1Store()
     func cookie() throws -> Int64? {

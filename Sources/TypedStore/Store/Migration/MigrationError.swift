@@ -8,11 +8,15 @@
 public enum MigrationError: Error, Sendable, Equatable, Codable, CustomStringConvertible {
   /// A change an inferred (lightweight) migration cannot make without losing or inventing
   /// data: `entity` and `attribute` (or relationship) name where, `change` what, and
-  /// `neededStage` the kind of ``MigrationStage`` that can make it.
+  /// `neededStage` the kind of migration stage that can make it (``MigrationStageKind``).
   case notInferable(entity: String, attribute: String?, change: String, neededStage: MigrationStageKind)
   /// A uniqueness constraint the new model adds would be broken by rows already in the store:
   /// the properties of the constraint and the groups of rows that share values.
   case uniquenessViolation(entity: String, properties: [String], collisions: [MigrationCollision])
+  /// The model is one the store has already been migrated past (it is in the store's
+  /// `_model_versions`, before the current one): an older build of the application. Opening
+  /// would migrate the store back and drop what the newer version stores, so it is refused.
+  case olderModel(storeHash: String, modelHash: String)
   /// The models differ and `StoreOptions.shouldInferMappingModelAutomatically` is off: every
   /// migration must be explicit.
   case migrationPlanRequired(storeHash: String, modelHash: String)
@@ -22,18 +26,23 @@ public enum MigrationError: Error, Sendable, Equatable, Codable, CustomStringCon
     switch self {
     case .notInferable(let entity, let attribute, let change, let stage):
       "the store cannot be migrated by inference: \(entity)\(attribute.map { ".\($0)" } ?? "") \(change). "
-        + "Nothing was changed. Give this change a \(stage.rawValue) stage in a MigrationPlan, or change the "
-        + "model so that it can be inferred (see docs/migration.md, the inference table)"
+        + "Nothing was changed; the store still opens with the model it was made with. This change needs a "
+        + "\(stage.rawValue) stage: change the model so that it can be inferred (a constant default, a new attribute "
+        + "beside the old one, a rename declared with originalName:), or make it over two releases "
+        + "(docs/migration.md, the inference table and 'Recovering from a refused migration')"
     case .uniquenessViolation(let entity, let properties, let collisions):
       "the store cannot be migrated: the new uniqueness constraint on \(entity) (\(properties.joined(separator: ", "))) "
         + "is broken by rows already stored: "
         + collisions.map(\.description).joined(separator: "; ")
         + ". Nothing was changed. Open the store with the model it was made with and make those values distinct, "
         + "or migrate with a custom stage that does"
+    case .olderModel(let stored, let given):
+      "the store was migrated from this model (hash \(given.prefix(12))…) to a newer one (hash \(stored.prefix(12))…); "
+        + "nothing was changed. This is an older version of the application: open the store with the newer model"
     case .migrationPlanRequired(let stored, let given):
       "the store's model (hash \(stored.prefix(12))…) differs from the given model (hash \(given.prefix(12))…) and "
-        + "StoreOptions.shouldInferMappingModelAutomatically is off. Nothing was changed. Set "
-        + "StoreOptions.migrationPlan to a plan that reaches this model, or turn inference on"
+        + "StoreOptions.shouldInferMappingModelAutomatically is off. Nothing was changed. Turn it on for this open to "
+        + "migrate by inference; PersistentStore.migrationReport(forStoreAt:to:) shows what that would do"
     }
   }
 }
