@@ -179,3 +179,32 @@ final class OrderWithLabels: ManagedObject {
   @Attribute var receipt: Data? = nil
   @Relationship(deleteRule: .nullify) var labels: Set<Label>
 }
+
+/// A ticket whose code is kept in the tombstone of a deleted ticket.
+final class TicketV1: ManagedObject {
+  override class var entityName: String { "Ticket" }
+  @Attribute(preservedOnDeletion: true) var code: String = ""
+}
+
+/// The ticket with `code` renamed `reference`.
+final class TicketV2: ManagedObject {
+  override class var entityName: String { "Ticket" }
+  @Attribute(originalName: "code", preservedOnDeletion: true) var reference: String = ""
+}
+
+/// A document, version 1: no subentities.
+final class DocumentV1: ManagedObject {
+  override class var entityName: String { "Document" }
+  @Attribute var title: String = ""
+}
+
+/// The document of version 2, with a subentity.
+class DocumentV2: ManagedObject {
+  override class var entityName: String { "Document" }
+  @Attribute var title: String = ""
+}
+
+/// A subentity added in version 2: its rows share the document table.
+final class Memo: DocumentV2 {
+  @Attribute var color: String = "red"
+}

@@ -185,6 +185,27 @@ private func expectRefusal(
     #expect(change.contains("integer64") && change.contains("string"))
   }
 
+  @Test func aRenamedAttributesTombstoneKeysFollowTheRename() throws {
+    let url: URL
+    do {
+      let container = try PersistentContainer.makeTest(model: ManagedObjectModel(TicketV1.self))
+      try container.viewContext.performAndWait { context in
+        let ticket = TicketV1(context: context)
+        ticket.code = "T-1"
+        try context.save()
+        context.delete(ticket)
+        try context.save()
+      }
+      url = container.persistentStore.url
+    }
+    let container = try open(url, TicketV2.self)
+    let tombstones = try storeRows(path: url.path)["_history_change"]?.filter { $0.contains("T-1") } ?? []
+    #expect(tombstones.count == 1 && tombstones[0].contains("\"reference\"") && !tombstones[0].contains("\"code\""))
+    let deleted = try container.persistentStore.fetchHistory(HistoryRequest()).flatMap(\.changes)
+      .filter { $0.changeType == .delete }
+    #expect(deleted.count == 1 && deleted[0].tombstone != nil)
+  }
+
   // MARK: - Indexes and uniqueness
 
   @Test func anAddedUniqueConstraintThatRowsBreakIsRefusedNamingThem() throws {
@@ -266,6 +287,28 @@ private func expectRefusal(
       try context.existingObject(with: try #require(ids.last)).customer
     }
     #expect(customer == "ada lovelace")
+  }
+
+  @Test func anAddedSubentitySharesItsRootsTableAndOldRowsKeepTheirEntity() throws {
+    let url: URL
+    do {
+      let container = try PersistentContainer.makeTest(model: ManagedObjectModel(DocumentV1.self))
+      try container.viewContext.performAndWait { context in
+        for title in ["a", "b"] { DocumentV1(context: context).title = title }
+        try context.save()
+      }
+      url = container.persistentStore.url
+    }
+    let container = try open(url, DocumentV2.self, Memo.self)
+    let counts = try container.viewContext.performAndWait { context in
+      let memo = Memo(context: context)
+      memo.title = "c"
+      try context.save()
+      return [try context.count(for: FetchRequest<DocumentV2>()), try context.count(for: FetchRequest<Memo>())]
+    }
+    #expect(counts == [3, 1])
+    #expect(try rows(url, "Document", ["title", "color"]) == ["'a'|NULL", "'b'|NULL", "'c'|'red'"])
+    #expect(try container.persistentStore.checkConsistency().passed)
   }
 
   // MARK: - Relationships
