@@ -422,7 +422,8 @@ public final class ManagedObjectModel: Sendable {
           deleteRule: relationship.declaration.deleteRule, isRequired: relationship.declaration.isRequired,
           minimumCount: relationship.declaration.minimumCount, maximumCount: relationship.declaration.maximumCount,
           entityName: entityName, storage: relationship.storage, accessor: relationship.accessor,
-          inverseIndex: relationship.inverseIndex, foreignKeySlot: foreignKeySlot))
+          inverseIndex: relationship.inverseIndex, foreignKeySlot: foreignKeySlot,
+          originalName: relationship.declaration.originalName))
     }
     return described
   }

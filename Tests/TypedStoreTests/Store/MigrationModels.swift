@@ -208,3 +208,42 @@ class DocumentV2: ManagedObject {
 final class Memo: DocumentV2 {
   @Attribute var color: String = "red"
 }
+
+/// The label with `orders` renamed `purchases`: its join table is renamed.
+final class LabelRenamed: ManagedObject {
+  override class var entityName: String { "Label" }
+  @Attribute var name: String = ""
+  @Relationship(inverse: \OrderWithRenamedLabels.labels, originalName: "orders")
+  var purchases: Set<OrderWithRenamedLabels>
+}
+
+/// The order whose labels' inverse was renamed.
+final class OrderWithRenamedLabels: ManagedObject {
+  override class var entityName: String { "Order" }
+  @Attribute var number: Int = 0
+  @Attribute var customer: String = ""
+  @Attribute var total: Double = 0
+  @Attribute var placed: Date? = nil
+  @Attribute var note: String? = nil
+  @Attribute var receipt: Data? = nil
+  @Relationship(deleteRule: .nullify) var labels: Set<LabelRenamed>
+}
+
+/// The refund with `order` renamed `purchase`: its key column is renamed.
+final class RefundRenamed: ManagedObject {
+  override class var entityName: String { "Refund" }
+  @Attribute var amount: Double = 0
+  @Relationship(inverse: \OrderWithRenamedRefunds.refunds, originalName: "order") var purchase: OrderWithRenamedRefunds?
+}
+
+/// The order whose refunds' inverse was renamed.
+final class OrderWithRenamedRefunds: ManagedObject {
+  override class var entityName: String { "Order" }
+  @Attribute var number: Int = 0
+  @Attribute var customer: String = ""
+  @Attribute var total: Double = 0
+  @Attribute var placed: Date? = nil
+  @Attribute var note: String? = nil
+  @Attribute var receipt: Data? = nil
+  @Relationship(deleteRule: .cascade) var refunds: Set<RefundRenamed>
+}

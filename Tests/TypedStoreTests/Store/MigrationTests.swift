@@ -344,6 +344,71 @@ private func expectRefusal(
     #expect(try storeRows(path: url.path).keys.contains { $0.hasPrefix("_join_") })
   }
 
+  @Test func renamedRelationshipsKeepTheirLinks() throws {
+    let url = try makeVersion1Store()
+    do {
+      let container = try open(url, OrderWithLabels.self, Label.self)
+      try container.viewContext.performAndWait { context in
+        let order = try #require(try context.fetch(FetchRequest<OrderWithLabels>()).first)
+        let label = Label(context: context)
+        label.name = "urgent"
+        order.labels.insert(label)
+        try context.save()
+      }
+    }
+    let container = try open(url, OrderWithRenamedLabels.self, LabelRenamed.self)
+    let linked = try container.viewContext.performAndWait { context in
+      try context.fetch(FetchRequest<LabelRenamed>()).first?.purchases.count
+    }
+    #expect(linked == 1)
+    let tables = try storeRows(path: url.path).keys
+    #expect(tables.contains("_join_Label_purchases") && !tables.contains("_join_Label_orders"))
+  }
+
+  @Test func aStoreWithLinksKeepsThemWhenAnotherChangeMigratesIt() throws {
+    let url = try makeVersion1Store()
+    do {
+      let container = try open(url, OrderWithRefunds.self, Refund.self)
+      try container.viewContext.performAndWait { context in
+        for order in try context.fetch(FetchRequest<OrderWithRefunds>()) {
+          let refund = Refund(context: context)
+          refund.amount = Double(order.number)
+          refund.order = order
+        }
+        try context.save()
+      }
+    }
+    let links = try rows(url, "Refund", ["pk", "amount", "order"])
+    // A new entity sorting first moves every code; the key columns and their index stay.
+    let container = try open(url, Invoice.self, OrderWithRefunds.self, Refund.self)
+    #expect(try rows(url, "Refund", ["pk", "amount", "order"]) == links)
+    let numbers = try container.viewContext.performAndWait { context in
+      try context.fetch(FetchRequest<Refund>()).compactMap { $0.order?.number }.sorted()
+    }
+    #expect(numbers == [1, 2, 3])
+    #expect(try container.persistentStore.checkConsistency().passed)
+  }
+
+  @Test func aRenamedToOneKeepsItsKeyColumnsValues() throws {
+    let url = try makeVersion1Store()
+    do {
+      let container = try open(url, OrderWithRefunds.self, Refund.self)
+      try container.viewContext.performAndWait { context in
+        let order = try #require(try context.fetch(FetchRequest<OrderWithRefunds>()).first { $0.number == 2 })
+        let refund = Refund(context: context)
+        refund.amount = 5
+        refund.order = order
+        try context.save()
+      }
+    }
+    let container = try open(url, OrderWithRenamedRefunds.self, RefundRenamed.self)
+    let number = try container.viewContext.performAndWait { context in
+      try context.fetch(FetchRequest<RefundRenamed>()).first?.purchase?.number
+    }
+    #expect(number == 2)
+    #expect(try rows(url, "Refund", ["purchase"]) == ["2"])
+  }
+
   // MARK: - Switches, dry run, the record
 
   @Test func withInferenceOffAnyChangeNeedsAPlan() throws {

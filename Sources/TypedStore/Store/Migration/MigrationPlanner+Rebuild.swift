@@ -6,7 +6,7 @@ extension MigrationPlanner {
   /// Alters the table where SQLite can: `RENAME TO`, `RENAME COLUMN` and `ADD COLUMN` are
   /// O(1); defaults and new entity codes take one `UPDATE` each; only the indexes that change
   /// are dropped or made.
-  mutating func alter(_ source: TableLayout, into layout: TableLayout, plan: TablePlan) {
+  mutating func alter(_ source: StoredTable, into layout: TableLayout, plan: TablePlan) {
     let table = layout.root.name
     for object in source.objects where object.kind == .index && !layout.objects.contains(object) {
       command("DROP INDEX \"\(object.name)\"")
@@ -47,7 +47,7 @@ extension MigrationPlanner {
   /// SQLite's 12-step table rebuild, inside the migration's transaction: a new table of the
   /// new shape, one `INSERT … SELECT` that maps every row (in SQLite, in bounded memory), the
   /// old table dropped, the new one renamed, its indexes made.
-  mutating func rebuild(_ source: TableLayout, into layout: TableLayout, plan: TablePlan) {
+  mutating func rebuild(_ source: StoredTable, into layout: TableLayout, plan: TablePlan) {
     let table = layout.root.name
     let temporary = "_migrating_\(table)"
     command(TableLayout.tableSQL(named: temporary, columns: layout.columns))
@@ -108,7 +108,7 @@ extension MigrationPlanner {
 
   /// Every unique index of the new table whose values could collide (a new index, or one over
   /// a column that gets values it did not have) is checked against the old rows first.
-  mutating func checkUniqueness(of layout: TableLayout, from source: TableLayout, plan: TablePlan) throws {
+  mutating func checkUniqueness(of layout: TableLayout, from source: StoredTable, plan: TablePlan) throws {
     let byColumn = Dictionary(plan.sources.map { ($0.column.name, $0) }, uniquingKeysWith: { first, _ in first })
     for object in layout.objects where object.kind == .index && object.isUnique {
       let sources = object.columns.compactMap { byColumn[$0] }

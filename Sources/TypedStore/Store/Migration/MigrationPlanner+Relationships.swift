@@ -20,10 +20,10 @@ extension MigrationPlanner {
       return .null
     }
     guard isSameShape(relationship, previous) else { return nil }  // refused by `migrateRelationships`
-    switch (column.role, previous.storage) {
-    case (.foreignKey, .foreignKey(let name, _)): return .copy(name)
-    case (.order, .foreignKey(_, let order?)): return .copy(order)
-    case (.foreignKey, _):
+    switch (column.role, previous.column, previous.orderColumn) {
+    case (.foreignKey, let name?, _): return .copy(name)
+    case (.order, _?, let order?): return .copy(order)
+    case (.foreignKey, nil, _):
       refuse(
         entity.name, relationship.name,
         "moves its key column to the other side of the relationship (the pair's names sort differently now)")
@@ -32,16 +32,26 @@ extension MigrationPlanner {
     }
   }
 
-  /// The old entity's own relationship that `relationship` continues (same name).
+  /// The old entity's own relationship that `relationship` continues: its `originalName`, or
+  /// its name. Old relationships come from the stored schema, which says where their links
+  /// are (a model without classes has no relationship descriptions).
   func previousRelationship(of relationship: RelationshipDescription, in source: EntityDescription)
-    -> RelationshipDescription?
+    -> ModelSchema.Relationship?
   {
-    source.relationships.first { $0.name == relationship.name && $0.entityName == source.name }
+    let own = ownSchemaRelationships(of: source.name)
+    return [relationship.originalName, relationship.name].compactMap { $0 }.lazy.compactMap { name in
+      own.first { $0.name == name }
+    }.first
+  }
+
+  /// The relationships the stored schema gives an old entity itself.
+  func ownSchemaRelationships(of entity: String) -> [ModelSchema.Relationship] {
+    old.schema.entities.first { $0.name == entity }?.relationships ?? []
   }
 
   /// Same kind, and the destination continues the old destination.
-  func isSameShape(_ relationship: RelationshipDescription, _ previous: RelationshipDescription) -> Bool {
-    relationship.kind == previous.kind && oldName[relationship.destinationEntityName] == previous.destinationEntityName
+  func isSameShape(_ relationship: RelationshipDescription, _ previous: ModelSchema.Relationship) -> Bool {
+    relationship.kind == previous.kind && oldName[relationship.destinationEntityName] == previous.destination
   }
 
   /// Added and removed relationships, refused changes of kind or destination, and the join
@@ -56,15 +66,18 @@ extension MigrationPlanner {
         if let previous, !isSameShape(relationship, previous) {
           refuse(
             entity.name, relationship.name,
-            "changes from \(previous.kind) to \(previous.destinationEntityName) into \(relationship.kind) to "
+            "changes from \(previous.kind) to \(previous.destination) into \(relationship.kind) to "
               + relationship.destinationEntityName)
           continue
         }
         if previous == nil && previousEntity != nil { note(.addRelationship, entity.name, relationship.name, "") }
+        if let previous, previous.name != relationship.name {
+          note(.renameRelationship, entity.name, relationship.name, "was \(previous.name)")
+        }
         guard case .joinTable(let table, _, _, _, true) = relationship.storage else { continue }
-        if let previous, case .joinTable(let oldTable, let ownColumn, _, _, _) = previous.storage {
+        if let previous, let oldTable = previous.joinTable {
           keptJoinTables.insert(oldTable)
-          moveJoinTable(from: oldTable, to: table, swapped: ownColumn != "source", entity: entity.name)
+          moveJoinTable(from: oldTable, to: table, swapped: previous.joinColumn != "source", entity: entity.name)
         } else {
           command(
             "CREATE TABLE \"\(table)\" (source INTEGER NOT NULL, target INTEGER NOT NULL, "
@@ -75,13 +88,15 @@ extension MigrationPlanner {
     }
     for entity in old.entities {
       let continued = new.entities.first { oldName[$0.name] == entity.name }
-      for relationship in entity.relationships where relationship.entityName == entity.name {
-        if let continued, continued.relationship(named: relationship.name) == nil {
+      for relationship in ownSchemaRelationships(of: entity.name) {
+        let kept =
+          continued?.relationships.contains {
+            $0.entityName == continued?.name && previousRelationship(of: $0, in: entity)?.name == relationship.name
+          } ?? false
+        if let continued, !kept {
           note(.removeRelationship, continued.name, relationship.name, "its links are dropped")
         }
-        guard case .joinTable(let table, _, _, _, true) = relationship.storage, !keptJoinTables.contains(table) else {
-          continue
-        }
+        guard let table = relationship.ownedJoinTable, !keptJoinTables.contains(table) else { continue }
         command("DROP TABLE \"\(table)\"")  // gone with its relationship
       }
     }

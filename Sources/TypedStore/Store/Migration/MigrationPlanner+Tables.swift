@@ -11,7 +11,7 @@ extension MigrationPlanner {
     var rows = 0
   }
 
-  mutating func migrateTable(from source: TableLayout, to layout: TableLayout) throws {
+  mutating func migrateTable(from source: StoredTable, to layout: TableLayout) throws {
     var plan = TablePlan()
     plan.rows = try count("SELECT count(*) FROM \"\(source.root.name)\"")
     for entity in layout.hierarchy {
@@ -58,7 +58,7 @@ extension MigrationPlanner {
 
   /// Where `column` of the new table takes its values from; nil (after a refusal) when it
   /// cannot be inferred.
-  mutating func source(of column: TableColumn, entity: EntityDescription, in table: TableLayout) throws
+  mutating func source(of column: TableColumn, entity: EntityDescription, in table: StoredTable) throws
     -> ColumnSource?
   {
     let previousEntity = oldName[entity.name].flatMap(old.entity(named:))

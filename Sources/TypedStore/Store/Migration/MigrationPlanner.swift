@@ -61,7 +61,7 @@ struct MigrationPlanner {
     var planner = MigrationPlanner(connection: connection, old: old, new: new)
     planner.mapEntities()
     guard planner.result.refusals.isEmpty else { return planner.result }
-    let oldLayouts = layouts(of: old)
+    let oldLayouts = layouts(of: old).map { StoredTable($0, schema: old.schema) }
     for layout in layouts(of: new) {
       if let source = planner.oldName[layout.root.name].flatMap({ name in oldLayouts.first { $0.root.name == name } }) {
         try planner.migrateTable(from: source, to: layout)
@@ -146,7 +146,7 @@ struct MigrationPlanner {
     command("INSERT INTO _primary_key (entity, max_pk) VALUES (?, 0)", [.text(layout.root.name)])
   }
 
-  mutating func dropTable(_ layout: TableLayout) throws {
+  mutating func dropTable(_ layout: StoredTable) throws {
     let rows = try count("SELECT count(*) FROM \"\(layout.root.name)\"")
     for entity in layout.hierarchy {
       note(
@@ -187,6 +187,12 @@ struct MigrationPlanner {
         }
         renameInHistory(entities: entity.selfAndDescendantNames, from: previous.name, to: attribute.name)
         note(.rewriteHistory, entity.name, attribute.name, "changed lists and tombstones: \(previous.name) → it")
+      }
+      for relationship in entity.relationships where relationship.entityName == entity.name {
+        guard let previous = previousRelationship(of: relationship, in: source), previous.name != relationship.name
+        else { continue }
+        renameInHistory(entities: entity.selfAndDescendantNames, from: previous.name, to: relationship.name)
+        note(.rewriteHistory, entity.name, relationship.name, "changed lists: \(previous.name) → it")
       }
     }
   }

@@ -79,6 +79,8 @@ public struct MigrationOperation: Sendable, Equatable, Codable, CustomStringConv
     case addRelationship
     /// A relationship that is gone, with its links.
     case removeRelationship
+    /// A relationship renamed (`@Relationship(originalName:)`): its key column or join table.
+    case renameRelationship
     /// A new index or unique index (unique ones are checked first).
     case addIndex
     /// An index that is gone.
