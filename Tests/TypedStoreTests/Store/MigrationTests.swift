@@ -389,6 +389,19 @@ private func expectRefusal(
     #expect(try container.persistentStore.checkConsistency().passed)
   }
 
+  @Test func aModelReadFromJSONWithRelationshipsIsRefusedAsATarget() throws {
+    let url = try makeVersion1Store()
+    let model = try ManagedObjectModel(OrderWithRefunds.self, Refund.self)
+    let fromJSON = try ManagedObjectModel(schema: model.schema, json: model.jsonRepresentation)
+    let report = try PersistentStore.migrationReport(forStoreAt: url, to: fromJSON)
+    #expect(!report.canMigrate)
+    let before = try everything(url)
+    #expect(throws: MigrationError.self) {
+      try PersistentContainer(name: "Orders", model: fromJSON, storeURL: url)
+    }
+    #expect(try everything(url) == before)
+  }
+
   @Test func aRenamedToOneKeepsItsKeyColumnsValues() throws {
     let url = try makeVersion1Store()
     do {
