@@ -509,6 +509,30 @@ private func expectRefusal(
     #expect(try storeRows(path: url.path)["_model_versions"]?.count == 3)
   }
 
+  @Test func aHistoryMergerReadingAcrossAMigrationSeesTheMarkerAndAdvancesPastIt() async throws {
+    let url = try makeVersion1Store()
+    var options = HistoryMerger.Options()
+    options.startsAt = .beginning
+    do {
+      let container = try open(url, OrderV1.self)
+      let merger = try HistoryMerger(container: container, consumer: "archiver", options: options)
+      try await merger.start()
+      await merger.stop()
+    }
+    let container = try open(url, OrderAddDefault.self)
+    let merger = try HistoryMerger(container: container, consumer: "archiver", options: options)
+    let seen = Recorder<String>()
+    merger.addHook { event in
+      seen.add(
+        "\(event.transaction.transactionNumber) \(event.transaction.author ?? "-") \(event.transaction.changes.count)")
+    }
+    try await merger.start()  // returns once caught up
+    await merger.stop()
+    #expect(seen.all == ["3 \(PersistentStore.migrationTransactionAuthor) 0"])
+    let checkpoint = try container.persistentStore.historyConsumers().first { $0.name == "archiver" }?.checkpoint
+    #expect(checkpoint?.transactionNumber == 3)
+  }
+
   @Test func everyMigrationMovesTheSchemaCookie() throws {
     let url = try makeVersion1Store()
     func cookie() throws -> Int64? {
