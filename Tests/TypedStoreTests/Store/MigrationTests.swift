@@ -239,8 +239,6 @@ private func expectRefusal(
     let before = try rows(url, "Order", version1Columns)
     _ = try open(url, OrderUnique.self)
     #expect(try rows(url, "Order", version1Columns) == before)
-    let indexes = try storeRows(path: url.path)
-    _ = indexes
     let connection = try SQLiteConnection(path: url.path, mode: .readOnly)
     #expect(
       try connection.scalarText(

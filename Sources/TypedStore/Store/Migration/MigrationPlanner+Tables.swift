@@ -23,7 +23,7 @@ extension MigrationPlanner {
     }
     for column in layout.columns {
       guard let entity = new.entity(named: column.entityName) else { continue }
-      guard let columnSource = try self.source(of: column, entity: entity, in: source) else { continue }
+      guard let columnSource = try self.source(of: column, entity: entity) else { continue }
       plan.sources.append((column, columnSource))
     }
     let used = Set(plan.sources.compactMap { $0.source.oldColumn })
@@ -58,7 +58,7 @@ extension MigrationPlanner {
 
   /// Where `column` of the new table takes its values from; nil (after a refusal) when it
   /// cannot be inferred.
-  mutating func source(of column: TableColumn, entity: EntityDescription, in table: StoredTable) throws
+  mutating func source(of column: TableColumn, entity: EntityDescription) throws
     -> ColumnSource?
   {
     let previousEntity = oldName[entity.name].flatMap(old.entity(named:))
