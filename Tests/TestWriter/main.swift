@@ -41,6 +41,9 @@ import TypedStore
 //   typedstore-test-writer link-writer <store> <author> <count> <start, s since 1970>
 //       reads the store's one item's stickers, waits until the start time, then links <count>
 //       new stickers to it from that stale copy; prints "linked <text>" after each save.
+//   typedstore-test-writer migrate-open <store> <author> <start, ms since 1970>
+//       opens the store with version 2 of Event (migrating it), saves one event
+//       (MigrationWriter.swift); prints "migrating", "opened", "saved <primary key>".
 //   Any of these after "as-user <uid>" runs as that user (the tests run as root, which may
 //   write any file).
 
@@ -83,6 +86,9 @@ if arguments.first == "as-user", arguments.count > 1, let uid = UInt32(arguments
 }
 
 switch arguments.first {
+case "migrate-open":
+  migrateOpen(arguments)
+
 case "race":
   guard arguments.count == 5, let count = Int(arguments[3]), let start = Double(arguments[4]) else {
     fail("usage: race <store> <author> <count> <start ms>", code: 64)

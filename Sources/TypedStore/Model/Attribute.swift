@@ -14,7 +14,9 @@ import Synchronization
 /// ```
 ///
 /// The value written after `=` is the attribute's default for new objects. The property's
-/// Swift name is the attribute's name; `persistentName` renames the column only.
+/// Swift name is the attribute's name; `persistentName` renames the column only, and
+/// `originalName` names the attribute a model version before this one called it, so that
+/// migrating a store renames it and keeps its values (`@Attribute(originalName: "title")`).
 /// Reading an attribute of a fault loads the object's row; writing one records the change in
 /// the object's context.
 @propertyWrapper
@@ -70,6 +72,7 @@ public struct Attribute<Value> {
 @usableFromInline
 struct AttributeOptions: Sendable {
   @usableFromInline var persistentName: String?
+  @usableFromInline var originalName: String?
   @usableFromInline var preservedOnDeletion: Bool
   @usableFromInline var indexed: Bool
   @usableFromInline var unique: Bool
@@ -77,9 +80,11 @@ struct AttributeOptions: Sendable {
 
   @inlinable
   init(
-    persistentName: String?, preservedOnDeletion: Bool, indexed: Bool, unique: Bool, bounds: AttributeBounds? = nil
+    persistentName: String?, originalName: String? = nil, preservedOnDeletion: Bool, indexed: Bool, unique: Bool,
+    bounds: AttributeBounds? = nil
   ) {
     self.persistentName = persistentName
+    self.originalName = originalName
     self.preservedOnDeletion = preservedOnDeletion
     self.indexed = indexed
     self.unique = unique
@@ -125,18 +130,21 @@ extension Attribute where Value: AttributeValue {
   /// - Parameters:
   ///   - wrappedValue: the default for new objects.
   ///   - persistentName: the column name, when it differs from the property name.
+  ///   - originalName: the attribute's name in the model version before this one, when it was
+  ///     renamed: an inferred migration renames its column and keeps every value
+  ///     ([Migration](migration.md)). Distinct from `persistentName`, which maps storage now.
   ///   - preservedOnDeletion: keep the value in the history tombstone of a deleted object.
   ///   - indexed: create an index on the column.
   ///   - unique: create a unique index on the column.
   @inlinable
   public init(
-    wrappedValue: Value, persistentName: String? = nil, preservedOnDeletion: Bool = false,
+    wrappedValue: Value, persistentName: String? = nil, originalName: String? = nil, preservedOnDeletion: Bool = false,
     indexed: Bool = false, unique: Bool = false
   ) {
     self.init(
       value: wrappedValue, storage: .standard,
       options: AttributeOptions(
-        persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
+        persistentName: persistentName, originalName: originalName, preservedOnDeletion: preservedOnDeletion,
         indexed: indexed, unique: unique))
   }
 }
@@ -152,12 +160,13 @@ extension Attribute where Value: AttributeValue & Comparable & Sendable {
   @inlinable
   public init(
     wrappedValue: Value, bounds: some RangeExpression<Value> & Sendable, persistentName: String? = nil,
+    originalName: String? = nil,
     preservedOnDeletion: Bool = false, indexed: Bool = false, unique: Bool = false
   ) {
     self.init(
       value: wrappedValue, storage: .standard,
       options: AttributeOptions(
-        persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
+        persistentName: persistentName, originalName: originalName, preservedOnDeletion: preservedOnDeletion,
         indexed: indexed, unique: unique, bounds: AttributeBounds(bounds)))
   }
 }
@@ -171,12 +180,13 @@ extension Attribute {
   @inlinable
   public init<Wrapped: AttributeValue & Comparable & Sendable>(
     wrappedValue: Value, bounds: some RangeExpression<Wrapped> & Sendable, persistentName: String? = nil,
+    originalName: String? = nil,
     preservedOnDeletion: Bool = false, indexed: Bool = false, unique: Bool = false
   ) where Value == Wrapped? {
     self.init(
       value: wrappedValue, storage: .standard,
       options: AttributeOptions(
-        persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
+        persistentName: persistentName, originalName: originalName, preservedOnDeletion: preservedOnDeletion,
         indexed: indexed, unique: unique, bounds: AttributeBounds(bounds)))
   }
 }
@@ -185,13 +195,13 @@ extension Attribute where Value: RawRepresentable, Value.RawValue: AttributeValu
   /// Declares an attribute of a `RawRepresentable` type (an enum, usually), stored as its raw value.
   @inlinable
   public init(
-    wrappedValue: Value, persistentName: String? = nil, preservedOnDeletion: Bool = false,
+    wrappedValue: Value, persistentName: String? = nil, originalName: String? = nil, preservedOnDeletion: Bool = false,
     indexed: Bool = false, unique: Bool = false
   ) {
     self.init(
       value: wrappedValue, storage: .raw,
       options: AttributeOptions(
-        persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
+        persistentName: persistentName, originalName: originalName, preservedOnDeletion: preservedOnDeletion,
         indexed: indexed, unique: unique))
   }
 }
@@ -200,13 +210,13 @@ extension Attribute where Value: OptionalRawRepresentable {
   /// Declares an optional attribute of a `RawRepresentable` type, stored as its raw value or NULL.
   @inlinable
   public init(
-    wrappedValue: Value, persistentName: String? = nil, preservedOnDeletion: Bool = false,
+    wrappedValue: Value, persistentName: String? = nil, originalName: String? = nil, preservedOnDeletion: Bool = false,
     indexed: Bool = false, unique: Bool = false
   ) {
     self.init(
       value: wrappedValue, storage: .raw,
       options: AttributeOptions(
-        persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
+        persistentName: persistentName, originalName: originalName, preservedOnDeletion: preservedOnDeletion,
         indexed: indexed, unique: unique))
   }
 }
@@ -219,13 +229,13 @@ extension Attribute where Value: Codable {
   /// ```
   @inlinable
   public init(
-    wrappedValue: Value, _ storage: CodableStorage, persistentName: String? = nil,
+    wrappedValue: Value, _ storage: CodableStorage, persistentName: String? = nil, originalName: String? = nil,
     preservedOnDeletion: Bool = false, indexed: Bool = false, unique: Bool = false
   ) {
     self.init(
       value: wrappedValue, storage: .codable,
       options: AttributeOptions(
-        persistentName: persistentName, preservedOnDeletion: preservedOnDeletion,
+        persistentName: persistentName, originalName: originalName, preservedOnDeletion: preservedOnDeletion,
         indexed: indexed, unique: unique))
   }
 }

@@ -21,6 +21,9 @@ public struct AttributeDescription: Sendable {
   public let isIndexed: Bool
   /// Whether the column has a unique index.
   public let isUnique: Bool
+  /// The attribute's name in the model version before this one (`@Attribute(originalName:)`),
+  /// when it was renamed: a migration renames its column and keeps its values.
+  public internal(set) var originalName: String? = nil
   /// The entity that declares the attribute (a superentity, for an inherited attribute).
   public let entityName: String
   let accessor: any AttributeAccessor

@@ -22,6 +22,10 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   public let relationships: [RelationshipDescription]
   /// This entity and every entity below it.
   public let selfAndDescendantNames: [String]
+  /// The entity's name in the model version before this one (the class's
+  /// `originalEntityName`), when it was renamed: a migration renames its table and keeps its
+  /// rows.
+  public let originalName: String?
 
   /// What a row stores besides its key and version, by slot: the attributes and the key
   /// columns of to-one relationships (inherited ones first, then each entity's attributes,
@@ -58,8 +62,9 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     name: String, superentityName: String?, subentityNames: [String], rootName: String,
     storedAttributes: [AttributeDescription], relationships: [RelationshipDescription] = [],
     selfAndDescendantNames: [String], index: Int32, rootIndex: Int32, objectType: ManagedObject.Type?,
-    uniqueness: [[Int32]] = [], ownCompoundUniqueness: [[Int32]] = []
+    uniqueness: [[Int32]] = [], ownCompoundUniqueness: [[Int32]] = [], originalName: String? = nil
   ) {
+    self.originalName = originalName
     self.uniqueness = uniqueness
     self.ownCompoundUniqueness = ownCompoundUniqueness
     self.name = name

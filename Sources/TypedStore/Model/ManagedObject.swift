@@ -110,6 +110,19 @@ open class ManagedObject: Hashable {
   /// declaring its own is named after its class.
   open class var entityName: String { String(describing: self) }
 
+  /// The entity's name in the model version before this one, when the entity was renamed
+  /// (Core Data's renaming identifier): migrating a store renames its table, its entity code
+  /// and its history's entity names, and keeps every row. Nil (the default) for an entity
+  /// that kept its name.
+  ///
+  /// ```swift
+  /// final class Customer: ManagedObject {        // was `Client` in version 1
+  ///   override class var originalEntityName: String? { "Client" }
+  ///   @Attribute var name: String = ""
+  /// }
+  /// ```
+  open class var originalEntityName: String? { nil }
+
   /// The entity's compound uniqueness constraints; none unless the class overrides this.
   ///
   /// ```swift

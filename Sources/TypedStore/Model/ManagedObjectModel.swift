@@ -309,7 +309,8 @@ public final class ManagedObjectModel: Sendable {
           rootName: table, storedAttributes: all, relationships: inheritedRelationships + ownRelationships,
           selfAndDescendantNames: selfAndDescendants(of: entity.name),
           index: indexByName[entity.name] ?? 0, rootIndex: indexByName[table] ?? 0,
-          objectType: entity.type, uniqueness: uniquenessByName[entity.name] ?? [], ownCompoundUniqueness: compound))
+          objectType: entity.type, uniqueness: uniquenessByName[entity.name] ?? [], ownCompoundUniqueness: compound,
+          originalName: entity.type.originalEntityName))
     }
     return result
   }
@@ -380,7 +381,8 @@ public final class ManagedObjectModel: Sendable {
           name: field.name, columnName: column, attributeType: codec.attributeType,
           storage: field.declaration.storage, isOptional: codec.isOptional,
           isPreservedOnDeletion: options.preservedOnDeletion, isIndexed: options.indexed,
-          isUnique: options.unique, entityName: entity.name, accessor: field.accessor, boundsCheck: options.bounds))
+          isUnique: options.unique, originalName: options.originalName, entityName: entity.name,
+          accessor: field.accessor, boundsCheck: options.bounds))
     }
     return own
   }
@@ -420,7 +422,8 @@ public final class ManagedObjectModel: Sendable {
           deleteRule: relationship.declaration.deleteRule, isRequired: relationship.declaration.isRequired,
           minimumCount: relationship.declaration.minimumCount, maximumCount: relationship.declaration.maximumCount,
           entityName: entityName, storage: relationship.storage, accessor: relationship.accessor,
-          inverseIndex: relationship.inverseIndex, foreignKeySlot: foreignKeySlot))
+          inverseIndex: relationship.inverseIndex, foreignKeySlot: foreignKeySlot,
+          originalName: relationship.declaration.originalName))
     }
     return described
   }

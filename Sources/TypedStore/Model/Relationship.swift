@@ -119,6 +119,8 @@ struct RelationshipDeclaration: Sendable {
   @usableFromInline var minimumCount: Int?
   @usableFromInline var maximumCount: Int?
   @usableFromInline var isRequired: Bool
+  /// The relationship's name in the previous model version (`originalName:`).
+  @usableFromInline var originalName: String?
   /// For a `Set` relationship: builds its value from objects. Made in the initializer, which is
   /// inlined into the entity's module where the element type is known, so the set's insertions
   /// are specialized there (the library's own generic code would not be).
@@ -127,8 +129,9 @@ struct RelationshipDeclaration: Sendable {
   @inlinable
   init(
     inverse: (AnyKeyPath & Sendable)?, deleteRule: DeleteRule, minimumCount: Int? = nil, maximumCount: Int? = nil,
-    isRequired: Bool = false, makeValue: RelationshipValueBuilder? = nil
+    isRequired: Bool = false, originalName: String? = nil, makeValue: RelationshipValueBuilder? = nil
   ) {
+    self.originalName = originalName
     self.inverse = inverse
     self.deleteRule = deleteRule
     self.minimumCount = minimumCount
@@ -151,22 +154,29 @@ extension Relationship {
   ///   - inverse: the relationship of `Destination` that points back at this one.
   ///   - deleteRule: what deleting this object does to the related object.
   ///   - required: a save throws `StoreError.validationFailed` while the relationship is nil.
+  ///   - originalName: the relationship's name in the previous model version, when it was
+  ///     renamed: migrating a store keeps its links ([Migration](migration.md)).
   @inlinable
   public init<Destination: ManagedObject, Inverse>(
     inverse: @autoclosure () -> KeyPath<Destination, Inverse> & Sendable, deleteRule: DeleteRule = .nullify,
-    required: Bool = false
+    required: Bool = false, originalName: String? = nil
   ) where Value == Destination? {
     self.init(
-      value: nil, declaration: RelationshipDeclaration(inverse: inverse(), deleteRule: deleteRule, isRequired: required)
+      value: nil,
+      declaration: RelationshipDeclaration(
+        inverse: inverse(), deleteRule: deleteRule, isRequired: required, originalName: originalName)
     )
   }
 
   /// Declares a to-one relationship whose inverse names it (`inverse:` on the other side).
   @inlinable
-  public init<Destination: ManagedObject>(deleteRule: DeleteRule = .nullify, required: Bool = false)
-  where Value == Destination? {
+  public init<Destination: ManagedObject>(
+    deleteRule: DeleteRule = .nullify, required: Bool = false, originalName: String? = nil
+  ) where Value == Destination? {
     self.init(
-      value: nil, declaration: RelationshipDeclaration(inverse: nil, deleteRule: deleteRule, isRequired: required))
+      value: nil,
+      declaration: RelationshipDeclaration(
+        inverse: nil, deleteRule: deleteRule, isRequired: required, originalName: originalName))
   }
 
   /// Declares an unordered to-many relationship.
@@ -180,16 +190,18 @@ extension Relationship {
   ///   - deleteRule: what deleting this object does to the related objects.
   ///   - minimumCount: a save throws `StoreError.validationFailed` for fewer objects.
   ///   - maximumCount: a save throws `StoreError.validationFailed` for more objects.
+  ///   - originalName: the relationship's name in the previous model version, when it was
+  ///     renamed: migrating a store keeps its links.
   @inlinable
   public init<Destination: ManagedObject, Inverse>(
     inverse: @autoclosure () -> KeyPath<Destination, Inverse> & Sendable, deleteRule: DeleteRule = .nullify,
-    minimumCount: Int? = nil, maximumCount: Int? = nil
+    minimumCount: Int? = nil, maximumCount: Int? = nil, originalName: String? = nil
   ) where Value == Set<Destination> {
     self.init(
       value: [],
       declaration: RelationshipDeclaration(
         inverse: inverse(), deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount,
-        makeValue: makeSet(Destination.self)))
+        originalName: originalName, makeValue: makeSet(Destination.self)))
   }
 
   /// Declares an unordered to-many relationship whose inverse names it.
@@ -199,13 +211,13 @@ extension Relationship {
   /// ```
   @inlinable
   public init<Destination: ManagedObject>(
-    deleteRule: DeleteRule = .nullify, minimumCount: Int? = nil, maximumCount: Int? = nil
+    deleteRule: DeleteRule = .nullify, minimumCount: Int? = nil, maximumCount: Int? = nil, originalName: String? = nil
   ) where Value == Set<Destination> {
     self.init(
       value: [],
       declaration: RelationshipDeclaration(
         inverse: nil, deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount,
-        makeValue: makeSet(Destination.self)))
+        originalName: originalName, makeValue: makeSet(Destination.self)))
   }
 
   /// Declares an ordered to-many relationship: its order is stored.
@@ -218,23 +230,25 @@ extension Relationship {
   @inlinable
   public init<Destination: ManagedObject, Inverse>(
     inverse: @autoclosure () -> KeyPath<Destination, Inverse> & Sendable, deleteRule: DeleteRule = .nullify,
-    minimumCount: Int? = nil, maximumCount: Int? = nil
+    minimumCount: Int? = nil, maximumCount: Int? = nil, originalName: String? = nil
   ) where Value == [Destination] {
     self.init(
       value: [],
       declaration: RelationshipDeclaration(
-        inverse: inverse(), deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount))
+        inverse: inverse(), deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount,
+        originalName: originalName))
   }
 
   /// Declares an ordered to-many relationship whose inverse names it.
   @inlinable
   public init<Destination: ManagedObject>(
-    deleteRule: DeleteRule = .nullify, minimumCount: Int? = nil, maximumCount: Int? = nil
+    deleteRule: DeleteRule = .nullify, minimumCount: Int? = nil, maximumCount: Int? = nil, originalName: String? = nil
   ) where Value == [Destination] {
     self.init(
       value: [],
       declaration: RelationshipDeclaration(
-        inverse: nil, deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount))
+        inverse: nil, deleteRule: deleteRule, minimumCount: minimumCount, maximumCount: maximumCount,
+        originalName: originalName))
   }
 }
 

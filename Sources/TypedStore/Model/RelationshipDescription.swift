@@ -27,6 +27,9 @@ public final class RelationshipDescription: Sendable {
   public let maximumCount: Int?
   /// The entity that declares the relationship (a superentity, for an inherited one).
   public let entityName: String
+  /// The relationship's name in the previous model version (`@Relationship(originalName:)`),
+  /// when it was renamed: a migration keeps its links.
+  public let originalName: String?
 
   /// Where the links are stored.
   let storage: RelationshipStorage
@@ -39,8 +42,10 @@ public final class RelationshipDescription: Sendable {
   init(
     name: String, kind: RelationshipKind, destinationEntityName: String, inverseName: String,
     deleteRule: DeleteRule, isRequired: Bool, minimumCount: Int?, maximumCount: Int?, entityName: String,
-    storage: RelationshipStorage, accessor: any RelationshipAccessor, inverseIndex: Int32, foreignKeySlot: Int32?
+    storage: RelationshipStorage, accessor: any RelationshipAccessor, inverseIndex: Int32, foreignKeySlot: Int32?,
+    originalName: String? = nil
   ) {
+    self.originalName = originalName
     self.name = name
     self.kind = kind
     self.destinationEntityName = destinationEntityName

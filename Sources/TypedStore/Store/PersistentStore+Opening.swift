@@ -82,11 +82,16 @@ extension PersistentStore {
         try checkWALWithoutLock(path: path, options: options, published: published, copied: &damagedWALCopied)
       } else {
         // Refuse another application's database before switching it to WAL.
-        _ = try connection.readTransaction { try existingStore(connection: connection, path: path, model: model) }
+        _ = try connection.readTransaction {
+          try existingStore(connection: connection, path: path, model: model, change: .check(options))
+        }
         try connection.enableWAL(deadline: deadline)
         identifier = try connection.writeTransaction(deadline: deadline) {
           try checkWAL(path: path, options: options, published: published, copied: &damagedWALCopied)
-          if let identifier = try existingStore(connection: connection, path: path, model: model) {
+          // Read again under the lock: another process may have created or migrated it meanwhile.
+          if let identifier = try existingStore(
+            connection: connection, path: path, model: model, change: .migrate(options))
+          {
             return identifier
           }
           return try createStore(connection: connection, model: model, tables: tables)
@@ -127,7 +132,9 @@ extension PersistentStore {
     }
     probe.setCheckpointsOnClose(false)
     do {
-      _ = try probe.readTransaction { try existingStore(connection: probe, path: path, model: model) }
+      _ = try probe.readTransaction {
+        try existingStore(connection: probe, path: path, model: model, change: .check(options))
+      }
     } catch let error as SQLiteError {
       // A file that is no database, or a damaged one, is refused here; any other failure of
       // the read-only connection is left to the writer connection, which reports it.
@@ -188,22 +195,29 @@ extension PersistentStore {
   // MARK: - What the file holds
 
   /// The UUID of the TypedStore store in the file after checking its format, model and
-  /// entity codes; nil when the file has no tables at all (new, or being created).
+  /// entity codes; nil when the file has no tables at all (new, or being created). A store
+  /// with another model is handled as `change` says: refused, checked, or migrated
+  /// (`PersistentStore+Migration.swift`).
   ///
   /// - Throws: `StoreError.notATypedStore` for a database with tables of its own, or the
   ///   error of a check that fails.
-  private static func existingStore(connection: SQLiteConnection, path: String, model: ManagedObjectModel) throws
-    -> UUID?
-  {
+  private static func existingStore(
+    connection: SQLiteConnection, path: String, model: ManagedObjectModel, change: ModelChange
+  ) throws -> UUID? {
     guard let metadata = try readMetadata(connection) else {
       let tables = try connection.scalarInt(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
       guard tables == 0 else { throw StoreError.notATypedStore(path: path) }
       return nil
     }
-    try check(metadata, model: model)
+    let sameModel = try check(metadata, model: model)
     guard let identifier = metadata["store_uuid"].flatMap(UUID.init(uuidString:)) else {
       throw StoreError.corrupt(path: path, message: "the store has no valid UUID")
+    }
+    if !sameModel {
+      try handleModelChange(change, connection: connection, metadata: metadata, model: model, path: path)
+      // Checked, not migrated: the codes are the old model's until the migration runs.
+      if case .check = change { return identifier }
     }
     try checkEntityCodes(connection: connection, path: path, model: model)
     return identifier
@@ -216,7 +230,7 @@ extension PersistentStore {
   ) throws -> UUID {
     while true {
       if let identifier = try connection.readTransaction({
-        try existingStore(connection: connection, path: path, model: model)
+        try existingStore(connection: connection, path: path, model: model, change: .refuse)
       }) {
         return identifier
       }
@@ -257,6 +271,7 @@ extension PersistentStore {
       try metadata.run()
     }
     for sql in HistorySchema.createSQL { try connection.execute(sql) }
+    try recordFirstVersion(model, connection: connection)
     let sequence = try connection.statement("INSERT INTO _primary_key (entity, max_pk) VALUES (?, 0)")
     for table in tables {
       for sql in table.createSQL { try connection.execute(sql) }
@@ -297,15 +312,13 @@ extension PersistentStore {
     }
   }
 
-  private static func check(_ metadata: [String: String], model: ManagedObjectModel) throws {
+  /// Checks the format version; returns whether the store keeps `model`.
+  private static func check(_ metadata: [String: String], model: ManagedObjectModel) throws -> Bool {
     let version = metadata["format_version"].flatMap { Int($0) } ?? 0
     guard version == formatVersion else {
       throw StoreError.unsupportedFormatVersion(found: version, supported: formatVersion)
     }
-    let hash = metadata["model_hash"] ?? ""
-    guard hash == model.versionHash else {
-      throw StoreError.modelMismatch(storeHash: hash, modelHash: model.versionHash)
-    }
+    return metadata["model_hash"] == model.versionHash
   }
 
   // MARK: - A damaged write-ahead log

@@ -41,7 +41,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   case corrupt(path: String, message: String)
   /// The store was written with a newer or unknown file format.
   case unsupportedFormatVersion(found: Int, supported: Int)
-  /// The store's model differs from the model given: its version hash and the model's.
+  /// The store's model differs from the model given (its version hash and the model's), and
+  /// the open may not migrate it: it is read-only, or
+  /// `StoreOptions.shouldMigrateStoreAutomatically` is off. Nothing was changed.
   case modelMismatch(storeHash: String, modelHash: String)
   /// A save with the `.error` merge policy met objects whose rows another writer changed or
   /// deleted since they were read: every one of them, with the values on each side. Nothing
@@ -92,7 +94,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case .unsupportedFormatVersion(let found, let supported):
       "the store's format version \(found) is not supported (this build reads version \(supported))"
     case .modelMismatch(let stored, let given):
-      "the store's model (hash \(stored.prefix(12))…) differs from the given model (hash \(given.prefix(12))…)"
+      "the store's model (hash \(stored.prefix(12))…) differs from the given model (hash \(given.prefix(12))…); "
+        + "nothing was changed. Open it for writing with StoreOptions.shouldMigrateStoreAutomatically on to migrate "
+        + "it (PersistentStore.migrationReport(forStoreAt:to:) says what that does), or with the model it was made with"
     case .mergeConflict(let conflicts):
       "the save met \(conflicts.count) conflict(s), nothing was written: "
         + conflicts.map(\.description).joined(separator: "; ")

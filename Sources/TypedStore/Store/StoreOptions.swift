@@ -50,6 +50,24 @@ public struct StoreOptions: Sendable {
   /// Prunes history by itself after commits (off by default); see `AutomaticHistoryPruning`.
   public var automaticHistoryPruning: AutomaticHistoryPruning?
 
-  /// The defaults: 5 s busy timeout, history on, checkpoint after 1,000 WAL pages, read-write.
+  /// Whether opening a store whose model differs from the given one migrates it (on by
+  /// default), as Core Data's `shouldMigrateStoreAutomatically`. Off, such an open throws
+  /// `StoreError.modelMismatch` and changes nothing. See [Migration](migration.md).
+  ///
+  /// ```swift
+  /// var options = StoreOptions()
+  /// options.shouldMigrateStoreAutomatically = false   // refuse instead of migrating
+  /// ```
+  public var shouldMigrateStoreAutomatically = true
+
+  /// Whether a migration may be inferred from the two models (on by default), as Core Data's
+  /// `shouldInferMappingModelAutomatically`: added and removed entities, attributes,
+  /// relationships and indexes, renames declared with `originalName:`, and the other changes
+  /// of the inference table in [Migration](migration.md). Off, every migration must be
+  /// explicit, and a store with another model throws ``MigrationError/migrationPlanRequired(storeHash:modelHash:)``.
+  public var shouldInferMappingModelAutomatically = true
+
+  /// The defaults: 5 s busy timeout, history on, checkpoint after 1,000 WAL pages, read-write,
+  /// inferred migration on.
   public init() {}
 }

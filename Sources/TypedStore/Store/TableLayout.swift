@@ -26,62 +26,55 @@ final class TableLayout: Sendable {
   let insertSQL: [String: String]
   let deleteSQL: String
   let createSQL: [String]
+  /// The table's columns after `pk`, `_version` and `_entity`, in the order `createSQL`
+  /// declares them: what a migration maps from the old table to the new.
+  let columns: [TableColumn]
+  /// The indexes of the table, and the join tables (with their indexes) its entities own, in
+  /// `createSQL`'s order after the table itself.
+  let objects: [SchemaObject]
 
   init(root: EntityDescription, hierarchy: [EntityDescription], entityCount: Int) {
     self.root = root
     self.hierarchy = hierarchy
-    var columns: [(name: String, type: String, notNull: Bool)] = []
+    var columns: [TableColumn] = []
     var indexByColumn: [String: Int] = [:]
-    var createIndexes: [String] = []
+    var objects: [SchemaObject] = []
+    func index(_ name: String, unique: Bool = false, _ indexed: [String]) {
+      let list = indexed.map { $0 == "_entity" ? $0 : "\"\($0)\"" }.joined(separator: ", ")
+      objects.append(
+        SchemaObject(
+          kind: .index, name: name, columns: indexed, isUnique: unique,
+          sql: "CREATE \(unique ? "UNIQUE " : "")INDEX \"\(name)\" ON \"\(root.name)\"(\(list))"))
+    }
     for entity in hierarchy {
       for attribute in entity.storedAttributes where attribute.entityName == entity.name {
         indexByColumn[attribute.columnName] = columns.count
         // Only the root's non-optional attributes can be NOT NULL: a subentity's columns are
         // empty in the rows of its siblings.
         columns.append(
-          (attribute.columnName, attribute.attributeType.columnType, entity.isRoot && !attribute.isOptional))
+          TableColumn(
+            name: attribute.columnName, type: attribute.attributeType.columnType,
+            isNotNull: entity.isRoot && !attribute.isOptional, entityName: entity.name, property: attribute.name,
+            role: attribute.foreignKeyOf == nil ? .attribute : .foreignKey))
         if attribute.isUnique {
-          createIndexes.append(
-            "CREATE UNIQUE INDEX \"_unique_\(root.name)_\(attribute.columnName)\" "
-              + "ON \"\(root.name)\"(\"\(attribute.columnName)\")")
+          index("_unique_\(root.name)_\(attribute.columnName)", unique: true, [attribute.columnName])
         } else if attribute.isIndexed {
-          createIndexes.append(
-            "CREATE INDEX \"_index_\(root.name)_\(attribute.columnName)\" "
-              + "ON \"\(root.name)\"(\"\(attribute.columnName)\")")
+          index("_index_\(root.name)_\(attribute.columnName)", [attribute.columnName])
         }
       }
     }
-    if hierarchy.count > 1 {
-      createIndexes.append("CREATE INDEX \"_index_\(root.name)__entity\" ON \"\(root.name)\"(_entity)")
-    }
+    if hierarchy.count > 1 { index("_index_\(root.name)__entity", ["_entity"]) }
     // Compound uniqueness constraints (one-column ones are the attributes' unique indexes).
     var compound: [[Int32]] = []
     for entity in hierarchy {
       for constraint in entity.ownCompoundUniqueness where !compound.contains(constraint) {
         compound.append(constraint)
-        let columns = constraint.map { entity.storedAttributes[Int($0)].columnName }
-        createIndexes.append(
-          "CREATE UNIQUE INDEX \"_unique_\(root.name)_\(columns.joined(separator: "_"))\" ON \"\(root.name)\"("
-            + columns.map { "\"\($0)\"" }.joined(separator: ", ") + ")")
+        let names = constraint.map { entity.storedAttributes[Int($0)].columnName }
+        index("_unique_\(root.name)_\(names.joined(separator: "_"))", unique: true, names)
       }
     }
-    // Relationships: the order column of a to-one whose inverse is ordered (in this table),
-    // and the join tables this table's entities own.
-    var extraColumns: [String] = []
-    for entity in hierarchy {
-      for relationship in entity.relationships where relationship.entityName == entity.name {
-        switch relationship.storage {
-        case .foreignKey(_, let orderColumn?):
-          extraColumns.append("\"\(orderColumn)\" INTEGER")
-        case .joinTable(let table, _, _, _, true):
-          createIndexes.append(
-            "CREATE TABLE \"\(table)\" (source INTEGER NOT NULL, target INTEGER NOT NULL, "
-              + "source_order INTEGER, target_order INTEGER, PRIMARY KEY (source, target)) WITHOUT ROWID")
-          createIndexes.append("CREATE INDEX \"_index_\(table)_target\" ON \"\(table)\"(target, source)")
-        default: break
-        }
-      }
-    }
+    let (orderColumns, joinObjects) = Self.relationshipStorage(of: hierarchy)
+    objects += joinObjects
     selectsEntity = hierarchy.count > 1
     let leadingColumns: Int32 = selectsEntity ? 3 : 2  // pk, _version[, _entity]
     var readers = [RowReader?](repeating: nil, count: entityCount)
@@ -101,11 +94,47 @@ final class TableLayout: Sendable {
     let selectList = ["pk", "_version"] + (selectsEntity ? ["_entity"] : []) + columns.map { "\"\($0.name)\"" }
     self.selectSQL = "SELECT \(selectList.joined(separator: ", ")) FROM \"\(root.name)\""
     self.deleteSQL = "DELETE FROM \"\(root.name)\" WHERE pk = ? AND _version = ?"
+    self.columns = columns + orderColumns
+    self.objects = objects
+    self.createSQL = [Self.tableSQL(named: root.name, columns: columns + orderColumns)] + objects.map(\.sql)
+  }
+
+  /// The order columns of to-ones whose inverse is ordered (in this table), and the join tables
+  /// (with their indexes) this table's entities own.
+  private static func relationshipStorage(of hierarchy: [EntityDescription]) -> ([TableColumn], [SchemaObject]) {
+    var joins: [SchemaObject] = []
+    var orderColumns: [TableColumn] = []
+    for entity in hierarchy {
+      for relationship in entity.relationships where relationship.entityName == entity.name {
+        switch relationship.storage {
+        case .foreignKey(_, let orderColumn?):
+          orderColumns.append(
+            TableColumn(
+              name: orderColumn, type: "INTEGER", isNotNull: false, entityName: entity.name,
+              property: relationship.name, role: .order))
+        case .joinTable(let table, _, _, _, true):
+          joins.append(
+            SchemaObject(
+              kind: .joinTable, name: table, columns: [], isUnique: false,
+              sql: "CREATE TABLE \"\(table)\" (source INTEGER NOT NULL, target INTEGER NOT NULL, "
+                + "source_order INTEGER, target_order INTEGER, PRIMARY KEY (source, target)) WITHOUT ROWID"))
+          joins.append(
+            SchemaObject(
+              kind: .joinIndex, name: "_index_\(table)_target", columns: ["target", "source"], isUnique: false,
+              sql: "CREATE INDEX \"_index_\(table)_target\" ON \"\(table)\"(target, source)"))
+        default: break
+        }
+      }
+    }
+    return (orderColumns, joins)
+  }
+
+  /// `CREATE TABLE "<name>" (pk INTEGER PRIMARY KEY, _version ..., _entity ..., <columns>)`.
+  static func tableSQL(named name: String, columns: [TableColumn]) -> String {
     let definitions =
       ["pk INTEGER PRIMARY KEY", "_version INTEGER NOT NULL DEFAULT 1", "_entity INTEGER NOT NULL"]
-      + columns.map { "\"\($0.name)\" \($0.type)\($0.notNull ? " NOT NULL" : "")" } + extraColumns
-    self.createSQL =
-      ["CREATE TABLE \"\(root.name)\" (\(definitions.joined(separator: ", ")))"] + createIndexes
+      + columns.map(\.definition)
+    return "CREATE TABLE \"\(name)\" (\(definitions.joined(separator: ", ")))"
   }
 
   /// The entity of this table whose rows carry `code` in `_entity`.
@@ -128,4 +157,40 @@ final class TableLayout: Sendable {
       "UPDATE \"\(root.name)\" SET \((assignments + ["_version = _version + 1"]).joined(separator: ", ")) "
       + "WHERE pk = ? AND _version = ?"
   }
+}
+
+/// One column of an entity table after its leading `pk`, `_version` and `_entity`.
+struct TableColumn: Sendable, Equatable {
+  enum Role: Sendable, Equatable {
+    /// An attribute's value.
+    case attribute
+    /// A to-one relationship's key column (`property` is the relationship).
+    case foreignKey
+    /// The position of the row in its ordered inverse (`property` is the to-one).
+    case order
+  }
+
+  let name: String
+  /// The SQLite declared type.
+  let type: String
+  let isNotNull: Bool
+  /// The entity that declares the property.
+  let entityName: String
+  /// The attribute or relationship the column stores.
+  let property: String
+  let role: Role
+
+  /// The column's definition in `CREATE TABLE` and `ALTER TABLE ADD COLUMN`.
+  var definition: String { "\"\(name)\" \(type)\(isNotNull ? " NOT NULL" : "")" }
+}
+
+/// An index of an entity table, or a join table (or its index) that its entities own.
+struct SchemaObject: Sendable, Equatable {
+  enum Kind: Sendable, Equatable { case index, joinTable, joinIndex }
+  let kind: Kind
+  let name: String
+  /// The indexed columns, for an index.
+  let columns: [String]
+  let isUnique: Bool
+  let sql: String
 }

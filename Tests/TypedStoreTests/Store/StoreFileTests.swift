@@ -17,11 +17,12 @@ private func snapshot(_ url: URL) -> [Data?] {
 /// Opens `url` with `model` expecting a refusal, checks that the files are unchanged, and
 /// returns the error.
 private func refusal(
-  opening url: URL, with model: ManagedObjectModel = notesModel, sourceLocation: SourceLocation = #_sourceLocation
+  opening url: URL, with model: ManagedObjectModel = notesModel, options: StoreOptions = StoreOptions(),
+  sourceLocation: SourceLocation = #_sourceLocation
 ) -> StoreError? {
   let before = snapshot(url)
   let error = #expect(throws: StoreError.self, sourceLocation: sourceLocation) {
-    try PersistentContainer(name: "Test", model: model, storeURL: url)
+    try PersistentContainer(name: "Test", model: model, storeURL: url, options: options)
   }
   #expect(snapshot(url) == before, sourceLocation: sourceLocation)
   return error
@@ -63,8 +64,10 @@ private func refusal(
     _ = try await saveNotes(["a"], in: container)
     let url = container.persistentStore.url
     let other = try ManagedObjectModel(Folder.self)
+    var options = StoreOptions()
+    options.shouldMigrateStoreAutomatically = false  // on, the store would be migrated (MigrationTests)
     #expect(
-      refusal(opening: url, with: other)
+      refusal(opening: url, with: other, options: options)
         == .modelMismatch(storeHash: notesModel.versionHash, modelHash: other.versionHash))
   }
 
@@ -74,7 +77,9 @@ private func refusal(
     let before = storeBytes(url)
     var readOnly = StoreOptions()
     readOnly.isReadOnly = true
-    for options in [StoreOptions(), readOnly] {
+    var noMigration = StoreOptions()
+    noMigration.shouldMigrateStoreAutomatically = false
+    for options in [noMigration, readOnly] {
       let error = #expect(throws: StoreError.self) {
         try PersistentContainer(name: "Test", model: notesModel, storeURL: url, options: options)
       }

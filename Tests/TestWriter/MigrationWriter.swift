@@ -1,0 +1,47 @@
+import Foundation
+import TypedStore
+
+/// Version 2 of the writer's `Event`: a required attribute with a default, so opening a
+/// version 1 store rebuilds its table (the slow path, for the tests that kill or race it).
+final class EventVersion2: ManagedObject {
+  override class var entityName: String { "Event" }
+  @Attribute var source: String = ""
+  @Attribute var sequence: Int = 0
+  @Attribute var priority: Int = 5
+}
+
+/// `migrate-open <store> <author> <start, ms since 1970>`: waits until the start time, prints
+/// "migrating", opens the store with version 2 (migrating it if no one has), prints "opened",
+/// saves one event and prints "saved <primary key>". Prints "open failed: <error>" (exit 2) or
+/// "save failed: <error>" (exit 3).
+func migrateOpen(_ arguments: [String]) {
+  guard arguments.count == 4, let start = Double(arguments[3]) else {
+    fail("usage: migrate-open <store> <author> <start ms>", code: 64)
+  }
+  let wait = start / 1000 - Date().timeIntervalSince1970
+  if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+  say("migrating")
+  let container: PersistentContainer
+  do {
+    container = try PersistentContainer(
+      name: "Events", model: ManagedObjectModel(EventVersion2.self), storeURL: URL(fileURLWithPath: arguments[1]))
+  } catch {
+    say("open failed: \(error)")
+    exit(2)
+  }
+  say("opened")
+  do {
+    let key = try container.newBackgroundContext().performAndWait { context in
+      context.transactionAuthor = arguments[2]
+      let event = EventVersion2(context: context)
+      event.source = arguments[2]
+      event.priority = 9
+      try context.save()
+      return event.managedID.primaryKey ?? -1
+    }
+    say("saved \(key)")
+  } catch {
+    say("save failed: \(error)")
+    exit(3)
+  }
+}
