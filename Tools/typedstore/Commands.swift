@@ -135,6 +135,21 @@ enum Commands {
       options: [store, json]),
     run: StoreCommands.check)
 
+  static let migrate = ToolCommand(
+    CommandDescription(
+      name: "migrate", abstract: "Show what migrating the store to a model would do, then do it (or not: --dry-run).",
+      discussion: """
+        FILE is a model's JSON form (ManagedObjectModel.jsonRepresentation written to a file). The report lists each
+        step's operations, the tables rebuilt and the rows each touches, and every change that cannot be inferred
+        (exit 1, nothing changed). Without --dry-run the store is migrated as an app opening it with that model would
+        migrate it: one transaction under the write lock. See docs/migration.md.
+        """,
+      options: [
+        store, .option("--model", value: "file", help: "The model to migrate to, as JSON.", required: true),
+        .flag("--dry-run", help: "Only print what would be done."), json,
+      ]),
+    run: MigrateCommand.run)
+
   static let demo = ToolCommand(
     CommandDescription(
       name: "demo", abstract: "Run two writer processes and a merging process on a new store, then show the results.",
@@ -158,6 +173,7 @@ enum Commands {
     run: DemoMerger.run)
 
   static let root = ToolCommand(
-    group: "typedstore", abstract: "Tools for TypedStore stores: history, consumers, inspection, checks, a demo.",
-    subcommands: [demo, history, consumers, inspect, check, demoWriter, demoMerger])
+    group: "typedstore",
+    abstract: "Tools for TypedStore stores: history, consumers, inspection, checks, migration, a demo.",
+    subcommands: [demo, history, consumers, inspect, check, migrate, demoWriter, demoMerger])
 }

@@ -95,6 +95,13 @@ enum StoreCommands {
           "pageSize": inspection.pageSize, "pageCount": inspection.pageCount, "freePages": inspection.freePages,
           "journalMode": inspection.journalMode, "horizon": inspection.horizon.stringRepresentation,
           "newestToken": inspection.currentToken.stringRepresentation, "consumers": inspection.consumers.map(\.name),
+          "modelVersions": inspection.modelVersions.map { version -> [String: Any] in
+            [
+              "number": version.number, "hash": version.versionHash,
+              "date": version.date.map(Values.timestamp) ?? NSNull(),
+              "migrationTransaction": version.migrationTransaction?.transactionNumber ?? NSNull(),
+            ]
+          },
         ]))
       return
     }
@@ -112,8 +119,15 @@ enum StoreCommands {
       "consumers      "
         + "\(inspection.consumers.isEmpty ? "none" : inspection.consumers.map(\.name).joined(separator: ", "))",
       "",
-      "entities:",
+      "model versions:",
     ]
+    for version in inspection.modelVersions {
+      let when = version.date.map(Values.timestamp) ?? "date unknown"
+      let how = version.migrationTransaction.map { "migrated in transaction \($0.transactionNumber)" } ?? "created"
+      lines.append("  \(version.number)  \(version.versionHash.prefix(12))  \(when)  \(how)")
+    }
+    if inspection.modelVersions.isEmpty { lines.append("  none recorded (a store made before versions were)") }
+    lines += ["", "entities:"]
     for entity in schema.entities {
       let parent = entity.superentity.map { " : \($0)" } ?? ""
       let rows = inspection.rowCounts[entity.name] ?? 0

@@ -46,7 +46,9 @@ extension PersistentStore {
   /// Checks the store in one read snapshot: SQLite's `PRAGMA integrity_check`, then
   /// TypedStore's own invariants, and reports every problem found (it stops at none):
   ///
-  /// - metadata: the kept model decodes and hashes to the kept hash, entity codes match it,
+  /// - metadata: the kept model decodes and hashes to the kept hash, the newest recorded model
+  ///   version is it, every table and column it stores in exists (and no other column), entity
+  ///   codes match it,
   ///   the horizon lies within the transactions ever recorded, no row's key exceeds its
   ///   table's key counter;
   /// - history: every change belongs to its transaction's range; every data row's last change
@@ -123,6 +125,9 @@ private struct ConsistencyCheck {
         if SHA256.hex(of: metadata.modelJSON) != metadata.modelHash {
           problem(.metadata, "the kept model does not hash to the kept model hash")
         }
+        let stamp = try PersistentStore.stampProblems(
+          connection, schema: metadata.schema, stampedHash: metadata.modelHash)
+        for message in stamp { problem(.metadata, message) }
       } catch {
         problem(.metadata, "\(error)")
       }

@@ -43,6 +43,9 @@ extension PersistentStore {
     public var currentToken: HistoryToken
     /// The store's durable consumers.
     public var consumers: [HistoryConsumer]
+    /// Every model version the store has had, oldest first: the one it was created with, then
+    /// one for each migration (`docs/migration.md`).
+    public var modelVersions: [ModelVersion] = []
   }
 
   /// Describes the store: its metadata and model, rows by entity, file sizes and pages, the
@@ -73,7 +76,8 @@ extension PersistentStore {
             storeIdentifier: identifier, transactionNumber: try HistoryReader.firstKept(connection) - 1),
           currentToken: HistoryToken(
             storeIdentifier: identifier, transactionNumber: try HistoryReader.currentNumber(connection)),
-          consumers: try HistoryConsumers.all(storeIdentifier: identifier, connection: connection))
+          consumers: try HistoryConsumers.all(storeIdentifier: identifier, connection: connection),
+          modelVersions: try Self.modelVersions(connection, storeIdentifier: identifier))
       }
     }
   }
