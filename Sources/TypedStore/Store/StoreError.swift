@@ -43,6 +43,16 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   case unsupportedFormatVersion(found: Int, supported: Int)
   /// The store's model differs from the model given: its version hash and the model's.
   case modelMismatch(storeHash: String, modelHash: String)
+  /// Another process migrated the store to another model while this one had it open: its
+  /// version hash (`stored`) and the hash of the model this process runs. Every read and
+  /// write of this process is refused from then on, before it reads or writes anything;
+  /// restart the process with the version of the app that has the new model.
+  ///
+  /// ```swift
+  /// do { try context.save() }
+  /// catch StoreError.modelChanged { exit(75) }   // let the service manager restart the new build
+  /// ```
+  case modelChanged(stored: String, running: String)
   /// A save with the `.error` merge policy met objects whose rows another writer changed or
   /// deleted since they were read: every one of them, with the values on each side. Nothing
   /// was written.
@@ -93,6 +103,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
       "the store's format version \(found) is not supported (this build reads version \(supported))"
     case .modelMismatch(let stored, let given):
       "the store's model (hash \(stored.prefix(12))…) differs from the given model (hash \(given.prefix(12))…)"
+    case .modelChanged(let stored, let running):
+      "another process migrated the store to another model (hash \(stored.prefix(12))…) while this process "
+        + "runs the model with hash \(running.prefix(12))…; nothing was read or written. Restart the process "
+        + "with the version of the app that has the new model"
     case .mergeConflict(let conflicts):
       "the save met \(conflicts.count) conflict(s), nothing was written: "
         + conflicts.map(\.description).joined(separator: "; ")
