@@ -101,6 +101,9 @@ final class ChangePublisher: Sendable {
     for continuation in continuations { continuation.finish() }
   }
 
+  /// Whether a remote-change monitor follows the store now (for tests).
+  var monitorIsFollowing: Bool { state.withLock { $0.monitor?.isFollowing ?? false } }
+
   // MARK: - Publishing
 
   /// Publishes a commit of this process; called by the store's writer under its lock.

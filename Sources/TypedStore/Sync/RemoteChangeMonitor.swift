@@ -71,6 +71,10 @@ final class RemoteChangeMonitor: Sendable {
     thread.start()
   }
 
+  /// Whether the thread still follows the store: false once stopped, or once it found the
+  /// store migrated to another model.
+  var isFollowing: Bool { isRunning.load(ordering: .acquiring) }
+
   /// Asks the monitor to read history now.
   func wake() {
     var byte: UInt8 = 1
