@@ -127,7 +127,13 @@ private func saveParcels(_ labels: [String], in container: PersistentContainer) 
     #expect(throws: modelChanged) { try container.persistentStore.fetchHistory(HistoryRequest()) }
     #expect(throws: modelChanged) { try container.persistentStore.currentHistoryToken() }
     #expect(throws: modelChanged) { try container.persistentStore.historyConsumers() }
+    #expect(throws: modelChanged) { try container.persistentStore.inspect() }
+    #expect(throws: modelChanged) { try container.persistentStore.checkConsistency() }
+    #expect(throws: modelChanged) { try container.persistentStore.historyStatistics() }
     #expect(container.persistentStore.modelStamp.change == modelChanged)
+    // What reads no rows still works, and shows the new model's hash.
+    #expect(try container.persistentStore.metadata()["model_hash"] == parcelModelV2.versionHash)
+    _ = try container.persistentStore.checkpoint()
     // The old model cannot open it again either.
     #expect(throws: StoreError.modelMismatch(storeHash: parcelModelV2.versionHash, modelHash: parcelModel.versionHash))
     {
