@@ -35,19 +35,22 @@ let parcelModelV2: ManagedObjectModel = {
 /// What another process's migration of `url` to `parcelModelV2` commits, on a connection of
 /// its own, in one transaction under the write lock.
 func simulateMigration(of url: URL) throws {
-  try withRawConnection(url) { connection in
-    try connection.execute(#"ALTER TABLE "Parcel" ADD COLUMN "trackingNumber" TEXT"#)
-    let metadata = try connection.statement("UPDATE _metadata SET value = ? WHERE key = ?")
-    let values = [
-      ("model_hash", parcelModelV2.versionHash),
-      ("model_json", String(decoding: parcelModelV2.jsonRepresentation, as: UTF8.self)),
-    ]
-    for (key, value) in values {
-      metadata.rewind()
-      metadata.bind(value, at: 1)
-      metadata.bind(key, at: 2)
-      try metadata.run()
-    }
+  try withRawConnection(url) { try simulateMigrationStatements($0) }
+}
+
+/// The statements of that migration, inside the caller's write transaction.
+func simulateMigrationStatements(_ connection: SQLiteConnection) throws {
+  try connection.execute(#"ALTER TABLE "Parcel" ADD COLUMN "trackingNumber" TEXT"#)
+  let metadata = try connection.statement("UPDATE _metadata SET value = ? WHERE key = ?")
+  let values = [
+    ("model_hash", parcelModelV2.versionHash),
+    ("model_json", String(decoding: parcelModelV2.jsonRepresentation, as: UTF8.self)),
+  ]
+  for (key, value) in values {
+    metadata.rewind()
+    metadata.bind(value, at: 1)
+    metadata.bind(key, at: 2)
+    try metadata.run()
   }
 }
 
@@ -227,6 +230,51 @@ private func saveParcels(_ labels: [String], in container: PersistentContainer) 
     laterListener.cancel()
     listener.cancel()
     await merger.stop()
+  }
+
+  @Test("saves racing a migration: every save that returned is in the store, and none committed after it")
+  func savesRacingAMigration() async throws {
+    let trials = ProcessInfo.processInfo.environment["TYPEDSTORE_SOAK"] == "1" ? 50 : 3
+    for trial in 0..<trials {
+      let container = try PersistentContainer.makeTest(model: parcelModel, variant: "\(trial)")
+      try await saveParcels(["first"], in: container)
+      let acknowledged = Recorder<String>()
+      let refused = Recorder<Bool>()
+      let savers = (0..<2).map { saver in
+        Task.detached {
+          let context = container.newBackgroundContext()
+          for index in 0..<10_000 {
+            do {
+              try await context.perform { context in
+                Parcel(context: context).label = "\(saver)-\(index)"
+                try context.save()
+              }
+              acknowledged.add("\(saver)-\(index)")
+            } catch let error as StoreError where error == modelChanged {
+              refused.add(true)
+              return
+            } catch {
+              Issue.record("saver \(saver): \(error)")
+              return
+            }
+          }
+        }
+      }
+      try await Task.sleep(for: .milliseconds(Int.random(in: 5...60)))
+      let highest = Mutex<Int64>(0)
+      try withRawConnection(container.persistentStore.url) { connection in
+        highest.withLock { $0 = (try? connection.scalarInt("SELECT max(pk) FROM \"Parcel\"")) ?? 0 }
+        try simulateMigrationStatements(connection)
+      }
+      for saver in savers { await saver.value }
+      #expect(refused.all.count == 2, "each saver's next save after the migration is refused")
+      let rows = try contents(of: container).rows.map { $0.split(separator: " ")[0] }
+      #expect(Set(rows.dropFirst()) == Set(acknowledged.all.map { Substring($0) }))
+      let maximum = try container.persistentStore.writer.withConnection {
+        try $0.scalarInt("SELECT max(pk) FROM \"Parcel\"")
+      }
+      #expect(maximum == highest.withLock { $0 }, "trial \(trial): nothing was written after the migration")
+    }
   }
 
   @Test("another process migrates the store while this one holds it open: its next save and fetch are refused")
