@@ -89,11 +89,15 @@ final class RemoteChangeMonitor: Sendable {
 
   // MARK: - The thread
 
+  /// The pipe is closed here, not when the thread ends: a thread that ended by itself (the
+  /// store was migrated) may still be woken or stopped by its publisher, and a byte written to
+  /// a closed descriptor could land in a file that reused its number.
+  deinit {
+    close(wakeRead)
+    close(wakeWrite)
+  }
+
   private func run() {
-    defer {
-      close(wakeRead)
-      close(wakeWrite)
-    }
     // A connection that cannot be opened now (a transient error) is tried again at each
     // poll: a monitor that gave up would leave its listeners without remote commits for good.
     guard let connection = openConnection() else { return }
