@@ -26,7 +26,7 @@ public final class PersistentContainer: Sendable {
   /// A long-lived context for reading, named "viewContext". On Linux there is no main run
   /// loop to bind it to: it has its own serial executor like every context.
   public let viewContext: ManagedObjectContext
-  private let publisher: ChangePublisher
+  let publisher: ChangePublisher
 
   /// Opens (or creates) the store at `storeURL` with `model`.
   ///

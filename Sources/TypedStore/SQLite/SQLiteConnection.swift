@@ -214,6 +214,12 @@ final class SQLiteConnection {
   /// A prepared statement for `sql`, reset and ready to bind. Statements are cached per SQL text.
   func statement(_ sql: String) throws -> Statement {
     statementsRequested &+= 1
+    return try cachedStatement(sql)
+  }
+
+  /// `statement(_:)` for the statements that frame a query rather than make one (`BEGIN`,
+  /// `COMMIT`, the schema check): not counted in `statementsRequested`.
+  private func cachedStatement(_ sql: String) throws -> Statement {
     if let cached = statements[sql] {
       cached.reset()
       return cached
@@ -245,6 +251,22 @@ final class SQLiteConnection {
     try scalarInt("PRAGMA data_version") ?? 0
   }
 
+  /// SQLite's schema cookie (`PRAGMA schema_version`): a number in the file's header that
+  /// every schema change (`CREATE`, `ALTER`, `DROP`, `VACUUM`) raises by one, the same for
+  /// every connection. Reading it takes the snapshot of the transaction it runs in.
+  func schemaVersion() throws -> Int64 {
+    let statement = try cachedStatement("PRAGMA schema_version")
+    defer { statement.reset() }
+    return try statement.step() ? statement.int64(0) : 0
+  }
+
+  /// Called with the connection at the start of every transaction of `readTransaction` and
+  /// `writeTransaction`, before their body: the store checks there, on the transaction's own
+  /// snapshot (and, for a write, under the write lock), that the file still has the schema it
+  /// was opened with. What it throws ends the transaction, which has then read and written
+  /// nothing.
+  var transactionCheck: ((SQLiteConnection) throws -> Void)?
+
   /// Rows changed by the last INSERT, UPDATE or DELETE on this connection.
   var changes: Int { Int(sqlite3_changes64(handle)) }
 
@@ -269,6 +291,7 @@ final class SQLiteConnection {
   func writeTransaction<T>(deadline: ContinuousClock.Instant, _ body: () throws -> T) throws -> T {
     try retryingBusy(until: deadline, sql: "BEGIN IMMEDIATE")
     do {
+      try transactionCheck?(self)  // under the lock: nothing commits against another schema
       let result = try body()
       try retryingBusy(until: deadline, sql: "COMMIT")
       return result
@@ -293,12 +316,31 @@ final class SQLiteConnection {
     }
   }
 
-  /// Runs `body` in a deferred read transaction, so that several statements see one snapshot.
+  /// Runs `body` in a deferred read transaction, so that several statements see one snapshot
+  /// (the one `transactionCheck` checked first). Inside a transaction already, `body` runs in
+  /// it. The statements are prepared once: a context runs one of these for every read.
   func readTransaction<T>(_ body: () throws -> T) throws -> T {
     if isInTransaction { return try body() }  // already one snapshot (the writer's transaction)
-    try execute("BEGIN DEFERRED")
-    defer { try? execute("COMMIT") }
+    try beginReadTransaction()
+    defer { endReadTransaction() }
     return try body()
+  }
+
+  /// `readTransaction`'s beginning, for callers that cannot pass a closure: `BEGIN DEFERRED`,
+  /// then `transactionCheck` (the transaction is ended again when it throws).
+  func beginReadTransaction() throws {
+    try cachedStatement("BEGIN DEFERRED").run()
+    do {
+      try transactionCheck?(self)
+    } catch {
+      endReadTransaction()
+      throw error
+    }
+  }
+
+  /// Ends a read transaction `beginReadTransaction` began.
+  func endReadTransaction() {
+    if isInTransaction { try? cachedStatement("COMMIT").run() }
   }
 
   private func retryingBusy(until deadline: ContinuousClock.Instant, sql: String) throws {

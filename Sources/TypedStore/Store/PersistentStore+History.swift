@@ -169,6 +169,10 @@ extension PersistentStore {
     try historyReader.withLock { reader in
       if reader == nil { reader = try makeReadConnection() }
       guard let connection = reader else { throw StoreError.notATypedStore(path: url.path) }
+      // In a read transaction, whose first step is the check against a migration (`ModelStamp`).
+      let begins = !connection.isInTransaction
+      if begins { try connection.beginReadTransaction() }
+      defer { if begins { connection.endReadTransaction() } }
       return try body(connection)
     }
   }

@@ -46,16 +46,18 @@ extension PersistentStore {
         ORDER BY \(own), \(order)\(other)
         """
     }
-    let statement = try connection.statement(sql)
-    defer { statement.reset() }
-    statement.bind(HistorySchema.jsonArray(owners), at: 1)
     let tableLayout = layout(of: destination)
-    var rows: [RelatedRow] = []
-    while try statement.step() {
-      let entity = withEntity ? (tableLayout.entity(code: statement.int64(2)) ?? destination) : destination
-      rows.append(RelatedRow(owner: statement.int64(0), key: statement.int64(1), entity: entity))
+    return try connection.readTransaction {
+      let statement = try connection.statement(sql)
+      defer { statement.reset() }
+      statement.bind(HistorySchema.jsonArray(owners), at: 1)
+      var rows: [RelatedRow] = []
+      while try statement.step() {
+        let entity = withEntity ? (tableLayout.entity(code: statement.int64(2)) ?? destination) : destination
+        rows.append(RelatedRow(owner: statement.int64(0), key: statement.int64(1), entity: entity))
+      }
+      return rows
     }
-    return rows
   }
 
   // MARK: - Writing links

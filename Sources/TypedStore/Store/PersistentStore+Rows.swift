@@ -1,7 +1,8 @@
 import Foundation
 
-// Reading and writing entity rows. Reads run on a context's own connection; writes run in
-// the writer's transaction (see `StoreWriter`).
+// Reading and writing entity rows. Reads run on a context's own connection, each in a read
+// transaction (or the caller's), whose first step checks that no other process migrated the
+// store (`ModelStamp`); writes run in the writer's transaction (see `StoreWriter`).
 
 /// Updates of one entity that change the same attributes share one statement.
 private struct UpdateShape: Hashable {
@@ -66,23 +67,27 @@ extension PersistentStore {
     connection: SQLiteConnection, _ body: (inout RowCursor) throws -> Result
   ) throws -> Result {
     let layout = layout(of: entity)
-    let statement = try connection.statement(layout.selectSQL + clauses)
-    defer { statement.reset() }
-    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-    var cursor = RowCursor(row: Row(statement: statement, layout: layout))
-    return try body(&cursor)
+    return try connection.readTransaction {
+      let statement = try connection.statement(layout.selectSQL + clauses)
+      defer { statement.reset() }
+      for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+      var cursor = RowCursor(row: Row(statement: statement, layout: layout))
+      return try body(&cursor)
+    }
   }
 
   /// The primary keys a select returns, in its order, without reading the rows' values.
   func selectKeys(
     of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue], connection: SQLiteConnection
   ) throws -> [Int64] {
-    let statement = try connection.statement("SELECT pk FROM \"\(entity.tableName)\"" + clauses)
-    defer { statement.reset() }
-    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-    var keys: [Int64] = []
-    while try statement.step() { keys.append(statement.int64(0)) }
-    return keys
+    try connection.readTransaction {
+      let statement = try connection.statement("SELECT pk FROM \"\(entity.tableName)\"" + clauses)
+      defer { statement.reset() }
+      for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+      var keys: [Int64] = []
+      while try statement.step() { keys.append(statement.int64(0)) }
+      return keys
+    }
   }
 
   /// The primary keys and concrete entities a select returns, in its order, without reading
@@ -96,14 +101,16 @@ extension PersistentStore {
         ($0, entity)
       }
     }
-    let statement = try connection.statement("SELECT pk, _entity FROM \"\(entity.tableName)\"" + clauses)
-    defer { statement.reset() }
-    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-    var rows: [(key: Int64, entity: EntityDescription)] = []
-    while try statement.step() {
-      rows.append((statement.int64(0), table.entity(code: statement.int64(1)) ?? entity))
+    return try connection.readTransaction {
+      let statement = try connection.statement("SELECT pk, _entity FROM \"\(entity.tableName)\"" + clauses)
+      defer { statement.reset() }
+      for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+      var rows: [(key: Int64, entity: EntityDescription)] = []
+      while try statement.step() {
+        rows.append((statement.int64(0), table.entity(code: statement.int64(1)) ?? entity))
+      }
+      return rows
     }
-    return rows
   }
 
   /// Runs a query built by the query layer from the validated model (an aggregate, with its
@@ -111,23 +118,27 @@ extension PersistentStore {
   func selectRows(_ sql: String, arguments: [PrimitiveValue], connection: SQLiteConnection) throws
     -> [[PrimitiveValue]]
   {
-    let statement = try connection.statement(sql)
-    defer { statement.reset() }
-    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-    let count = statement.columnCount
-    var rows: [[PrimitiveValue]] = []
-    while try statement.step() { rows.append((0..<count).map { statement.column($0).primitive }) }
-    return rows
+    try connection.readTransaction {
+      let statement = try connection.statement(sql)
+      defer { statement.reset() }
+      for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+      let count = statement.columnCount
+      var rows: [[PrimitiveValue]] = []
+      while try statement.step() { rows.append((0..<count).map { statement.column($0).primitive }) }
+      return rows
+    }
   }
 
   /// Runs a query that returns one integer (a count).
   func selectCount(
     of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue], connection: SQLiteConnection
   ) throws -> Int {
-    let statement = try connection.statement("SELECT count(*) FROM \"\(entity.tableName)\"" + clauses)
-    defer { statement.reset() }
-    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-    return try statement.step() ? Int(statement.int64(0)) : 0
+    try connection.readTransaction {
+      let statement = try connection.statement("SELECT count(*) FROM \"\(entity.tableName)\"" + clauses)
+      defer { statement.reset() }
+      for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+      return try statement.step() ? Int(statement.int64(0)) : 0
+    }
   }
 
   /// `WHERE` clause text restricting a select to `entity` (and its subentities, when asked),
@@ -157,13 +168,15 @@ extension PersistentStore {
   func entityOfRow(primaryKey: Int64, in entity: EntityDescription, connection: SQLiteConnection) throws
     -> EntityDescription?
   {
-    let statement = try connection.statement("SELECT _entity FROM \"\(entity.tableName)\" WHERE pk = ?")
-    defer { statement.reset() }
-    statement.bind(primaryKey, at: 1)
-    guard try statement.step(), let found = layout(of: entity).entity(code: statement.int64(0)),
-      entity.selfAndDescendantNames.contains(found.name)
-    else { return nil }
-    return found
+    try connection.readTransaction {
+      let statement = try connection.statement("SELECT _entity FROM \"\(entity.tableName)\" WHERE pk = ?")
+      defer { statement.reset() }
+      statement.bind(primaryKey, at: 1)
+      guard try statement.step(), let found = layout(of: entity).entity(code: statement.int64(0)),
+        entity.selfAndDescendantNames.contains(found.name)
+      else { return nil }
+      return found
+    }
   }
 
   // MARK: - Writing

@@ -27,6 +27,9 @@ public final class PersistentStore: Sendable {
   public let options: StoreOptions
 
   let writer: StoreWriter
+  /// The schema the store was opened against, checked at the start of every transaction of
+  /// its connections: a process whose model another process migrated away from is refused.
+  let modelStamp: ModelStamp
   /// A reader for history requests made on the store itself (contexts have their own).
   let historyReader = Mutex<SQLiteConnection?>(nil)
   /// For a read-only store whose opening made SQLite create the `-wal` and `-shm` files:
@@ -68,6 +71,9 @@ public final class PersistentStore: Sendable {
       path: url.path, model: model, tables: tables, options: options)
     self.identifier = identifier
     self.companions = companions
+    let stamp = try ModelStamp(connection: connection, model: model)
+    connection.transactionCheck = { try stamp.check($0) }
+    self.modelStamp = stamp
     let pruner =
       options.recordsHistory && !options.isReadOnly ? options.automaticHistoryPruning.map(AutomaticPruner.init) : nil
     self.writer = StoreWriter(
@@ -89,6 +95,8 @@ public final class PersistentStore: Sendable {
       companions: companions)
     try connection.configure(enableWAL: false)
     try connection.execute("PRAGMA query_only=1")
+    let stamp = modelStamp
+    connection.transactionCheck = { try stamp.check($0) }
     return connection
   }
 

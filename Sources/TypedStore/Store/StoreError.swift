@@ -45,6 +45,16 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   /// the open may not migrate it: it is read-only, or
   /// `StoreOptions.shouldMigrateStoreAutomatically` is off. Nothing was changed.
   case modelMismatch(storeHash: String, modelHash: String)
+  /// Another process migrated the store to another model while this one had it open: its
+  /// version hash (`stored`) and the hash of the model this process runs. Every read and
+  /// write of this process is refused from then on, before it reads or writes anything;
+  /// restart the process with the version of the app that has the new model.
+  ///
+  /// ```swift
+  /// do { try context.save() }
+  /// catch StoreError.modelChanged { exit(75) }   // let the service manager restart the new build
+  /// ```
+  case modelChanged(stored: String, running: String)
   /// A save with the `.error` merge policy met objects whose rows another writer changed or
   /// deleted since they were read: every one of them, with the values on each side. Nothing
   /// was written.
@@ -97,6 +107,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
       "the store's model (hash \(stored.prefix(12))…) differs from the given model (hash \(given.prefix(12))…); "
         + "nothing was changed. Open it for writing with StoreOptions.shouldMigrateStoreAutomatically on to migrate "
         + "it (PersistentStore.migrationReport(forStoreAt:to:) says what that does), or with the model it was made with"
+    case .modelChanged(let stored, let running):
+      "another process migrated the store to another model (hash \(stored.prefix(12))…) while this process "
+        + "runs the model with hash \(running.prefix(12))…; nothing was read or written. Restart the process "
+        + "with the version of the app that has the new model"
     case .mergeConflict(let conflicts):
       "the save met \(conflicts.count) conflict(s), nothing was written: "
         + conflicts.map(\.description).joined(separator: "; ")

@@ -13,6 +13,11 @@ import Synchronization
 /// value the writer made, so automatic merging still knows which context saved it). A
 /// transaction the monitor read that was already published locally is skipped by its number.
 ///
+/// Once a transaction of this process finds that another process migrated the store to
+/// another model (`StoreError.modelChanged`), publishing ends: every `storeChanges()` stream
+/// finishes (a stream asked for later finishes at once), callbacks are not called again, and
+/// the monitor stops. The reason is the error every read and write of the store throws.
+///
 /// Nothing of this runs while nobody listens: the position is taken, and the monitor started,
 /// when the first stream or callback is added. `publish` never blocks: streams get the value
 /// through their continuation, callbacks are queued on one serial queue, in order, while the
@@ -34,6 +39,10 @@ final class ChangePublisher: Sendable {
     var heldBack: [Int64: RecordedChanges] = [:]
     var store: PersistentStore?
     var monitor: RemoteChangeMonitor?
+    /// Set once a transaction found the store migrated to another model: nothing more is
+    /// published, and streams are finished.
+    var stopped = false
+    var stampObservation: ModelStampObservation?
 
     mutating func makeKey(isContext: Bool) -> ObserverKey {
       nextKey += 1
@@ -67,14 +76,40 @@ final class ChangePublisher: Sendable {
 
   /// The store whose remote commits are published (set once the container opened it).
   func attach(_ store: PersistentStore) {
-    state.withLock { $0.store = store }
+    // Called on whichever thread noticed, perhaps inside this publisher's lock (taking the
+    // position reads the store): the streams are finished from the callback queue instead.
+    let observation = store.modelStamp.observeChange { [weak self] _ in
+      guard let publisher = self else { return }
+      publisher.callbackQueue.async { publisher.stop() }
+    }
+    state.withLock {
+      $0.store = store
+      $0.stampObservation = observation
+    }
   }
+
+  /// After another process migrated the store: every stream finishes, as does any stream
+  /// asked for later, callbacks are not called again, and the monitor has stopped (its read
+  /// found the migration) or stops at its next read.
+  private func stop() {
+    let continuations = state.withLock { state in
+      state.stopped = true
+      state.heldBack.removeAll()
+      defer { state.streams.removeAll() }
+      return Array(state.streams.values)
+    }
+    for continuation in continuations { continuation.finish() }
+  }
+
+  /// Whether a remote-change monitor follows the store now (for tests).
+  var monitorIsFollowing: Bool { state.withLock { $0.monitor?.isFollowing ?? false } }
 
   // MARK: - Publishing
 
   /// Publishes a commit of this process; called by the store's writer under its lock.
   func publish(_ committed: RecordedChanges) {
     let monitor: RemoteChangeMonitor? = state.withLock { state in
+      if state.stopped { return nil }
       guard let number = committed.number, let last = state.lastPublished else {
         emit(StoreChanges(committed), in: &state)  // nobody listens yet, or no history: no order to keep
         if let number = committed.number {
@@ -98,6 +133,7 @@ final class ChangePublisher: Sendable {
   private func publish(_ event: RemoteChangeMonitor.Event) {
     var expired: (callbacks: [@Sendable (HistoryToken) -> Void], horizon: HistoryToken)?
     state.withLock { state in
+      if state.stopped { return }
       switch event {
       case .transactions(let transactions):
         for transaction in transactions {
@@ -143,10 +179,13 @@ final class ChangePublisher: Sendable {
     continuation.onTermination = { [weak self] _ in
       self?.state.withLock { _ = $0.streams.removeValue(forKey: key) }
     }
-    state.withLock { state in
+    let stopped = state.withLock { state in
+      if state.stopped { return true }
       startListening(&state)
       state.streams[key] = continuation
+      return false
     }
+    if stopped { continuation.finish() }
     return stream
   }
 
@@ -192,7 +231,9 @@ final class ChangePublisher: Sendable {
   /// cannot be read now (a transient error), the monitor takes it at its first read instead:
   /// remote commits are published from then on, rather than never.
   private func startListening(_ state: inout State) {
-    guard state.lastPublished == nil, let store = state.store, store.options.recordsHistory else { return }
+    guard !state.stopped, state.lastPublished == nil, let store = state.store, store.options.recordsHistory else {
+      return
+    }
     let path = store.url.path
     let injected = FaultInjection.take(FaultInjection.publisherStarts, path: path)
     if !injected, let current = try? store.currentHistoryToken() {

@@ -30,6 +30,12 @@ import Synchronization
 /// The merger follows the store's change notifications (commits of this process, and of
 /// others through the remote-change monitor) as wake-ups, and reads history after its
 /// position as the truth.
+///
+/// When another process migrates the store to another model, the merger's next read of
+/// history throws `StoreError.modelChanged`: it stops with that error in `error` (and
+/// `Options.onError`), its checkpoint where the store had it (the write of a newer one is
+/// refused too, so the transactions since the last write are processed again after the
+/// restart, at least once as always), and it reads nothing of the migrated store.
 public final class HistoryMerger: Sendable {
   /// How a merger starts and runs.
   public struct Options: Sendable {
@@ -102,6 +108,9 @@ public final class HistoryMerger: Sendable {
     var isRunning = false
     var error: (any Error)?
     var observation: StoreChangesObservation?
+    /// Wakes the merger when a transaction of this process finds the store migrated (the
+    /// commits it is subscribed to stop then).
+    var stampObservation: ModelStampObservation?
     var finished: CheckedContinuation<Void, Never>?
     var thread: Bool = false
   }
@@ -222,6 +231,7 @@ public final class HistoryMerger: Sendable {
     }
     let wakeUps = wakeUps
     let observation = subscribe { _ in wakeUps.signal() }
+    let stampObservation = store.modelStamp.observeChange { _ in wakeUps.signal() }
     state.withLock { state in
       state.position = position
       state.written = position
@@ -229,6 +239,7 @@ public final class HistoryMerger: Sendable {
       state.isRunning = true
       state.error = nil
       state.observation = observation
+      state.stampObservation = stampObservation
     }
     // The catch-up, on the caller's task: its errors are start()'s.
     do {
@@ -239,6 +250,7 @@ public final class HistoryMerger: Sendable {
       state.withLock { state in
         state.isRunning = false
         state.observation = nil
+        state.stampObservation = nil
         state.error = error
       }
       throw error
@@ -255,6 +267,7 @@ public final class HistoryMerger: Sendable {
     let wasFollowing = state.withLock { state -> Bool in
       state.isRunning = false
       state.observation = nil
+      state.stampObservation = nil
       return state.thread
     }
     guard wasFollowing else { return }
@@ -301,6 +314,7 @@ public final class HistoryMerger: Sendable {
       state.error = error
       state.isRunning = false
       state.observation = nil
+      state.stampObservation = nil
     }
     options.onError?(error)
   }

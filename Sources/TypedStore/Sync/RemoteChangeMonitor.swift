@@ -16,7 +16,9 @@ import Synchronization
 /// written before SQLite makes the commit visible in the WAL index (memory, which inotify does
 /// not see), so a wake-up that finds no change looks again after 0.2, 1 and 5 ms before it
 /// sleeps. When something changed, the history after the publisher's position is read, 1,000
-/// transactions at a time, and delivered in order.
+/// transactions at a time, and delivered in order. A read that finds the store migrated to
+/// another model (`StoreError.modelChanged`) ends the thread: there is nothing more this
+/// process can read.
 final class RemoteChangeMonitor: Sendable {
   /// What the monitor found.
   enum Event: Sendable {
@@ -69,6 +71,10 @@ final class RemoteChangeMonitor: Sendable {
     thread.start()
   }
 
+  /// Whether the thread still follows the store: false once stopped, or once it found the
+  /// store migrated to another model.
+  var isFollowing: Bool { isRunning.load(ordering: .acquiring) }
+
   /// Asks the monitor to read history now.
   func wake() {
     var byte: UInt8 = 1
@@ -83,11 +89,15 @@ final class RemoteChangeMonitor: Sendable {
 
   // MARK: - The thread
 
+  /// The pipe is closed here, not when the thread ends: a thread that ended by itself (the
+  /// store was migrated) may still be woken or stopped by its publisher, and a byte written to
+  /// a closed descriptor could land in a file that reused its number.
+  deinit {
+    close(wakeRead)
+    close(wakeWrite)
+  }
+
   private func run() {
-    defer {
-      close(wakeRead)
-      close(wakeWrite)
-    }
     // A connection that cannot be opened now (a transient error) is tried again at each
     // poll: a monitor that gave up would leave its listeners without remote commits for good.
     guard let connection = openConnection() else { return }
@@ -179,6 +189,11 @@ final class RemoteChangeMonitor: Sendable {
         if transactions.count < 1000 { return true }
       } catch HistoryError.tokenExpired(let horizon) {
         deliver(.expired(horizon: horizon))
+      } catch let error as StoreError {
+        // Another process migrated the store: nothing of it can be read with this model any
+        // more, so the monitor stops (the store's `ModelStamp` tells the publisher).
+        if case .modelChanged = error { isRunning.store(false, ordering: .releasing) }
+        return false
       } catch {
         return false
       }
