@@ -71,6 +71,7 @@ import TypedStore
     try frcDiffRow()
     try mergeLatencyRow()
     try batchedFetchMemoryRow()
+    try await migrationRows()
     let report = Report(n: n, runs: options.runs, sqliteVersion: sqliteVersion(), rows: rows, checked: options.check)
     print(report.table)
     if let path = options.json { try report.json().write(to: URL(fileURLWithPath: path)) }
