@@ -137,8 +137,8 @@ private func saveParcels(_ labels: [String], in container: PersistentContainer) 
     // What reads no rows still works, and shows the new model's hash.
     #expect(try container.persistentStore.metadata()["model_hash"] == parcelModelV2.versionHash)
     _ = try container.persistentStore.checkpoint()
-    // The old model cannot open it again either.
-    #expect(throws: StoreError.modelMismatch(storeHash: parcelModelV2.versionHash, modelHash: parcelModel.versionHash))
+    // The old model cannot open it again either: the store's versions name it as an older one.
+    #expect(throws: MigrationError.olderModel(storeHash: parcelModelV2.versionHash, modelHash: parcelModel.versionHash))
     {
       try PersistentContainer(name: "Test", model: parcelModel, storeURL: container.persistentStore.url)
     }
