@@ -44,6 +44,9 @@ import TypedStore
 //   typedstore-test-writer migrate-open <store> <author> <start, ms since 1970>
 //       opens the store with version 2 of Event (migrating it), saves one event
 //       (MigrationWriter.swift); prints "migrating", "opened", "saved <primary key>".
+//   typedstore-test-writer plan-open <store> <author> <start, ms since 1970>
+//       opens the store with the three-version Customer plan (migrating it), saves one
+//       customer (PlanWriter.swift); prints "opened", "saved <primary key>".
 //   Any of these after "as-user <uid>" runs as that user (the tests run as root, which may
 //   write any file).
 
@@ -88,6 +91,9 @@ if arguments.first == "as-user", arguments.count > 1, let uid = UInt32(arguments
 switch arguments.first {
 case "migrate-open":
   migrateOpen(arguments)
+
+case "plan-open":
+  planOpen(arguments)
 
 case "race":
   guard arguments.count == 5, let count = Int(arguments[3]), let start = Double(arguments[4]) else {

@@ -16,7 +16,7 @@ extension ContextState {
     }
     let applied: AppliedChanges
     do {
-      applied = try store.commit(changes, info: batchInfo(request.author))
+      applied = try store.commit(changes, info: batchInfo(request.author), in: migrationTransaction)
     } catch let clashes as UniquenessClashes {
       // Batch requests have no objects to name or merge: SQLite's refusal, as it words it.
       let constraint = clashes.clashes.first?.constraint ?? []
@@ -44,7 +44,8 @@ extension ContextState {
     let rows = try store.batchUpdate(
       entity, selection: try selection(request.objectIDs, of: entity, includesSubentities: request.includesSubentities),
       filter: try filter(request.predicate),
-      includesSubentities: request.includesSubentities, assignments: assignments, info: batchInfo(request.author))
+      includesSubentities: request.includesSubentities, assignments: assignments, info: batchInfo(request.author),
+      in: migrationTransaction)
     return result(rows, returnsObjectIDs: request.returnsObjectIDs)
   }
 
@@ -53,7 +54,7 @@ extension ContextState {
     let rows = try store.batchDelete(
       entity, selection: try selection(request.objectIDs, of: entity, includesSubentities: request.includesSubentities),
       filter: try filter(request.predicate),
-      includesSubentities: request.includesSubentities, info: batchInfo(request.author))
+      includesSubentities: request.includesSubentities, info: batchInfo(request.author), in: migrationTransaction)
     return result(rows, returnsObjectIDs: request.returnsObjectIDs)
   }
 

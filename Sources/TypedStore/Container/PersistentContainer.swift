@@ -45,8 +45,43 @@ public final class PersistentContainer: Sendable {
   ///   - options: how the store is opened (``StoreOptions``, Core Data's
   ///     `NSPersistentStoreDescription`).
   /// - Throws: `StoreError` when the file cannot be used with this model; it is left unchanged.
-  public init(
+  public convenience init(
     name: String, model: ManagedObjectModel, storeURL: URL? = nil, options: StoreOptions = StoreOptions()
+  ) throws {
+    try self.init(name: name, model: model, migration: nil, storeURL: storeURL, options: options)
+  }
+
+  /// Opens (or creates) the store at `storeURL` with the last version of `migrationPlan`,
+  /// taking a store at an older version through the plan's stages first (SwiftData's
+  /// `ModelContainer(for:migrationPlan:configurations:)`; docs/migration.md, "Staged
+  /// migration").
+  ///
+  /// ```swift
+  /// let plan = MigrationPlan(
+  ///   versions: [.init("1", try ManagedObjectModel(OrderV1.self)), .init("2", try ManagedObjectModel(OrderV2.self))],
+  ///   stages: [.custom(didMigrate: { context in try context.save() })])
+  /// let container = try PersistentContainer(name: "Orders", migrationPlan: plan, storeURL: url)
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - name: the container's name, which names the default store file.
+  ///   - migrationPlan: the model versions, oldest first, and a stage between each pair.
+  ///   - storeURL: the store file; by default `$XDG_DATA_HOME/<name>/<name>.sqlite`.
+  ///   - options: how the store is opened (``StoreOptions``).
+  /// - Throws: `MigrationError` for a plan that cannot run, a store at no version of it, or a
+  ///   stage's change that cannot be made; what a stage throws; `StoreError` as the other
+  ///   initializer. The store is left unchanged.
+  public convenience init(
+    name: String, migrationPlan: MigrationPlan, storeURL: URL? = nil, options: StoreOptions = StoreOptions()
+  ) throws {
+    let migration = try migrationPlan.staged()
+    try self.init(
+      name: name, model: migration.versions[migration.versions.count - 1].model, migration: migration,
+      storeURL: storeURL, options: options)
+  }
+
+  private init(
+    name: String, model: ManagedObjectModel, migration: StagedMigration?, storeURL: URL?, options: StoreOptions
   ) throws {
     let url = storeURL ?? Self.defaultStoreURL(name: name)
     if storeURL == nil {
@@ -59,7 +94,8 @@ public final class PersistentContainer: Sendable {
     self.publisher = publisher
     // Weakly: the publisher holds the store (and its monitor thread does while it runs).
     let store = try PersistentStore(
-      url: url, model: model, options: options, publish: { [weak publisher] in publisher?.publish($0) })
+      url: url, model: model, options: options, migration: migration,
+      publish: { [weak publisher] in publisher?.publish($0) })
     self.persistentStore = store
     publisher.attach(store)
     self.viewContext = Self.makeContext(store: store, name: "viewContext", publisher: publisher)

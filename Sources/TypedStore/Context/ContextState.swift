@@ -28,6 +28,9 @@ final class ContextState: ObjectTracking {
   /// `isDeleted` until the next save or rollback ends their deletion, as saved ones are.
   var deletedInserts: [ManagedObject] = []
   private var readerConnection: SQLiteConnection?
+  /// A migration stage's context reads and writes inside the migration's open write
+  /// transaction, on its connection (`StoreWriter` says how its writes go).
+  let migrationTransaction: SQLiteConnection?
 
   private static let temporaryNonce = UInt64.random(in: 1...UInt64.max)
   private static let temporaryCounter = Atomic<Int64>(0)
@@ -65,9 +68,11 @@ final class ContextState: ObjectTracking {
   /// the fault held.
   var relationshipLoads: [(object: ManagedObject, index: Int32, foreignKey: Int64)]?
 
-  init(store: PersistentStore, name: String?) {
+  init(store: PersistentStore, name: String?, migrationTransaction: SQLiteConnection? = nil) {
     self.store = store
     self.name = name
+    self.migrationTransaction = migrationTransaction
+    self.readerConnection = migrationTransaction
     link.tracker = self
   }
 
@@ -309,7 +314,7 @@ final class ContextState: ObjectTracking {
     }
     for (_, group) in byTable.sorted(by: { $0.key < $1.key }) {
       guard let root = group.first?.entity.flatMap({ model.entity(named: $0.rootName) }) else { continue }
-      let keys = try store.reservePrimaryKeys(count: group.count, root: root)
+      let keys = try store.reservePrimaryKeys(count: group.count, root: root, in: migrationTransaction)
       for (object, pk) in zip(group, keys) {
         guard let old = object.objectKey else { continue }
         registered[old] = nil

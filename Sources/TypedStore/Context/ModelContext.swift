@@ -53,6 +53,15 @@ public final class ModelContext {
     state.modelContext = self
   }
 
+  /// A migration stage's context: it reads and saves inside the migration's transaction,
+  /// on `transaction`, the migration's connection (`MigrationStage.custom`).
+  init(migrationStageOf store: PersistentStore, transaction: SQLiteConnection) {
+    persistentStore = store
+    executor = ModelExecutor(label: "TypedStore.migration")
+    state = ContextState(store: store, name: "migration", migrationTransaction: transaction)
+    state.modelContext = self
+  }
+
   /// Applies the commits automatic merging delivered and that have not been merged yet.
   func applyPendingMerges() {
     for merge in executor.takePending() { merge(state) }

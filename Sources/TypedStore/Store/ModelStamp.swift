@@ -49,6 +49,14 @@ final class ModelStamp: Sendable {
     self.cookie = Atomic(cookie)
   }
 
+  /// The stamp of a migration stage's store, whose model is not (yet, or any more) the
+  /// stored one: every transaction of a connection of its own is refused. Its contexts read
+  /// inside the migration's transaction, which checks nothing.
+  init(migrationStageOf model: ManagedObjectModel) {
+    modelHash = model.versionHash
+    cookie = Atomic(-1)
+  }
+
   /// The check every transaction of the store's connections makes first (see the type).
   ///
   /// - Throws: ``StoreError/modelChanged(stored:running:)`` when the store now has another

@@ -35,10 +35,10 @@ extension PersistentStore {
   /// Sets attributes of the selected rows with one UPDATE statement, in the write path.
   func batchUpdate(
     _ entity: EntityDescription, selection: RowSelection, filter: RowFilter? = nil, includesSubentities: Bool,
-    assignments: [(slot: Int32, value: PrimitiveValue)], info: TransactionInfo
+    assignments: [(slot: Int32, value: PrimitiveValue)], info: TransactionInfo, in transaction: SQLiteConnection? = nil
   ) throws -> AffectedRows {
     try checkStorable(assignments.map(\.value), entityIndex: entity.index, slots: assignments.map(\.slot))
-    return try writer.write(info) { connection, history in
+    return try writer.write(info, in: transaction) { connection, history in
       try self.checkNamedRows(selection, of: entity, connection)
       let rows = self.historyRows(entity, selection, filter, includesSubentities)
       let affected = try self.selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
@@ -64,9 +64,9 @@ extension PersistentStore {
   /// their tombstones.
   func batchDelete(
     _ entity: EntityDescription, selection: RowSelection, filter: RowFilter? = nil, includesSubentities: Bool,
-    info: TransactionInfo
+    info: TransactionInfo, in transaction: SQLiteConnection? = nil
   ) throws -> AffectedRows {
-    try writer.write(info) { connection, history in
+    try writer.write(info, in: transaction) { connection, history in
       try self.checkNamedRows(selection, of: entity, connection)
       let rows = self.historyRows(entity, selection, filter, includesSubentities)
       let affected = try self.selectAffected(entity, rows, includesSubentities: includesSubentities, connection)

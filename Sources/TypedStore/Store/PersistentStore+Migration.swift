@@ -25,9 +25,17 @@ extension PersistentStore {
     /// Refuse it (a read-only open, which cannot migrate).
     case refuse
     /// Plan the migration and throw if it would be refused; change nothing (before the lock).
-    case check(StoreOptions)
-    /// Migrate it (under the write lock).
-    case migrate(StoreOptions)
+    case check(StoreOptions, StagedMigration?)
+    /// Migrate it (under the write lock), through the stages of a plan when one is given.
+    case migrate(StoreOptions, StagedMigration?)
+
+    /// The plan the open was given, if any.
+    var migration: StagedMigration? {
+      switch self {
+      case .refuse: nil
+      case .check(_, let migration), .migrate(_, let migration): migration
+      }
+    }
   }
 
   /// The author of the history transaction each migration records.
@@ -42,10 +50,14 @@ extension PersistentStore {
     let options: StoreOptions
     switch change {
     case .refuse: throw StoreError.modelMismatch(storeHash: storedHash, modelHash: model.versionHash)
-    case .check(let given), .migrate(let given): options = given
+    case .check(let given, _), .migrate(let given, _): options = given
     }
     guard options.shouldMigrateStoreAutomatically else {
       throw StoreError.modelMismatch(storeHash: storedHash, modelHash: model.versionHash)
+    }
+    if let migration = change.migration {
+      guard case .migrate = change else { return try migration.checkStart(metadata, connection: connection) }
+      return try migrateInStages(migration, connection: connection, metadata: metadata, path: path, options: options)
     }
     if try isEarlierVersion(model.versionHash, connection: connection) {
       throw MigrationError.olderModel(storeHash: storedHash, modelHash: model.versionHash)
@@ -56,12 +68,17 @@ extension PersistentStore {
     let migration = try inferMigration(connection: connection, metadata: metadata, model: model, path: path)
     if let refusal = migration.refusals.first { throw refusal }
     guard case .migrate = change else { return }
-    for command in migration.commands {
+    try run(migration.commands, connection: connection)
+    try recordMigration(to: [(model, nil)], connection: connection, previous: metadata)
+  }
+
+  /// Runs a migration's SQL commands, each with its values bound.
+  static func run(_ commands: [MigrationCommand], connection: SQLiteConnection) throws {
+    for command in commands {
       let statement = try Statement(connection: connection, sql: command.sql)
       for (index, argument) in command.arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
       try statement.run()
     }
-    try stampModel(model, connection: connection, previous: metadata)
   }
 
   /// The migration from the model the store keeps to `model`, planned by reading the store.
@@ -80,6 +97,16 @@ extension PersistentStore {
     } catch let error as ModelError {
       throw StoreError.corrupt(path: path, message: "the model the store keeps is not valid: \(error)")
     }
+  }
+
+  /// `model` as a store that keeps it reads it back (without classes): what the planner
+  /// compares a next version with.
+  static func storedForm(of model: ManagedObjectModel, path: String) throws -> ManagedObjectModel {
+    try storedModel(
+      [
+        "store_uuid": UUID().uuidString, "format_version": String(formatVersion), "model_hash": model.versionHash,
+        "model_json": String(decoding: model.jsonRepresentation, as: UTF8.self),
+      ], path: path)
   }
 
   /// Whether `hash` is one of the versions the store has passed through (not its current one).
@@ -102,7 +129,8 @@ extension PersistentStore {
       hash TEXT NOT NULL,
       json TEXT NOT NULL,
       date REAL,
-      history_transaction INTEGER
+      history_transaction INTEGER,
+      identifier TEXT
     )
     """
 
@@ -113,24 +141,34 @@ extension PersistentStore {
     """
 
   /// Records the first version of a new store.
-  static func recordFirstVersion(_ model: ManagedObjectModel, connection: SQLiteConnection) throws {
+  static func recordFirstVersion(_ model: ManagedObjectModel, identifier: String?, connection: SQLiteConnection)
+    throws
+  {
     try connection.execute(modelVersionsSQL)
     try connection.execute(modelVersionsIndexSQL)
     try insertVersion(
       hash: model.versionHash, json: String(decoding: model.jsonRepresentation, as: UTF8.self), date: Date(),
-      transaction: nil, connection: connection)
+      transaction: nil, identifier: identifier, connection: connection)
   }
 
-  /// The new model's stamp, a `_model_versions` row and the marker history transaction.
-  private static func stampModel(
-    _ model: ManagedObjectModel, connection: SQLiteConnection, previous: [String: String]
+  /// The stamp of the last of `versions` (a model and its plan's identifier, if any), a
+  /// `_model_versions` row for each, and the one marker history transaction of the migration.
+  static func recordMigration(
+    to versions: [(model: ManagedObjectModel, identifier: String?)], connection: SQLiteConnection,
+    previous: [String: String]
   ) throws {
     try connection.execute(modelVersionsSQL)
+    if try connection.scalarInt("SELECT count(*) FROM pragma_table_info('_model_versions') WHERE name = 'identifier'")
+      == 0
+    {
+      // A store made before plans recorded their version identifiers.
+      try connection.execute("ALTER TABLE _model_versions ADD COLUMN identifier TEXT")
+    }
     if try connection.scalarInt("SELECT count(*) FROM _model_versions") == 0 {
       // A store made before versions were recorded: its first known version, of unknown date.
       try insertVersion(
         hash: previous["model_hash"] ?? "", json: previous["model_json"] ?? "", date: nil, transaction: nil,
-        connection: connection)
+        identifier: previous["model_version"], connection: connection)
     }
     let now = Date()
     // No changes: an empty range of change rowids where the next change would go, so that a
@@ -145,29 +183,40 @@ extension PersistentStore {
     marker.bind(migrationTransactionAuthor, at: 2)
     marker.bind(Int64(ProcessInfo.processInfo.processIdentifier), at: 3)
     try marker.run()
-    let json = String(decoding: model.jsonRepresentation, as: UTF8.self)
-    try insertVersion(
-      hash: model.versionHash, json: json, date: now, transaction: connection.lastInsertRowID, connection: connection)
+    let transaction = connection.lastInsertRowID
+    for version in versions {
+      try insertVersion(
+        hash: version.model.versionHash, json: String(decoding: version.model.jsonRepresentation, as: UTF8.self),
+        date: now, transaction: transaction, identifier: version.identifier, connection: connection)
+    }
     try connection.execute(modelVersionsIndexSQL)
-    let stamp = try Statement(connection: connection, sql: "UPDATE _metadata SET value = ? WHERE key = ?")
-    for (key, value) in [("model_hash", model.versionHash), ("model_json", json)] {
+    guard let last = versions.last else { return }
+    let stamp = try Statement(
+      connection: connection, sql: "INSERT OR REPLACE INTO _metadata (key, value) VALUES (?, ?)")
+    for (key, value) in [
+      ("model_hash", last.model.versionHash),
+      ("model_json", String(decoding: last.model.jsonRepresentation, as: UTF8.self)),
+    ] + (last.identifier.map { [("model_version", $0)] } ?? []) {
       stamp.reset()
-      stamp.bind(value, at: 1)
-      stamp.bind(key, at: 2)
+      stamp.bind(key, at: 1)
+      stamp.bind(value, at: 2)
       try stamp.run()
     }
+    // An inferred migration leaves every plan's versions: the store is at none of them.
+    if last.identifier == nil { try connection.execute("DELETE FROM _metadata WHERE key = 'model_version'") }
   }
 
   private static func insertVersion(
-    hash: String, json: String, date: Date?, transaction: Int64?, connection: SQLiteConnection
+    hash: String, json: String, date: Date?, transaction: Int64?, identifier: String?, connection: SQLiteConnection
   ) throws {
     let statement = try Statement(
       connection: connection,
-      sql: "INSERT INTO _model_versions (hash, json, date, history_transaction) VALUES (?, ?, ?, ?)")
+      sql: "INSERT INTO _model_versions (hash, json, date, history_transaction, identifier) VALUES (?, ?, ?, ?, ?)")
     statement.bind(hash, at: 1)
     statement.bind(json, at: 2)
     if let date { statement.bind(date.timeIntervalSinceReferenceDate, at: 3) } else { statement.bindNull(3) }
     if let transaction { statement.bind(transaction, at: 4) } else { statement.bindNull(4) }
+    if let identifier { statement.bind(identifier, at: 5) } else { statement.bindNull(5) }
     try statement.run()
   }
 

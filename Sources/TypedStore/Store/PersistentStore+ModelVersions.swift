@@ -21,6 +21,9 @@ extension PersistentStore {
     /// ``PersistentStore/migrationTransactionAuthor``); nil for the version the store was
     /// created with.
     public var migrationTransaction: HistoryToken?
+    /// The identifier of the ``MigrationPlan`` version the store took, when it was created or
+    /// migrated with a plan; nil otherwise.
+    public var versionIdentifier: String?
   }
 
   /// The store's model versions, oldest first; empty for a store made before they were
@@ -29,8 +32,13 @@ extension PersistentStore {
     let exists = try connection.scalarInt(
       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_model_versions'")
     guard exists == 1 else { return [] }
+    // Stores made before plans recorded identifiers have no such column.
+    let identifier =
+      try connection.scalarInt(
+        "SELECT count(*) FROM pragma_table_info('_model_versions') WHERE name = 'identifier'") == 1
+      ? "identifier" : "NULL"
     let statement = try connection.statement(
-      "SELECT number, hash, date, history_transaction FROM _model_versions ORDER BY number")
+      "SELECT number, hash, date, history_transaction, \(identifier) FROM _model_versions ORDER BY number")
     defer { statement.reset() }
     var versions: [ModelVersion] = []
     while try statement.step() {
@@ -39,7 +47,8 @@ extension PersistentStore {
           number: statement.int64(0), versionHash: statement.string(1),
           date: statement.isNull(2) ? nil : Date(timeIntervalSinceReferenceDate: statement.double(2)),
           migrationTransaction: statement.isNull(3)
-            ? nil : HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: statement.int64(3))))
+            ? nil : HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: statement.int64(3)),
+          versionIdentifier: statement.isNull(4) ? nil : statement.string(4)))
     }
     return versions
   }

@@ -44,7 +44,8 @@ extension PersistentStore {
   /// and, for a read-only open that made SQLite create the `-wal` and `-shm` files, what
   /// removes them again (every read connection of the store holds it).
   static func openFile(
-    path: String, model: ManagedObjectModel, tables: [TableLayout], options: StoreOptions
+    path: String, model: ManagedObjectModel, tables: [TableLayout], options: StoreOptions,
+    migration: StagedMigration? = nil
   ) throws -> (SQLiteConnection, UUID, CompanionFileCleanup?) {
     let deadline = ContinuousClock.now + options.busyTimeout
     try checkPath(path, options: options)
@@ -58,7 +59,8 @@ extension PersistentStore {
     let companions = CompanionFileCleanup(forOpening: path)
     if !options.isReadOnly && companions == nil {
       try refuseWithoutWriting(
-        path: path, model: model, options: options, published: published, copied: &damagedWALCopied)
+        path: path, model: model, options: options, migration: migration, published: published,
+        copied: &damagedWALCopied)
     }
 
     let connection: SQLiteConnection
@@ -83,18 +85,20 @@ extension PersistentStore {
       } else {
         // Refuse another application's database before switching it to WAL.
         _ = try connection.readTransaction {
-          try existingStore(connection: connection, path: path, model: model, change: .check(options))
+          try existingStore(connection: connection, path: path, model: model, change: .check(options, migration))
         }
         try connection.enableWAL(deadline: deadline)
         identifier = try connection.writeTransaction(deadline: deadline) {
           try checkWAL(path: path, options: options, published: published, copied: &damagedWALCopied)
           // Read again under the lock: another process may have created or migrated it meanwhile.
           if let identifier = try existingStore(
-            connection: connection, path: path, model: model, change: .migrate(options))
+            connection: connection, path: path, model: model, change: .migrate(options, migration))
           {
             return identifier
           }
-          return try createStore(connection: connection, model: model, tables: tables)
+          return try createStore(
+            connection: connection, model: model, versionIdentifier: migration?.versions.last?.identifier,
+            tables: tables)
         }
       }
       if options.isReadOnly { return (connection, identifier, companions) }
@@ -124,8 +128,8 @@ extension PersistentStore {
   /// refused open leaves all three files as they were. What passes here is checked again
   /// under the write lock.
   private static func refuseWithoutWriting(
-    path: String, model: ManagedObjectModel, options: StoreOptions, published: WALInspection.Published?,
-    copied: inout Bool
+    path: String, model: ManagedObjectModel, options: StoreOptions, migration: StagedMigration?,
+    published: WALInspection.Published?, copied: inout Bool
   ) throws {
     guard let probe = try? SQLiteConnection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout) else {
       return  // the writer connection reports why it cannot open the file
@@ -133,7 +137,7 @@ extension PersistentStore {
     probe.setCheckpointsOnClose(false)
     do {
       _ = try probe.readTransaction {
-        try existingStore(connection: probe, path: path, model: model, change: .check(options))
+        try existingStore(connection: probe, path: path, model: model, change: .check(options, migration))
       }
     } catch let error as SQLiteError {
       // A file that is no database, or a damaged one, is refused here; any other failure of
@@ -210,7 +214,10 @@ extension PersistentStore {
       guard tables == 0 else { throw StoreError.notATypedStore(path: path) }
       return nil
     }
-    let sameModel = try check(metadata, model: model)
+    var sameModel = try check(metadata, model: model)
+    if sameModel, let migration = change.migration, migration.hasStagesToRun(metadata) {
+      sameModel = false  // the same storage, with data-only stages still to run
+    }
     guard let identifier = metadata["store_uuid"].flatMap(UUID.init(uuidString:)) else {
       throw StoreError.corrupt(path: path, message: "the store has no valid UUID")
     }
@@ -240,9 +247,9 @@ extension PersistentStore {
   }
 
   /// Creates the store's tables and metadata; runs inside the write transaction.
-  private static func createStore(connection: SQLiteConnection, model: ManagedObjectModel, tables: [TableLayout])
-    throws -> UUID
-  {
+  private static func createStore(
+    connection: SQLiteConnection, model: ManagedObjectModel, versionIdentifier: String?, tables: [TableLayout]
+  ) throws -> UUID {
     let identifier = UUID()
     try connection.execute(
       """
@@ -257,12 +264,13 @@ extension PersistentStore {
       entities.bind(entity.name, at: 2)
       try entities.run()
     }
-    let values: [(String, String)] = [
-      ("store_uuid", identifier.uuidString),
-      ("format_version", String(formatVersion)),
-      ("model_hash", model.versionHash),
-      ("model_json", String(decoding: model.jsonRepresentation, as: UTF8.self)),
-    ]
+    let values: [(String, String)] =
+      [
+        ("store_uuid", identifier.uuidString),
+        ("format_version", String(formatVersion)),
+        ("model_hash", model.versionHash),
+        ("model_json", String(decoding: model.jsonRepresentation, as: UTF8.self)),
+      ] + (versionIdentifier.map { [("model_version", $0)] } ?? [])
     let metadata = try connection.statement("INSERT INTO _metadata (key, value) VALUES (?, ?)")
     for (key, value) in values {
       metadata.rewind()
@@ -271,7 +279,7 @@ extension PersistentStore {
       try metadata.run()
     }
     for sql in HistorySchema.createSQL { try connection.execute(sql) }
-    try recordFirstVersion(model, connection: connection)
+    try recordFirstVersion(model, identifier: versionIdentifier, connection: connection)
     let sequence = try connection.statement("INSERT INTO _primary_key (entity, max_pk) VALUES (?, 0)")
     for table in tables {
       for sql in table.createSQL { try connection.execute(sql) }

@@ -182,8 +182,11 @@ extension PersistentStore {
   // MARK: - Writing
 
   /// Writes a change set in one transaction: deletes, then updates, then inserts (so a unique
-  /// value freed by a delete can be reused by an insert of the same save).
-  func commit(_ changes: RowWrites, info: TransactionInfo) throws -> AppliedChanges {
+  /// value freed by a delete can be reused by an insert of the same save). `transaction` is a
+  /// migration stage's open transaction (see `StoreWriter`).
+  func commit(_ changes: RowWrites, info: TransactionInfo, in transaction: SQLiteConnection? = nil) throws
+    -> AppliedChanges
+  {
     for insert in changes.inserts {
       try checkStorable(insert.values, entityIndex: insert.entityIndex, slots: nil)
     }
@@ -191,7 +194,7 @@ extension PersistentStore {
       try checkStorable(update.values, entityIndex: update.entityIndex, slots: update.slots)
     }
     do {
-      return try writer.write(info) { connection, history in
+      return try writer.write(info, in: transaction) { connection, history in
         do {
           // The fast path: every update and delete checks its row version as it writes.
           return try connection.savepoint { try self.apply(changes, connection: connection, history: history) }
@@ -238,8 +241,10 @@ extension PersistentStore {
 
   /// Reserves `count` primary keys for `root`'s table, for objects given permanent IDs
   /// before they are saved.
-  func reservePrimaryKeys(count: Int, root: EntityDescription) throws -> ClosedRange<Int64> {
-    try writer.write(TransactionInfo()) { connection, _ in
+  func reservePrimaryKeys(count: Int, root: EntityDescription, in transaction: SQLiteConnection? = nil) throws
+    -> ClosedRange<Int64>
+  {
+    try writer.write(TransactionInfo(), in: transaction) { connection, _ in
       try Self.reservePrimaryKeys(count: count, table: root.tableName, connection: connection)
     }
   }

@@ -53,22 +53,18 @@ public final class PersistentStore: Sendable {
   /// Opens the store; `publish` receives what each committed write changed, in commit order,
   /// while the writer lock is held (it must not block).
   init(
-    url: URL, model: ManagedObjectModel, options: StoreOptions,
+    url: URL, model: ManagedObjectModel, options: StoreOptions, migration: StagedMigration? = nil,
     publish: @escaping @Sendable (RecordedChanges) -> Void
   ) throws {
     self.url = url
     self.model = model
     self.options = options
-    var layouts: [String: TableLayout] = [:]
-    for root in model.entities where root.isRoot {
-      let hierarchy = model.entities.filter { $0.rootName == root.name }
-      layouts[root.name] = TableLayout(root: root, hierarchy: hierarchy, entityCount: model.entities.count)
-    }
+    let layouts = Self.layouts(of: model)
     self.layouts = layouts
 
     let tables = layouts.values.sorted { $0.root.index < $1.root.index }
     let (connection, identifier, companions) = try Self.openFile(
-      path: url.path, model: model, tables: tables, options: options)
+      path: url.path, model: model, tables: tables, options: options, migration: migration)
     self.identifier = identifier
     self.companions = companions
     let stamp = try ModelStamp(connection: connection, model: model)
@@ -84,6 +80,30 @@ public final class PersistentStore: Sendable {
       })
     ModelRegistry.register(identifier, model: model)
     pruner?.attach(self)
+  }
+
+  /// The store a migration stage's contexts work in: `model` is the stage's version, the
+  /// file is the one being migrated, and every write goes into the migration's transaction
+  /// through the contexts (`StoreWriter.init(migrationStageAt:storeIdentifier:)`). It is not
+  /// registered: IDs of the store resolve with the model it is opened with.
+  init(migrationStageOf url: URL, identifier: UUID, model: ManagedObjectModel, options: StoreOptions) {
+    self.url = url
+    self.model = model
+    self.options = options
+    self.identifier = identifier
+    self.layouts = Self.layouts(of: model)
+    self.companions = nil
+    self.modelStamp = ModelStamp(migrationStageOf: model)
+    self.writer = StoreWriter(migrationStageAt: url.path, storeIdentifier: identifier)
+  }
+
+  private static func layouts(of model: ManagedObjectModel) -> [String: TableLayout] {
+    var layouts: [String: TableLayout] = [:]
+    for root in model.entities where root.isRoot {
+      let hierarchy = model.entities.filter { $0.rootName == root.name }
+      layouts[root.name] = TableLayout(root: root, hierarchy: hierarchy, entityCount: model.entities.count)
+    }
+    return layouts
   }
 
   // MARK: - Connections and layout

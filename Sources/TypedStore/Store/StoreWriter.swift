@@ -32,8 +32,14 @@ import Synchronization
 ///
 /// A fourth stays inside a context: `ContextChanges`, the IDs a save or a merge touched, for
 /// the context's own change observers (context → its observers).
+///
+/// One writer has no connection of its own: a migration stage's (`StagedMigration`). Its
+/// contexts write inside the migration's open transaction, each write a savepoint of it,
+/// with no history of its own (the migration's one marker transaction covers it) and nothing
+/// published: other processes wait on the migration's lock, and this process has no store
+/// yet.
 final class StoreWriter: Sendable {
-  private let connection: Mutex<SQLiteConnection>
+  private let connection: Mutex<SQLiteConnection?>
   private let busyTimeout: Duration
   private let checkpointThresholdPages: Int32
   private let recordsHistory: Bool
@@ -59,16 +65,39 @@ final class StoreWriter: Sendable {
     self.isReadOnly = options.isReadOnly
   }
 
+  /// The writer of a migration stage's store: it writes only inside the migration's
+  /// transaction (`write(_:in:_:)`); anything else throws `StoreError.readOnly`.
+  init(migrationStageAt path: String, storeIdentifier: UUID) {
+    self.connection = Mutex(nil)
+    self.busyTimeout = .zero
+    self.checkpointThresholdPages = .max
+    self.recordsHistory = false
+    self.publish = { _ in }
+    self.storeIdentifier = storeIdentifier
+    self.path = path
+    self.isReadOnly = true
+  }
+
   /// Runs `apply` in one write transaction, records its history and commits it; on any
   /// error nothing is written.
+  ///
+  /// Inside a migration stage, `transaction` is the migration's connection: `apply` runs in a
+  /// savepoint of its open transaction, recording no history and publishing nothing.
   ///
   /// - Throws: `StoreError.readOnly` at once for a store opened read-only, or what `apply`
   ///   or SQLite throws.
   func write<Result: Sendable>(
-    _ info: TransactionInfo, _ apply: @Sendable (SQLiteConnection, HistoryRecorder) throws -> Result
+    _ info: TransactionInfo, in transaction: SQLiteConnection? = nil,
+    _ apply: @Sendable (SQLiteConnection, HistoryRecorder) throws -> Result
   ) throws -> Result {
+    if let transaction {
+      return try transaction.savepoint {
+        try apply(transaction, HistoryRecorder(connection: transaction, info: info, isEnabled: false))
+      }
+    }
     guard !isReadOnly else { throw StoreError.readOnly(path: path) }
     return try connection.withLock { connection in
+      guard let connection else { throw StoreError.readOnly(path: path) }
       let deadline = ContinuousClock.now + busyTimeout
       let (result, committed) = try connection.writeTransaction(deadline: deadline) {  // 1
         let history = HistoryRecorder(connection: connection, info: info, isEnabled: recordsHistory)  // 3
@@ -95,6 +124,7 @@ final class StoreWriter: Sendable {
   /// is committed either way.
   func checkpoint() {
     connection.withLock { connection in
+      guard let connection else { return }
       connection.setBusyTimeout(.milliseconds(100))
       _ = try? connection.checkpoint(.restart)
       connection.setBusyTimeout(busyTimeout)
@@ -108,6 +138,7 @@ final class StoreWriter: Sendable {
   func checkpointNow() throws -> Bool {
     guard !isReadOnly else { throw StoreError.readOnly(path: path) }
     return try connection.withLock { connection in
+      guard let connection else { throw StoreError.readOnly(path: path) }
       do {
         let (log, checkpointed) = try connection.checkpoint(.restart)
         return checkpointed >= log
@@ -121,6 +152,9 @@ final class StoreWriter: Sendable {
   func withConnection<Result: Sendable>(_ body: @Sendable (SQLiteConnection) throws -> Result)
     throws -> Result
   {
-    try connection.withLock { try body($0) }
+    try connection.withLock { connection in
+      guard let connection else { throw StoreError.readOnly(path: path) }
+      return try body(connection)
+    }
   }
 }

@@ -46,7 +46,7 @@ private func rows(_ url: URL, _ table: String, _ columns: [String]) throws -> [S
 private let version1Columns = ["pk", "number", "customer", "total", "placed", "note", "receipt"]
 
 /// Every table's rows and the schema, to compare a store before and after a refused open.
-private func everything(_ url: URL) throws -> [String: [String]] {
+func everything(_ url: URL) throws -> [String: [String]] {
   var all = try storeRows(path: url.path)
   let connection = try SQLiteConnection(path: url.path, mode: .readOnly)
   let statement = try connection.statement("SELECT type || ' ' || name || ' ' || ifnull(sql, '') FROM sqlite_master")

@@ -20,6 +20,14 @@ public enum MigrationError: Error, Sendable, Equatable, Codable, CustomStringCon
   /// The models differ and `StoreOptions.shouldInferMappingModelAutomatically` is off: every
   /// migration must be explicit.
   case migrationPlanRequired(storeHash: String, modelHash: String)
+  /// The store is at no version of the ``MigrationPlan`` it was opened with (no version has
+  /// its model hash): `versions` are the plan's identifiers. Add the store's version to the
+  /// front of the plan, with a stage to the next.
+  case storeVersionNotInPlan(storeHash: String, versions: [String])
+  /// The ``MigrationPlan`` itself cannot be run: `reason` says why (no versions, a stage
+  /// count that is not one less than the versions', two versions with one identifier, a last
+  /// version that is not the model the store is opened with).
+  case invalidPlan(reason: String)
 
   /// A sentence that says what failed and what to do.
   public var description: String {
@@ -43,6 +51,12 @@ public enum MigrationError: Error, Sendable, Equatable, Codable, CustomStringCon
       "the store's model (hash \(stored.prefix(12))…) differs from the given model (hash \(given.prefix(12))…) and "
         + "StoreOptions.shouldInferMappingModelAutomatically is off. Nothing was changed. Turn it on for this open to "
         + "migrate by inference; PersistentStore.migrationReport(forStoreAt:to:) shows what that would do"
+    case .storeVersionNotInPlan(let stored, let versions):
+      "the store's model (hash \(stored.prefix(12))…) is none of the migration plan's versions "
+        + "(\(versions.joined(separator: ", "))). Nothing was changed. Add the version the store was made with to the "
+        + "front of the plan, with a stage to the next version"
+    case .invalidPlan(let reason):
+      "the migration plan cannot be run: \(reason). Nothing was changed"
     }
   }
 }
