@@ -59,52 +59,64 @@ enum StoreCommands {
     let path = try usage { try command.required("--store") }
     let store = try openStore(path)
     let inspection = try perform("cannot inspect the store") { try store.inspect() }
-    let schema = inspection.metadata.schema
     if command.flag("--json") {
-      let entities = schema.entities.map { entity -> [String: Any] in
-        [
-          "name": entity.name, "superentity": entity.superentity ?? NSNull(), "table": entity.table,
-          "rows": inspection.rowCounts[entity.name] ?? 0,
-          "attributes": entity.attributes.map { attribute -> [String: Any] in
-            [
-              "name": attribute.name, "column": attribute.column, "type": attribute.type.rawValue,
-              "optional": attribute.optional, "preservedOnDeletion": attribute.preservedOnDeletion,
-              "indexed": attribute.indexed, "unique": attribute.unique,
-            ]
-          },
-          "relationships": (entity.relationships ?? []).map { relationship -> [String: Any] in
-            [
-              "name": relationship.name, "destination": relationship.destination, "inverse": relationship.inverse,
-              "kind": relationship.kind.rawValue, "manyToMany": relationship.joinTable != nil,
-              "deleteRule": relationship.deleteRule.rawValue, "required": relationship.required,
-              "minimumCount": relationship.minimumCount ?? NSNull(),
-              "maximumCount": relationship.maximumCount ?? NSNull(), "column": relationship.column ?? NSNull(),
-              "orderColumn": relationship.orderColumn ?? NSNull(), "joinTable": relationship.joinTable ?? NSNull(),
-              "links": inspection.linkCounts["\(entity.name).\(relationship.name)"] ?? NSNull(),
-            ]
-          },
-        ]
-      }
-      var files: [String: Any] = ["database": inspection.fileSizes.database]
-      files["wal"] = inspection.fileSizes.writeAheadLog ?? NSNull()
-      files["shm"] = inspection.fileSizes.sharedMemory ?? NSNull()
-      print(
-        try Values.json([
-          "store": inspection.metadata.storeIdentifier.uuidString, "formatVersion": inspection.metadata.formatVersion,
-          "modelHash": inspection.metadata.modelHash, "entities": entities, "files": files,
-          "pageSize": inspection.pageSize, "pageCount": inspection.pageCount, "freePages": inspection.freePages,
-          "journalMode": inspection.journalMode, "horizon": inspection.horizon.stringRepresentation,
-          "newestToken": inspection.currentToken.stringRepresentation, "consumers": inspection.consumers.map(\.name),
-          "modelVersions": inspection.modelVersions.map { version -> [String: Any] in
-            [
-              "number": version.number, "hash": version.versionHash,
-              "date": version.date.map(Values.timestamp) ?? NSNull(),
-              "migrationTransaction": version.migrationTransaction?.transactionNumber ?? NSNull(),
-            ]
-          },
-        ]))
-      return
+      try printJSON(inspection)
+    } else {
+      printText(inspection, path: path)
     }
+  }
+
+  /// `typedstore inspect --json`.
+  private static func printJSON(_ inspection: PersistentStore.Inspection) throws(Failure) {
+    let schema = inspection.metadata.schema
+    let entities = schema.entities.map { entity -> [String: Any] in
+      [
+        "name": entity.name, "superentity": entity.superentity ?? NSNull(), "table": entity.table,
+        "rows": inspection.rowCounts[entity.name] ?? 0,
+        "attributes": entity.attributes.map { attribute -> [String: Any] in
+          [
+            "name": attribute.name, "column": attribute.column, "type": attribute.type.rawValue,
+            "optional": attribute.optional, "preservedOnDeletion": attribute.preservedOnDeletion,
+            "indexed": attribute.indexed, "unique": attribute.unique,
+          ]
+        },
+        "relationships": (entity.relationships ?? []).map { relationship -> [String: Any] in
+          [
+            "name": relationship.name, "destination": relationship.destination, "inverse": relationship.inverse,
+            "kind": relationship.kind.rawValue, "manyToMany": relationship.joinTable != nil,
+            "deleteRule": relationship.deleteRule.rawValue, "required": relationship.required,
+            "minimumCount": relationship.minimumCount ?? NSNull(),
+            "maximumCount": relationship.maximumCount ?? NSNull(), "column": relationship.column ?? NSNull(),
+            "orderColumn": relationship.orderColumn ?? NSNull(), "joinTable": relationship.joinTable ?? NSNull(),
+            "links": inspection.linkCounts["\(entity.name).\(relationship.name)"] ?? NSNull(),
+          ]
+        },
+      ]
+    }
+    var files: [String: Any] = ["database": inspection.fileSizes.database]
+    files["wal"] = inspection.fileSizes.writeAheadLog ?? NSNull()
+    files["shm"] = inspection.fileSizes.sharedMemory ?? NSNull()
+    print(
+      try Values.json([
+        "store": inspection.metadata.storeIdentifier.uuidString, "formatVersion": inspection.metadata.formatVersion,
+        "modelHash": inspection.metadata.modelHash, "entities": entities, "files": files,
+        "pageSize": inspection.pageSize, "pageCount": inspection.pageCount, "freePages": inspection.freePages,
+        "journalMode": inspection.journalMode, "horizon": inspection.horizon.stringRepresentation,
+        "newestToken": inspection.currentToken.stringRepresentation, "consumers": inspection.consumers.map(\.name),
+        "modelVersions": inspection.modelVersions.map { version -> [String: Any] in
+          [
+            "number": version.number, "hash": version.versionHash,
+            "date": version.date.map(Values.timestamp) ?? NSNull(),
+            "migrationTransaction": version.migrationTransaction?.transactionNumber ?? NSNull(),
+            "identifier": version.versionIdentifier ?? NSNull(),
+          ]
+        },
+      ]))
+  }
+
+  /// `typedstore inspect`.
+  private static func printText(_ inspection: PersistentStore.Inspection, path: String) {
+    let schema = inspection.metadata.schema
     var lines = [
       "store          \(path)",
       "uuid           \(inspection.metadata.storeIdentifier.uuidString)",
@@ -124,7 +136,8 @@ enum StoreCommands {
     for version in inspection.modelVersions {
       let when = version.date.map(Values.timestamp) ?? "date unknown"
       let how = version.migrationTransaction.map { "migrated in transaction \($0.transactionNumber)" } ?? "created"
-      lines.append("  \(version.number)  \(version.versionHash.prefix(12))  \(when)  \(how)")
+      let identifier = version.versionIdentifier.map { "  version \($0)" } ?? ""
+      lines.append("  \(version.number)  \(version.versionHash.prefix(12))  \(when)  \(how)\(identifier)")
     }
     if inspection.modelVersions.isEmpty { lines.append("  none recorded (a store made before versions were)") }
     lines += ["", "entities:"]

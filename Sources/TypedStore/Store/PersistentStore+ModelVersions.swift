@@ -29,9 +29,7 @@ extension PersistentStore {
   /// The store's model versions, oldest first; empty for a store made before they were
   /// recorded and never migrated since.
   static func modelVersions(_ connection: SQLiteConnection, storeIdentifier: UUID) throws -> [ModelVersion] {
-    let exists = try connection.scalarInt(
-      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_model_versions'")
-    guard exists == 1 else { return [] }
+    guard try hasModelVersions(connection) else { return [] }
     // Stores made before plans recorded identifiers have no such column.
     let identifier =
       try connection.scalarInt(
@@ -110,5 +108,120 @@ extension PersistentStore {
     var names = Set<String>()
     while try statement.step() { names.insert(statement.string(0).lowercased()) }
     return names
+  }
+
+  /// Whether the store has a `_model_versions` table (stores made before it do not).
+  private static func hasModelVersions(_ connection: SQLiteConnection) throws -> Bool {
+    try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_model_versions'")
+      == 1
+  }
+
+  // MARK: - Writing versions
+
+  /// Whether `hash` is one of the versions the store has passed through (not its current one).
+  static func isEarlierVersion(_ hash: String, connection: SQLiteConnection) throws -> Bool {
+    guard try hasModelVersions(connection) else { return false }
+    let statement = try connection.statement("SELECT count(*) FROM _model_versions WHERE hash = ?")
+    defer { statement.reset() }
+    statement.bind(hash, at: 1)
+    return try statement.step() && statement.int64(0) > 0
+  }
+
+  /// `CREATE TABLE _model_versions`: every model version the store has had, oldest first.
+  static let modelVersionsSQL = """
+    CREATE TABLE IF NOT EXISTS _model_versions (
+      number INTEGER PRIMARY KEY,
+      hash TEXT NOT NULL,
+      json TEXT NOT NULL,
+      date REAL,
+      history_transaction INTEGER,
+      identifier TEXT
+    )
+    """
+
+  /// Re-created by every migration, so that each one commits DDL (and moves the schema cookie).
+  static let modelVersionsIndexSQL = """
+    DROP INDEX IF EXISTS _index__model_versions_hash;
+    CREATE INDEX _index__model_versions_hash ON _model_versions(hash);
+    """
+
+  /// Records the first version of a new store.
+  static func recordFirstVersion(_ model: ManagedObjectModel, identifier: String?, connection: SQLiteConnection)
+    throws
+  {
+    try connection.execute(modelVersionsSQL)
+    try connection.execute(modelVersionsIndexSQL)
+    try insertVersion(
+      hash: model.versionHash, json: String(decoding: model.jsonRepresentation, as: UTF8.self), date: Date(),
+      transaction: nil, identifier: identifier, connection: connection)
+  }
+
+  /// The stamp of the last of `versions` (a model and its plan's identifier, if any), a
+  /// `_model_versions` row for each, and the one marker history transaction of the migration.
+  static func recordMigration(
+    to versions: [(model: ManagedObjectModel, identifier: String?)], connection: SQLiteConnection,
+    previous: [String: String]
+  ) throws {
+    try connection.execute(modelVersionsSQL)
+    if try connection.scalarInt("SELECT count(*) FROM pragma_table_info('_model_versions') WHERE name = 'identifier'")
+      == 0
+    {
+      // A store made before plans recorded their version identifiers.
+      try connection.execute("ALTER TABLE _model_versions ADD COLUMN identifier TEXT")
+    }
+    if try connection.scalarInt("SELECT count(*) FROM _model_versions") == 0 {
+      // A store made before versions were recorded: its first known version, of unknown date.
+      try insertVersion(
+        hash: previous["model_hash"] ?? "", json: previous["model_json"] ?? "", date: nil, transaction: nil,
+        identifier: previous["model_version"], connection: connection)
+    }
+    let now = Date()
+    // No changes: an empty range of change rowids where the next change would go, so that a
+    // reader's page of transactions still covers one contiguous range of change rows.
+    let marker = try Statement(
+      connection: connection,
+      sql: """
+        INSERT INTO _history_transaction (timestamp, author, context_name, process_id, first_change, last_change)
+        SELECT ?1, ?2, NULL, ?3, next, next - 1 FROM (SELECT ifnull(max(id), 0) + 1 AS next FROM _history_change)
+        """)
+    marker.bind(now.timeIntervalSinceReferenceDate, at: 1)
+    marker.bind(migrationTransactionAuthor, at: 2)
+    marker.bind(Int64(ProcessInfo.processInfo.processIdentifier), at: 3)
+    try marker.run()
+    let transaction = connection.lastInsertRowID
+    for version in versions {
+      try insertVersion(
+        hash: version.model.versionHash, json: String(decoding: version.model.jsonRepresentation, as: UTF8.self),
+        date: now, transaction: transaction, identifier: version.identifier, connection: connection)
+    }
+    try connection.execute(modelVersionsIndexSQL)
+    guard let last = versions.last else { return }
+    let stamp = try Statement(
+      connection: connection, sql: "INSERT OR REPLACE INTO _metadata (key, value) VALUES (?, ?)")
+    for (key, value) in [
+      ("model_hash", last.model.versionHash),
+      ("model_json", String(decoding: last.model.jsonRepresentation, as: UTF8.self)),
+    ] + (last.identifier.map { [("model_version", $0)] } ?? []) {
+      stamp.reset()
+      stamp.bind(key, at: 1)
+      stamp.bind(value, at: 2)
+      try stamp.run()
+    }
+    // An inferred migration leaves every plan's versions: the store is at none of them.
+    if last.identifier == nil { try connection.execute("DELETE FROM _metadata WHERE key = 'model_version'") }
+  }
+
+  private static func insertVersion(
+    hash: String, json: String, date: Date?, transaction: Int64?, identifier: String?, connection: SQLiteConnection
+  ) throws {
+    let statement = try Statement(
+      connection: connection,
+      sql: "INSERT INTO _model_versions (hash, json, date, history_transaction, identifier) VALUES (?, ?, ?, ?, ?)")
+    statement.bind(hash, at: 1)
+    statement.bind(json, at: 2)
+    if let date { statement.bind(date.timeIntervalSinceReferenceDate, at: 3) } else { statement.bindNull(3) }
+    if let transaction { statement.bind(transaction, at: 4) } else { statement.bindNull(4) }
+    if let identifier { statement.bind(identifier, at: 5) } else { statement.bindNull(5) }
+    try statement.run()
   }
 }

@@ -224,7 +224,7 @@ private func expectRefusal(
       Issue.record("expected uniquenessViolation, got \(String(describing: error))")
       return
     }
-    #expect(collisions == [MigrationCollision(values: ["'grace'"], primaryKeys: [2, 4])])
+    #expect(collisions == [MigrationError.Collision(values: ["'grace'"], primaryKeys: [2, 4])])
   }
 
   private func expectRefusalOfFour(_ url: URL) throws -> MigrationError? {

@@ -8,11 +8,11 @@
 public enum MigrationError: Error, Sendable, Equatable, Codable, CustomStringConvertible {
   /// A change an inferred (lightweight) migration cannot make without losing or inventing
   /// data: `entity` and `attribute` (or relationship) name where, `change` what, and
-  /// `neededStage` the kind of migration stage that can make it (``MigrationStageKind``).
-  case notInferable(entity: String, attribute: String?, change: String, neededStage: MigrationStageKind)
+  /// `neededStage` the kind of migration stage that can make it (``MigrationError/StageKind``).
+  case notInferable(entity: String, attribute: String?, change: String, neededStage: MigrationError.StageKind)
   /// A uniqueness constraint the new model adds would be broken by rows already in the store:
   /// the properties of the constraint and the groups of rows that share values.
-  case uniquenessViolation(entity: String, properties: [String], collisions: [MigrationCollision])
+  case uniquenessViolation(entity: String, properties: [String], collisions: [MigrationError.Collision])
   /// The model is one the store has already been migrated past (it is in the store's
   /// `_model_versions`, before the current one): an older build of the application. Opening
   /// would migrate the store back and drop what the newer version stores, so it is refused.
@@ -61,23 +61,25 @@ public enum MigrationError: Error, Sendable, Equatable, Codable, CustomStringCon
   }
 }
 
-/// The kind of stage a migration step needs: one TypedStore infers, or one with code of yours.
-public enum MigrationStageKind: String, Sendable, Equatable, Codable {
-  /// Inferred from the two models (SwiftData's `MigrationStage.lightweight`).
-  case lightweight
-  /// Code of yours before and after the schema change (SwiftData's `MigrationStage.custom`).
-  case custom
-}
+extension MigrationError {
+  /// The kind of stage a migration step needs: one TypedStore infers, or one with code of yours.
+  public enum StageKind: String, Sendable, Equatable, Codable {
+    /// Inferred from the two models (SwiftData's `MigrationStage.lightweight`).
+    case lightweight
+    /// Code of yours before and after the schema change (SwiftData's `MigrationStage.custom`).
+    case custom
+  }
 
-/// Rows that share the values of a uniqueness constraint a migration would add.
-public struct MigrationCollision: Sendable, Equatable, Codable, CustomStringConvertible {
-  /// The shared values, as SQL literals (`'alice'`, `3`).
-  public var values: [String]
-  /// The primary keys of the rows that share them (the first 100).
-  public var primaryKeys: [Int64]
+  /// Rows that share the values of a uniqueness constraint a migration would add.
+  public struct Collision: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// The shared values, as SQL literals (`'alice'`, `3`).
+    public var values: [String]
+    /// The primary keys of the rows that share them (the first 100).
+    public var primaryKeys: [Int64]
 
-  /// `('alice') in rows 3, 7`.
-  public var description: String {
-    "(\(values.joined(separator: ", "))) in rows \(primaryKeys.map(String.init).joined(separator: ", "))"
+    /// `('alice') in rows 3, 7`.
+    public var description: String {
+      "(\(values.joined(separator: ", "))) in rows \(primaryKeys.map(String.init).joined(separator: ", "))"
+    }
   }
 }

@@ -127,7 +127,7 @@ extension MigrationPlanner {
     }
   }
 
-  private func collisions(_ sources: [ColumnSource], table: String) throws -> [MigrationCollision] {
+  private func collisions(_ sources: [ColumnSource], table: String) throws -> [MigrationError.Collision] {
     var arguments: [PrimitiveValue] = []
     var values: [String] = []
     for (index, source) in sources.enumerated() {
@@ -143,11 +143,11 @@ extension MigrationPlanner {
         + " GROUP BY \(names.joined(separator: ", ")) HAVING count(*) > 1 LIMIT 20")
     defer { statement.reset() }
     for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-    var found: [MigrationCollision] = []
+    var found: [MigrationError.Collision] = []
     while try statement.step() {
       let keys = statement.string(0).split(separator: ",").compactMap { Int64($0) }.sorted()
       found.append(
-        MigrationCollision(
+        MigrationError.Collision(
           values: sources.indices.map { statement.string(Int32($0 + 1)) }, primaryKeys: Array(keys.prefix(100))))
     }
     return found

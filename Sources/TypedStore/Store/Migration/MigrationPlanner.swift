@@ -22,7 +22,7 @@ struct MigrationCommand: Sendable, Equatable {
 /// A migration inferred from two models: the operations a report shows, the commands that do
 /// them, and the reasons it cannot run.
 struct InferredMigration: Sendable {
-  var operations: [MigrationOperation] = []
+  var operations: [MigrationReport.Operation] = []
   var commands: [MigrationCommand] = []
   var refusals: [MigrationError] = []
 }
@@ -235,16 +235,16 @@ struct MigrationPlanner {
   }
 
   mutating func refuse(
-    _ entity: String, _ attribute: String?, _ change: String, stage: MigrationStageKind = .custom
+    _ entity: String, _ attribute: String?, _ change: String, stage: MigrationError.StageKind = .custom
   ) {
     result.refusals.append(.notInferable(entity: entity, attribute: attribute, change: change, neededStage: stage))
   }
 
   mutating func note(
-    _ kind: MigrationOperation.Kind, _ entity: String, _ property: String?, _ detail: String, rows: Int? = nil
+    _ kind: MigrationReport.Operation.Kind, _ entity: String, _ property: String?, _ detail: String, rows: Int? = nil
   ) {
     result.operations.append(
-      MigrationOperation(kind: kind, entity: entity, property: property, detail: detail, rowsAffected: rows))
+      MigrationReport.Operation(kind: kind, entity: entity, property: property, detail: detail, rowsAffected: rows))
   }
 
   mutating func command(_ sql: String, _ arguments: [PrimitiveValue] = []) {

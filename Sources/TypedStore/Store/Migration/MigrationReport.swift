@@ -21,7 +21,7 @@ public struct MigrationReport: Sendable, Equatable, Codable, CustomStringConvert
   /// The version hash of the model the store would be migrated to.
   public var modelHash: String
   /// The steps, in order; empty when the store already has this model.
-  public var steps: [MigrationStep]
+  public var steps: [MigrationReport.Step]
   /// Why the migration would be refused; empty when it can run.
   public var refusals: [MigrationError]
 
@@ -43,72 +43,74 @@ public struct MigrationReport: Sendable, Equatable, Codable, CustomStringConvert
   }
 }
 
-/// One step of a migration: from one model version to the next.
-public struct MigrationStep: Sendable, Equatable, Codable {
-  /// Inferred, or with custom code.
-  public var kind: MigrationStageKind
-  /// The version hash before the step.
-  public var sourceModelHash: String
-  /// The version hash after it.
-  public var destinationModelHash: String
-  /// What the step does, in the order it does it.
-  public var operations: [MigrationOperation]
-}
-
-/// One thing a migration step does to the store.
-public struct MigrationOperation: Sendable, Equatable, Codable, CustomStringConvertible {
-  /// What kind of change.
-  public enum Kind: String, Sendable, Equatable, Codable {
-    /// A new entity (a new table for a root entity).
-    case addEntity
-    /// An entity that is gone, with its rows.
-    case removeEntity
-    /// An entity renamed (`originalEntityName`): its table, code and history names.
-    case renameEntity
-    /// A new attribute; `detail` says what existing rows get.
-    case addAttribute
-    /// An attribute that is gone, with its values.
-    case removeAttribute
-    /// An attribute renamed (`originalName:`).
-    case renameAttribute
-    /// A required attribute that became optional.
-    case makeOptional
-    /// An optional attribute that became required; rows with nil get the default.
-    case makeRequired
-    /// A new relationship.
-    case addRelationship
-    /// A relationship that is gone, with its links.
-    case removeRelationship
-    /// A relationship renamed (`@Relationship(originalName:)`): its key column or join table.
-    case renameRelationship
-    /// A new index or unique index (unique ones are checked first).
-    case addIndex
-    /// An index that is gone.
-    case removeIndex
-    /// Rows get the entity codes of the new model (entities were added, removed or renamed).
-    case remapEntityCodes
-    /// The table is rebuilt (SQLite's 12-step procedure): a new table, the rows copied by one
-    /// `INSERT … SELECT`, the old table dropped, the indexes made again.
-    case rebuildTable
-    /// History's entity names or attribute keys rewritten to the new names.
-    case rewriteHistory
+extension MigrationReport {
+  /// One step of a migration: from one model version to the next.
+  public struct Step: Sendable, Equatable, Codable {
+    /// Inferred, or with custom code.
+    public var kind: MigrationError.StageKind
+    /// The version hash before the step.
+    public var sourceModelHash: String
+    /// The version hash after it.
+    public var destinationModelHash: String
+    /// What the step does, in the order it does it.
+    public var operations: [MigrationReport.Operation]
   }
 
-  /// What kind of change.
-  public var kind: Kind
-  /// The entity (or table) it concerns.
-  public var entity: String
-  /// The attribute, relationship or index, when it concerns one.
-  public var property: String?
-  /// A readable detail: the default written, the old name, the columns.
-  public var detail: String
-  /// The rows it reads or writes, where it touches rows.
-  public var rowsAffected: Int?
+  /// One thing a migration step does to the store.
+  public struct Operation: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// What kind of change.
+    public enum Kind: String, Sendable, Equatable, Codable {
+      /// A new entity (a new table for a root entity).
+      case addEntity
+      /// An entity that is gone, with its rows.
+      case removeEntity
+      /// An entity renamed (`originalEntityName`): its table, code and history names.
+      case renameEntity
+      /// A new attribute; `detail` says what existing rows get.
+      case addAttribute
+      /// An attribute that is gone, with its values.
+      case removeAttribute
+      /// An attribute renamed (`originalName:`).
+      case renameAttribute
+      /// A required attribute that became optional.
+      case makeOptional
+      /// An optional attribute that became required; rows with nil get the default.
+      case makeRequired
+      /// A new relationship.
+      case addRelationship
+      /// A relationship that is gone, with its links.
+      case removeRelationship
+      /// A relationship renamed (`@Relationship(originalName:)`): its key column or join table.
+      case renameRelationship
+      /// A new index or unique index (unique ones are checked first).
+      case addIndex
+      /// An index that is gone.
+      case removeIndex
+      /// Rows get the entity codes of the new model (entities were added, removed or renamed).
+      case remapEntityCodes
+      /// The table is rebuilt (SQLite's 12-step procedure): a new table, the rows copied by one
+      /// `INSERT … SELECT`, the old table dropped, the indexes made again.
+      case rebuildTable
+      /// History's entity names or attribute keys rewritten to the new names.
+      case rewriteHistory
+    }
 
-  /// `addAttribute Order.trackingNumber: nil in 3 rows`.
-  public var description: String {
-    let name = entity + (property.map { ".\($0)" } ?? "")
-    let rows = rowsAffected.map { " (\($0) rows)" } ?? ""
-    return "\(kind.rawValue) \(name)\(detail.isEmpty ? "" : ": \(detail)")\(rows)"
+    /// What kind of change.
+    public var kind: Kind
+    /// The entity (or table) it concerns.
+    public var entity: String
+    /// The attribute, relationship or index, when it concerns one.
+    public var property: String?
+    /// A readable detail: the default written, the old name, the columns.
+    public var detail: String
+    /// The rows it reads or writes, where it touches rows.
+    public var rowsAffected: Int?
+
+    /// `addAttribute Order.trackingNumber: nil in 3 rows`.
+    public var description: String {
+      let name = entity + (property.map { ".\($0)" } ?? "")
+      let rows = rowsAffected.map { " (\($0) rows)" } ?? ""
+      return "\(kind.rawValue) \(name)\(detail.isEmpty ? "" : ": \(detail)")\(rows)"
+    }
   }
 }
