@@ -78,3 +78,129 @@ enum MigrationDoc {
     }
   }
 }
+
+/// docs/migration.md's staged migration, run: three versions of a customer, a custom stage
+/// that splits a name.
+enum MigrationPlanDoc {
+  final class CustomerV1: ManagedObject {
+    override class var entityName: String { "Customer" }
+    @Attribute var name: String = ""
+  }
+
+  final class CustomerV2: ManagedObject {
+    override class var entityName: String { "Customer" }
+    @Attribute var name: String = ""
+    @Attribute var firstName: String = ""
+    @Attribute var lastName: String = ""
+  }
+
+  final class CustomerV3: ManagedObject {
+    override class var entityName: String { "Customer" }
+    @Attribute var firstName: String = ""
+    @Attribute var lastName: String = ""
+  }
+
+  static func open(_ url: URL) throws -> PersistentContainer {
+    let plan = MigrationPlan(
+      versions: [
+        .init("1", try ManagedObjectModel(CustomerV1.self)),
+        .init("2", try ManagedObjectModel(CustomerV2.self)),
+        .init("3", try ManagedObjectModel(CustomerV3.self)),
+      ],
+      stages: [
+        .custom(didMigrate: { context in
+          for customer in try context.fetch(FetchRequest<CustomerV2>()) {
+            let parts = customer.name.split(separator: " ", maxSplits: 1)
+            customer.firstName = parts.first.map(String.init) ?? ""
+            customer.lastName = parts.count > 1 ? String(parts[1]) : ""
+          }
+        }),
+        .lightweight,
+      ])
+    let container = try PersistentContainer(name: "Shop", migrationPlan: plan, storeURL: url)
+    return container
+  }
+
+  /// The page's stage over many rows: a page at a time, each saved and then forgotten.
+  static let batchedStage = MigrationStage.custom(didMigrate: { context in
+    var request = FetchRequest<CustomerV2>(sortBy: [SortDescriptor(\.name)])
+    request.fetchLimit = 10_000
+    while true {
+      let page = try context.fetch(request)
+      for customer in page {
+        let parts = customer.name.split(separator: " ", maxSplits: 1)
+        customer.firstName = parts.first.map(String.init) ?? ""
+      }
+      try context.save()
+      context.reset()
+      if page.count < 10_000 { break }
+      request.fetchOffset += 10_000
+    }
+  })
+}
+
+@Suite struct MigrationPlanDocTests {
+  @Test func thePagesPlanTakesAVersion1StoreToVersion3() throws {
+    let url: URL
+    do {
+      let container = try PersistentContainer.makeTest(model: ManagedObjectModel(MigrationPlanDoc.CustomerV1.self))
+      try container.viewContext.performAndWait { context in
+        MigrationPlanDoc.CustomerV1(context: context).name = "Ada Lovelace"
+        try context.save()
+      }
+      url = container.persistentStore.url
+    }
+    let container = try MigrationPlanDoc.open(url)
+    let names = try container.viewContext.performAndWait { context in
+      try context.fetch(FetchRequest<MigrationPlanDoc.CustomerV3>()).map { "\($0.firstName)|\($0.lastName)" }
+    }
+    #expect(names == ["Ada|Lovelace"])
+  }
+
+  @Test func theBatchedStageFillsEveryRowAPageAtATime() throws {
+    let url: URL
+    do {
+      let container = try PersistentContainer.makeTest(model: ManagedObjectModel(MigrationPlanDoc.CustomerV1.self))
+      try container.viewContext.performAndWait { context in
+        _ = try context.execute(
+          BatchInsertRequest<MigrationPlanDoc.CustomerV1>(count: 25_000) { index, customer in
+            customer.name = "First\(index) Last"
+          })
+      }
+      url = container.persistentStore.url
+    }
+    let plan = MigrationPlan(
+      versions: [
+        .init("1", try ManagedObjectModel(MigrationPlanDoc.CustomerV1.self)),
+        .init("2", try ManagedObjectModel(MigrationPlanDoc.CustomerV2.self)),
+      ],
+      stages: [MigrationPlanDoc.batchedStage])
+    let container = try PersistentContainer(name: "Shop", migrationPlan: plan, storeURL: url)
+    let empty = try container.viewContext.performAndWait { context in
+      try context.count(for: FetchRequest<MigrationPlanDoc.CustomerV2>(predicate: #Predicate { $0.firstName == "" }))
+    }
+    #expect(empty == 0)
+  }
+
+  @Test func plansIgnoreTheInferenceSwitchButNotTheMigrationSwitch() throws {
+    let url: URL
+    do {
+      let container = try PersistentContainer.makeTest(model: ManagedObjectModel(MigrationPlanDoc.CustomerV1.self))
+      url = container.persistentStore.url
+    }
+    let plan = MigrationPlan(
+      versions: [
+        .init("1", try ManagedObjectModel(MigrationPlanDoc.CustomerV1.self)),
+        .init("2", try ManagedObjectModel(MigrationPlanDoc.CustomerV2.self)),
+      ],
+      stages: [.lightweight])
+    var options = StoreOptions()
+    options.shouldMigrateStoreAutomatically = false
+    #expect(throws: StoreError.self) {
+      try PersistentContainer(name: "Shop", migrationPlan: plan, storeURL: url, options: options)
+    }
+    options = StoreOptions()
+    options.shouldInferMappingModelAutomatically = false
+    _ = try PersistentContainer(name: "Shop", migrationPlan: plan, storeURL: url, options: options)
+  }
+}

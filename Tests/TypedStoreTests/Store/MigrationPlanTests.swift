@@ -131,6 +131,7 @@ private func customers(_ container: PersistentContainer) throws -> [String] {
   @Test("a store created with a plan records its version, and later opens run only the stages after it")
   func aStoreRunsOnlyTheStagesAfterItsVersion() throws {
     let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
     let first = Runs()
     let second = Runs()
     let twoVersions = MigrationPlan(versions: [version1, version2], stages: [splitNames(first)])
@@ -154,6 +155,10 @@ private func customers(_ container: PersistentContainer) throws -> [String] {
           // The older version's classes, before `name` is dropped.
           let names = try context.fetch(FetchRequest<PlanCustomerV2>()).map(\.name)
           #expect(names == ["Edsger Dijkstra"])
+          // The store itself is read-only inside a stage: only the context writes.
+          #expect(throws: StoreError.readOnly(path: url.path)) {
+            try context.persistentStore.deleteHistory(before: Date())
+          }
         }),
       ])
     let container = try PersistentContainer(name: "Customers", migrationPlan: plan, storeURL: url)
@@ -209,6 +214,45 @@ private func customers(_ container: PersistentContainer) throws -> [String] {
       return entity == "Customer" && attribute == "token"
     }
     #expect(try everything(url) == before)
+  }
+
+  @Test("willMigrate can remove the rows a new uniqueness constraint would refuse, in the same transaction")
+  func willMigrateMakesRoomForAUniquenessConstraint() throws {
+    final class UniqueEmail: ManagedObject {
+      override class var entityName: String { "Customer" }
+      @Attribute var name: String = ""
+      @Attribute(unique: true) var email: String? = nil
+    }
+    let url = try makeVersion1Store()
+    let container = try PersistentContainer(
+      name: "Customers", model: ManagedObjectModel(PlanCustomerV1.self), storeURL: url)
+    try container.viewContext.performAndWait { context in
+      let twin = PlanCustomerV1(context: context)
+      twin.name = "Ada Again"
+      twin.email = "ada@example.com"
+      try context.save()
+    }
+    let unique = MigrationPlan.Version("2u", try ManagedObjectModel(UniqueEmail.self))
+    #expect(throws: MigrationError.self) {
+      try PersistentContainer(
+        name: "Customers", migrationPlan: MigrationPlan(versions: [version1, unique], stages: [.lightweight]),
+        storeURL: url)
+    }
+    let plan = MigrationPlan(
+      versions: [version1, unique],
+      stages: [
+        .custom(willMigrate: { context in
+          var seen = Set<String>()
+          for customer in try context.fetch(FetchRequest<PlanCustomerV1>(sortBy: [SortDescriptor(\.name)])) {
+            if let email = customer.email, !seen.insert(email).inserted { context.delete(customer) }
+          }
+        })
+      ])
+    let migrated = try PersistentContainer(name: "Customers", migrationPlan: plan, storeURL: url)
+    let names = try migrated.viewContext.performAndWait { context in
+      try context.fetch(FetchRequest<UniqueEmail>()).map(\.name).sorted()
+    }
+    #expect(names == ["Ada Again", "Grace Brewster Hopper"], "the first by name of each email is kept")
   }
 
   @Test("a data-only stage between two versions that store alike runs once")

@@ -36,14 +36,15 @@ public enum MigrationError: Error, Sendable, Equatable, Codable, CustomStringCon
       "the store cannot be migrated by inference: \(entity)\(attribute.map { ".\($0)" } ?? "") \(change). "
         + "Nothing was changed; the store still opens with the model it was made with. This change needs a "
         + "\(stage.rawValue) stage: change the model so that it can be inferred (a constant default, a new attribute "
-        + "beside the old one, a rename declared with originalName:), or make it over two releases "
-        + "(docs/migration.md, the inference table and 'Recovering from a refused migration')"
+        + "beside the old one, a rename declared with originalName:), or open the store with a MigrationPlan whose "
+        + "custom stage makes it through a middle version (docs/migration.md, the inference table and 'Staged "
+        + "migration')"
     case .uniquenessViolation(let entity, let properties, let collisions):
       "the store cannot be migrated: the new uniqueness constraint on \(entity) (\(properties.joined(separator: ", "))) "
         + "is broken by rows already stored: "
         + collisions.map(\.description).joined(separator: "; ")
         + ". Nothing was changed. Open the store with the model it was made with and make those values distinct, "
-        + "or migrate with a custom stage that does"
+        + "or migrate with a MigrationPlan whose custom stage does so in willMigrate"
     case .olderModel(let stored, let given):
       "the store was migrated from this model (hash \(given.prefix(12))…) to a newer one (hash \(stored.prefix(12))…); "
         + "nothing was changed. This is an older version of the application: open the store with the newer model"
