@@ -50,6 +50,7 @@ import TypedStore
     case .importMemory(let n): try importMemoryProbe(n: n)
     case .exportMemory(let store): try exportMemoryProbe(store: store)
     case .batchMemory(let store): try batchMemoryProbe(store: store)
+    case .stageMemory(let store): try stageMemoryProbe(store: store)
     case .latencyWriter(let store, let commits): try latencyWriter(store: store, commits: commits)
     case .follower(let store, let consumer, let stop): try await follower(store: store, consumer: consumer, stop: stop)
     }
@@ -72,6 +73,7 @@ import TypedStore
     try mergeLatencyRow()
     try batchedFetchMemoryRow()
     try await migrationRows()
+    try stageMemoryRow()
     let report = Report(n: n, runs: options.runs, sqliteVersion: sqliteVersion(), rows: rows, checked: options.check)
     print(report.table)
     if let path = options.json { try report.json().write(to: URL(fileURLWithPath: path)) }

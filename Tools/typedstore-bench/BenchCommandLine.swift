@@ -26,6 +26,9 @@ enum BenchRole: Sendable {
   case exportMemory(store: String)
   /// The batched-fetch memory probe on this store: prints the growth in MiB.
   case batchMemory(store: String)
+  /// The custom migration stage memory probe on this store: prints the growth and the peak in
+  /// MiB.
+  case stageMemory(store: String)
   /// Process A of the latency row: saves `commits` objects into the store, one per
   /// transaction, printing "<primary key> <monotonic ns>" as each returns.
   case latencyWriter(store: String, commits: Int)
@@ -50,6 +53,7 @@ enum BenchCommandLine {
       role("import-memory", "The import memory probe.", ["n"]),
       role("export-memory", "The export memory probe.", ["store"]),
       role("batch-memory", "The batched-fetch memory probe.", ["store"]),
+      role("stage-memory", "The custom migration stage memory probe.", ["store"]),
       role("latency-writer", "Process A of the latency row.", ["store", "commits"]),
       role("follow", "A consumer process of the throughput row.", ["store", "consumer", "stop"]),
     ])
@@ -87,6 +91,7 @@ enum BenchCommandLine {
     case ["import-memory"]: return .importMemory(n: try number(arguments[0], command))
     case ["export-memory"]: return .exportMemory(store: arguments[0])
     case ["batch-memory"]: return .batchMemory(store: arguments[0])
+    case ["stage-memory"]: return .stageMemory(store: arguments[0])
     case ["latency-writer"]: return .latencyWriter(store: arguments[0], commits: try number(arguments[1], command))
     case ["follow"]: return .follower(store: arguments[0], consumer: arguments[1], stop: arguments[2])
     default:

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TypedStore
 
 // Migration: opening a store of 10 N rows with a model version that adds an attribute (an
@@ -46,6 +47,15 @@ final class MigratingItemRebuilt: ManagedObject {
   @Attribute var category: String = ""
   @Attribute var score: Double? = nil
   @Attribute var created: Date = Date(timeIntervalSinceReferenceDate: 0)
+}
+
+/// Peaks of resident memory a migration stage saw, in bytes.
+final class StageMemory: Sendable {
+  private let state = Mutex((baseline: 0, peak: 0))
+
+  func start() { state.withLock { $0 = (residentBytes(), 0) } }
+  func sample() { state.withLock { $0.peak = max($0.peak, residentBytes()) } }
+  var measured: (baseline: Int, peak: Int) { state.withLock { $0 } }
 }
 
 extension Bench {
@@ -100,5 +110,69 @@ extension Bench {
         Double(rows))
       return ms
     }
+  }
+}
+
+extension Bench {
+  /// A custom stage over 10 N rows, a page of 10,000 at a time with `reset()` after each save
+  /// (docs/migration.md): how far resident memory grows in the probe process while it runs.
+  func stageMemoryRow() throws {
+    let name = "migrate \(n * 10) rows through a custom stage, 10,000 a page: peak RSS growth (absolute)"
+    guard selected(name) else { return }
+    let url = directory.appendingPathComponent("\(uniqueName("stage")).sqlite")
+    do {
+      let container = try PersistentContainer(
+        name: "stage", model: ManagedObjectModel(MigratingItem.self), storeURL: url)
+      try seed(container, rows: n * 10, of: MigratingItem.self)
+    }
+    let output = try ChildProcess.output(of: ["stage-memory", url.path]).split(separator: " ")
+    guard output.count == 2, let growth = Double(output[0]), let peak = Double(output[1]) else {
+      throw BenchError.sqlite("the stage memory probe printed \(output)")
+    }
+    let empty = try RawDatabase(existing: url.path).numbers("SELECT count(*) FROM MigratingItem WHERE note IS NULL")
+    try verify("\(name): every row filled", empty[0], 0.0)
+    rows.append(
+      ReportRow(
+        name: name, note: String(format: "%.1f MiB, process peak %.1f MiB (goal ≤ 64 MiB growth)", growth, peak)))
+  }
+
+  /// The custom stage memory probe: opens a version 1 store with a plan whose custom stage fills
+  /// the new `note` of every row a page at a time; prints the resident memory's growth during
+  /// the stage and the process's peak, in MiB.
+  func stageMemoryProbe(store path: String) throws {
+    let memory = StageMemory()
+    let plan = MigrationPlan(
+      versions: [
+        .init("1", try ManagedObjectModel(MigratingItem.self)),
+        .init("2", try ManagedObjectModel(MigratingItemAdded.self)),
+      ],
+      stages: [
+        .custom(didMigrate: { context in
+          memory.start()
+          var request = FetchRequest<MigratingItemAdded>()
+          request.fetchLimit = 10_000
+          while true {
+            let page = try context.fetch(request)
+            for item in page { item.note = "n\(item.number)" }
+            try context.save()
+            context.reset()
+            memory.sample()
+            if page.count < 10_000 { break }
+            request.fetchOffset += 10_000
+          }
+        })
+      ])
+    var options = StoreOptions()
+    options.busyTimeout = .seconds(600)
+    _ = try PersistentContainer(
+      name: "stage", migrationPlan: plan, storeURL: URL(fileURLWithPath: path), options: options)
+    let (baseline, peak) = memory.measured
+    // The kernel's high-water mark of this process since its exec (`getrusage`'s `ru_maxrss`
+    // would carry over the parent's from before the spawn).
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    let highWater =
+      status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+      .flatMap { Double($0.split(separator: " ", omittingEmptySubsequences: true)[1]) } ?? 0
+    print(String(format: "%.1f %.1f", Double(max(0, peak - baseline)) / 1_048_576, highWater / 1024))
   }
 }
