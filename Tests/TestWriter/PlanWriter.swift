@@ -45,7 +45,8 @@ func customerPlan() throws -> MigrationPlan {
     ])
 }
 
-/// `plan-open <store> <author> <start, ms since 1970>`: waits until the start time, opens the
+/// `plan-open <store> <author> <start, ms since 1970>`: waits until the start time, prints
+/// "migrating", opens the
 /// store with `customerPlan` (migrating it if no one has), prints "opened", saves one customer
 /// and prints "saved <primary key>". Prints "open failed: <error>" (exit 2) or "save failed:
 /// <error>" (exit 3).
@@ -55,6 +56,7 @@ func planOpen(_ arguments: [String]) {
   }
   let wait = start / 1000 - Date().timeIntervalSince1970
   if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+  say("migrating")
   let container: PersistentContainer
   do {
     var options = StoreOptions()

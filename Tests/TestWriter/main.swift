@@ -46,7 +46,7 @@ import TypedStore
 //       (MigrationWriter.swift); prints "migrating", "opened", "saved <primary key>".
 //   typedstore-test-writer plan-open <store> <author> <start, ms since 1970>
 //       opens the store with the three-version Customer plan (migrating it), saves one
-//       customer (PlanWriter.swift); prints "opened", "saved <primary key>".
+//       customer (PlanWriter.swift); prints "migrating", "opened", "saved <primary key>".
 //   Any of these after "as-user <uid>" runs as that user (the tests run as root, which may
 //   write any file).
 

@@ -41,6 +41,10 @@ private let version1 = MigrationPlan.Version("1", try! ManagedObjectModel(PlanCu
 private let version2 = MigrationPlan.Version("2", try! ManagedObjectModel(PlanCustomerV2.self))
 private let version3 = MigrationPlan.Version("3", try! ManagedObjectModel(PlanCustomerV3.self))
 
+private func walBytes(_ url: URL) -> Int {
+  ((try? FileManager.default.attributesOfItem(atPath: url.path + "-wal"))?[.size] as? Int) ?? 0
+}
+
 /// How many times a stage ran.
 private final class Runs: Sendable {
   private let count = Mutex(0)
@@ -343,6 +347,76 @@ private func customers(_ container: PersistentContainer) throws -> [String] {
       try customers(container) == [
         "1 Ada|Lovelace|ada@example.com", "2 Grace|Brewster Hopper|nil", "4 v3||nil",
       ])
+  }
+
+  @Test("a process killed while it migrates through the plan leaves version 1 whole, or version 3 whole")
+  func aPlanMigrationKilledHalfWayLeavesOneVersionWhole() async throws {
+    let trials = soak ? 20 : 3
+    let rows = 100_000
+    let outcome = try await offThePool {
+      var (old, migrated, midWrite) = (0, 0, 0)
+      var problems: [String] = []
+      for trial in 0..<trials {
+        let url = PersistentContainer.testStoreURL(variant: "\(trial)")
+        try PersistentContainer.destroyPersistentStore(at: url)
+        do {
+          let container = try PersistentContainer(
+            name: "Customers", model: ManagedObjectModel(PlanCustomerV1.self), storeURL: url)
+          try container.viewContext.performAndWait { context in
+            _ = try context.execute(
+              BatchInsertRequest<PlanCustomerV1>(count: rows) { index, customer in customer.name = "First\(index) Last"
+              })
+          }
+          try container.persistentStore.checkpoint()
+        }
+        let history = try SQLiteConnection(path: url.path, mode: .readOnly).scalarInt(
+          "SELECT count(*) FROM _history_transaction")
+        let walBefore = walBytes(url)
+        let child = try SpawnedProcess(builtProduct("typedstore-test-writer"), ["plan-open", url.path, "killed", "0"])
+        guard child.waitForLine("migrating") else {
+          problems.append("trial \(trial): the child did not start")
+          continue
+        }
+        if trial % 2 == 0 {
+          // While the custom stage writes: once its pages spill into the log.
+          let deadline = Date().addingTimeInterval(20)
+          while walBytes(url) < walBefore + 512 * 1024 && Date() < deadline { usleep(500) }
+        } else {
+          Thread.sleep(forTimeInterval: Double.random(in: 0...0.5))
+        }
+        child.kill()
+        let wroteUncommitted = walBytes(url) > walBefore
+        var noMigration = StoreOptions()
+        noMigration.shouldMigrateStoreAutomatically = false
+        do {
+          let container = try PersistentContainer(
+            name: "Customers", model: ManagedObjectModel(PlanCustomerV1.self), storeURL: url, options: noMigration)
+          let count = try container.viewContext.performAndWait { try $0.count(for: FetchRequest<PlanCustomerV1>()) }
+          if count != rows { problems.append("trial \(trial): version 1 has \(count) rows") }
+          let after = try SQLiteConnection(path: url.path, mode: .readOnly).scalarInt(
+            "SELECT count(*) FROM _history_transaction")
+          if after != history {
+            problems.append("trial \(trial): history \(String(describing: history)) → \(String(describing: after))")
+          }
+          old += 1
+          if wroteUncommitted { midWrite += 1 }
+        } catch StoreError.modelMismatch {
+          let container = try PersistentContainer(name: "Customers", migrationPlan: customerPlan(), storeURL: url)
+          let split = try container.viewContext.performAndWait { context in
+            try context.count(for: FetchRequest<PlanCustomerV3>(predicate: #Predicate { $0.lastName == "Last" }))
+          }
+          if split < rows { problems.append("trial \(trial): version 3 has \(split) split names") }
+          migrated += 1
+        }
+        let integrity = try SQLiteConnection(path: url.path, mode: .readOnly).scalarText("PRAGMA integrity_check")
+        if integrity != "ok" { problems.append("trial \(trial): integrity_check: \(integrity ?? "nil")") }
+      }
+      return (old, migrated, problems, midWrite)
+    }
+    print("plan migration kills: \(outcome.0) left at version 1 (\(outcome.3) mid-write), \(outcome.1) at version 3")
+    #expect(outcome.2.isEmpty, "\(outcome.2)")
+    #expect(outcome.0 + outcome.1 == trials)
+    #expect(outcome.3 >= 1, "no kill landed while the stage was writing")
   }
 
   @Test("eight processes opening a version 1 store with the plan migrate it exactly once and all save")
