@@ -28,7 +28,7 @@ extension MigrationPlanner {
         command(
           "UPDATE \"\(table)\" SET \"\(column.name)\" = ? WHERE _entity IN (SELECT value FROM json_each(?))",
           [value, .text(HistorySchema.jsonArray(codes))])
-      case .null:
+      case .null, .derived:  // a derived column always rebuilds the table (`migrateTable`)
         command("ALTER TABLE \"\(table)\" ADD COLUMN \(column.definition)")
       }
     }
@@ -90,6 +90,7 @@ extension MigrationPlanner {
         [.text(HistorySchema.jsonArray(codes)), value]
       )
     case .null: ("NULL", [])
+    case .derived(let sql): (sql, [])
     }
   }
 

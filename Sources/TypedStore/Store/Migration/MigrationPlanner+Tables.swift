@@ -41,6 +41,7 @@ extension MigrationPlanner {
         // A rename onto a name the old table still uses is a rebuild, not a chain of renames.
         if name != column.name && source.columns.contains(where: { $0.name == column.name }) { plan.rebuild = true }
       case .copyFilling, .fill: if column.isNotNull { plan.rebuild = true }
+      case .derived: plan.rebuild = true
       case .null: break
       }
     }
@@ -165,7 +166,7 @@ extension ColumnSource {
   var oldColumn: String? {
     switch self {
     case .copy(let name), .copyFilling(let name, _, _): name
-    case .fill, .null: nil
+    case .fill, .null, .derived: nil
     }
   }
 }

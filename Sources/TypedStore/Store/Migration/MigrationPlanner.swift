@@ -37,6 +37,9 @@ enum ColumnSource: Equatable {
   case fill(PrimitiveValue, codes: [Int64])
   /// A new column, NULL in every row.
   case null
+  /// An SQL expression over the old row that only a rebuild's `INSERT … SELECT` can compute
+  /// (a window function, or a subquery into a join table): the table is rebuilt.
+  case derived(String)
 }
 
 struct MigrationPlanner {

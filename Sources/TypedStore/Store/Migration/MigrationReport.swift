@@ -82,6 +82,16 @@ extension MigrationReport {
       case removeRelationship
       /// A relationship renamed (`@Relationship(originalName:)`): its key column or join table.
       case renameRelationship
+      /// A to-many side made ordered: each list keeps the order it read in (by primary key).
+      case makeOrdered
+      /// A to-many side made unordered: the lists' order is dropped.
+      case makeUnordered
+      /// A to-one side made to-many (one-to-many → many-to-many): its links move from the key
+      /// column into a join table.
+      case moveLinksToJoinTable
+      /// A to-many side made to-one (many-to-many → one-to-many): its links move from the join
+      /// table into a key column; refused while a row has more than one.
+      case moveLinksToKeyColumn
       /// A new index or unique index (unique ones are checked first).
       case addIndex
       /// An index that is gone.
