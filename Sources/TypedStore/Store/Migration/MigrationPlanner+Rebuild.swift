@@ -90,7 +90,7 @@ extension MigrationPlanner {
         [.text(HistorySchema.jsonArray(codes)), value]
       )
     case .null: ("NULL", [])
-    case .derived(let sql): (sql, [])
+    case .derived(let sql, let arguments): (sql, arguments)
     }
   }
 

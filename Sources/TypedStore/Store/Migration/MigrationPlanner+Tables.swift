@@ -69,8 +69,10 @@ extension MigrationPlanner {
       } ?? []
     switch column.role {
     case .attribute:
-      guard let attribute = entity.attribute(named: column.property) else { return nil }
-      return try attributeSource(attribute, column: column, previousEntity: previousEntity, codes: codes)
+      guard let attribute = entity.attribute(named: column.property),
+        let source = try attributeSource(attribute, column: column, previousEntity: previousEntity, codes: codes)
+      else { return nil }
+      return try adjustingForMoves(source, attribute: attribute, column: column)
     case .foreignKey, .order:
       return try relationshipSource(column, entity: entity, previousEntity: previousEntity, codes: codes)
     }

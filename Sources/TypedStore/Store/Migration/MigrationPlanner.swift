@@ -39,7 +39,7 @@ enum ColumnSource: Equatable {
   case null
   /// An SQL expression over the old row that only a rebuild's `INSERT … SELECT` can compute
   /// (a window function, or a subquery into a join table): the table is rebuilt.
-  case derived(String)
+  case derived(String, [PrimitiveValue] = [])
 }
 
 struct MigrationPlanner {
@@ -117,11 +117,15 @@ struct MigrationPlanner {
     for entity in new.entities {
       guard let source = oldName[entity.name].flatMap(old.entity(named:)) else { continue }
       let expected = entity.superentityName.map { oldName[$0] ?? "(new) \($0)" }
+      let move = "superentity \(source.superentityName ?? "none") → \(entity.superentityName ?? "none")"
       if source.superentityName != expected {
-        refuse(
-          entity.name, nil,
-          "moved within its hierarchy (superentity \(source.superentityName ?? "none") → "
-            + "\(entity.superentityName ?? "none"))")
+        if !entity.isRoot && oldName[entity.rootName] == source.rootName {
+          // Within its hierarchy: the same table (`MigrationPlanner+Hierarchy.swift`).
+          note(.moveEntity, entity.name, nil, move)
+          checkMoveLinks(entity, from: source)
+        } else {
+          refuse(entity.name, nil, "moves to another hierarchy (\(move)), whose rows live in another table")
+        }
       }
       if source.name != entity.name {
         note(.renameEntity, entity.name, nil, "was \(source.name)")

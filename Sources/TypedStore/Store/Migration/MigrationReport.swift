@@ -66,6 +66,9 @@ extension MigrationReport {
       case removeEntity
       /// An entity renamed (`originalEntityName`): its table, code and history names.
       case renameEntity
+      /// An entity given another superentity of the same root: its rows stay in the table,
+      /// with the columns of the ancestors it left cleared and those it joined filled.
+      case moveEntity
       /// A new attribute; `detail` says what existing rows get.
       case addAttribute
       /// An attribute that is gone, with its values.
