@@ -161,13 +161,15 @@ enum HistoryCommands {
     return store
   }
 
-  /// SIGINT and SIGTERM, ignored by default, call `stop` then `wake` instead.
+  /// SIGINT and SIGTERM, ignored by default, call `stop` then `wake` instead. Returns once
+  /// both are caught: libdispatch installs its handler on its own thread after `resume()`,
+  /// and a signal that came in between would be ignored, leaving the watch running.
   private static func stopOnSignals(
     _ stop: @escaping @Sendable () -> Void, then wake: @escaping @Sendable () -> Void
   ) -> [any DispatchSourceSignal] {
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
-    return [SIGINT, SIGTERM].map { number in
+    let sources = [SIGINT, SIGTERM].map { number in
       let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
       source.setEventHandler {
         stop()
@@ -176,6 +178,20 @@ enum HistoryCommands {
       source.resume()
       return source
     }
+    let deadline = ContinuousClock.now + .seconds(5)
+    while !caughtSignals().isSuperset(of: [SIGINT, SIGTERM]) && ContinuousClock.now < deadline {
+      Thread.sleep(forTimeInterval: 0.001)
+    }
+    return sources
+  }
+
+  /// The signals this process has a handler for (`SigCgt` in `/proc/self/status`).
+  private static func caughtSignals() -> Set<Int32> {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+      let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+    else { return [] }
+    return Set((1...64).filter { mask & (1 << UInt64($0 - 1)) != 0 }.map(Int32.init))
   }
 
   // MARK: - prune
