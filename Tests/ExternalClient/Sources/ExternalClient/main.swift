@@ -97,3 +97,44 @@ require(
   scratchCount == 0 && scratch.persistentStore.url.path.contains("typedstore-tests"),
   "makeTest: \(scratchCount) notes at \(scratch.persistentStore.url.path)")
 print("ExternalClient: TypedStoreTesting.makeTest opened \(scratch.persistentStore.url.lastPathComponent)")
+
+// Version 2 of the app: a staged migration whose custom stage fills a new attribute from an
+// old one, while this process still holds the version 1 container, which is refused after.
+enum Version2 {
+  final class Folder: ManagedObject {
+    @Attribute var name: String = ""
+    @Attribute var displayName: String = ""
+  }
+}
+
+try await container.performBackgroundTask { context in
+  Folder(context: context).name = "inbox"
+  try context.save()
+}
+let plan = MigrationPlan(
+  versions: [
+    .init("1", try ManagedObjectModel(Folder.self, Note.self)),
+    .init("2", try ManagedObjectModel(Version2.Folder.self, Note.self)),
+  ],
+  stages: [
+    .custom(didMigrate: { context in
+      for folder in try context.fetch(FetchRequest<Version2.Folder>()) { folder.displayName = folder.name.capitalized }
+    })
+  ])
+let migrated = try PersistentContainer(name: "Notes", migrationPlan: plan, storeURL: url)
+let displayNames = try await migrated.viewContext.perform { context in
+  try context.fetch(FetchRequest<Version2.Folder>()).map(\.displayName)
+}
+require(displayNames == ["Inbox"], "migration plan: \(displayNames)")
+let oldModelRefused = await container.viewContext.perform { context -> Bool in
+  do {
+    _ = try context.count(for: FetchRequest<Folder>())
+    return false
+  } catch StoreError.modelChanged {
+    return true
+  } catch {
+    return false
+  }
+}
+require(oldModelRefused, "the version 1 container was not refused after the migration")
+print("ExternalClient: migrated through a plan to \(displayNames); version 1 refused")
