@@ -14,6 +14,12 @@ import TypedStore
     #expect(run.stdout.hasPrefix("typedstore \(TypedStoreVersion.current) "), "\(run.stdout)")
   }
 
+  @Test func theChangelogsNewestVersionIsTheLibrarysVersion() throws {
+    let text = try String(contentsOf: Self.root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+    let newest = text.split(separator: "\n").first { $0.hasPrefix("## ") && !$0.hasPrefix("## Unreleased") }
+    #expect(newest?.hasPrefix("## \(TypedStoreVersion.current) ") == true, "\(newest ?? "no version")")
+  }
+
   /// The script's build step is `swift build -c release`, which cannot run inside this test
   /// run (SwiftPM holds the build folder): it installs the binary this run built instead.
   @Test func installScriptCopiesTheToolToThePrefixAndSaysWhere() throws {
