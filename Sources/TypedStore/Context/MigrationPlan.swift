@@ -102,8 +102,9 @@ public enum MigrationStage: Sendable {
   /// older version, `didMigrate` one of the newer version; each reads what the stages before
   /// it wrote, and what it leaves unsaved is saved when it returns. Both run inside the
   /// migration's one transaction: an error either throws ends the migration, and the store
-  /// stays at the version it was at. A stage's saves record no history of their own: the
-  /// migration's marker transaction stands for them.
+  /// stays at the version it was at. A stage's saves are recorded in history as any save is
+  /// (author ``PersistentStore/migrationTransactionAuthor``, unless the stage sets another),
+  /// before the migration's marker transaction.
   case custom(
     willMigrate: (@Sendable (ModelContext) throws -> Void)? = nil,
     didMigrate: (@Sendable (ModelContext) throws -> Void)? = nil)

@@ -49,9 +49,10 @@ final class ModelStamp: Sendable {
     self.cookie = Atomic(cookie)
   }
 
-  /// The stamp of a migration stage's store, whose model is not (yet, or any more) the
-  /// stored one: every transaction of a connection of its own is refused. Its contexts read
-  /// inside the migration's transaction, which checks nothing.
+  /// The stamp of a migration stage's store. Its contexts read inside the migration's
+  /// transaction, on the migration's connection, which checks nothing; a connection of its
+  /// own (a store-level read in a stage) reads the committed store, and is refused once that
+  /// has a model other than the stage's.
   init(migrationStageOf model: ManagedObjectModel) {
     modelHash = model.versionHash
     cookie = Atomic(-1)

@@ -22,8 +22,9 @@ import Foundation
 extension PersistentStore {
   /// What an open does with a store whose model differs from the one given.
   enum ModelChange {
-    /// Refuse it (a read-only open, which cannot migrate).
-    case refuse
+    /// Refuse it (a read-only open, which cannot migrate), as well as a store with stages of
+    /// the plan still to run.
+    case refuse(StagedMigration?)
     /// Plan the migration and throw if it would be refused; change nothing (before the lock).
     case check(StoreOptions, StagedMigration?)
     /// Migrate it (under the write lock), through the stages of a plan when one is given.
@@ -32,8 +33,7 @@ extension PersistentStore {
     /// The plan the open was given, if any.
     var migration: StagedMigration? {
       switch self {
-      case .refuse: nil
-      case .check(_, let migration), .migrate(_, let migration): migration
+      case .refuse(let migration), .check(_, let migration), .migrate(_, let migration): migration
       }
     }
   }
@@ -56,7 +56,7 @@ extension PersistentStore {
       throw StoreError.modelMismatch(storeHash: storedHash, modelHash: model.versionHash)
     }
     if let migration = change.migration {
-      guard case .migrate = change else { return try migration.checkStart(metadata, connection: connection) }
+      guard case .migrate = change else { return try migration.check(metadata, connection: connection, path: path) }
       return try migrateInStages(migration, connection: connection, metadata: metadata, path: path, options: options)
     }
     if try isEarlierVersion(model.versionHash, connection: connection) {

@@ -110,6 +110,19 @@ extension PersistentStore {
     return names
   }
 
+  /// Whether the store has been at the plan version `identifier` (a `_model_versions` row names
+  /// it).
+  static func hasPassedVersion(identifier: String, connection: SQLiteConnection) throws -> Bool {
+    guard try hasModelVersions(connection),
+      try connection.scalarInt("SELECT count(*) FROM pragma_table_info('_model_versions') WHERE name = 'identifier'")
+        == 1
+    else { return false }
+    let statement = try connection.statement("SELECT count(*) FROM _model_versions WHERE identifier = ?")
+    defer { statement.reset() }
+    statement.bind(identifier, at: 1)
+    return try statement.step() && statement.int64(0) > 0
+  }
+
   /// Whether the store has a `_model_versions` table (stores made before it do not).
   private static func hasModelVersions(_ connection: SQLiteConnection) throws -> Bool {
     try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_model_versions'")

@@ -80,7 +80,8 @@ extension PersistentStore {
       try connection.configure(enableWAL: false)
       let identifier: UUID
       if options.isReadOnly {
-        identifier = try readStore(connection: connection, path: path, model: model, deadline: deadline)
+        identifier = try readStore(
+          connection: connection, path: path, model: model, migration: migration, deadline: deadline)
         try checkWALWithoutLock(path: path, options: options, published: published, copied: &damagedWALCopied)
       } else {
         // Refuse another application's database before switching it to WAL.
@@ -233,11 +234,12 @@ extension PersistentStore {
   /// The store in the file, for a read-only open: a file with no tables yet may be being
   /// created by another process, which is waited for until `deadline`.
   private static func readStore(
-    connection: SQLiteConnection, path: String, model: ManagedObjectModel, deadline: ContinuousClock.Instant
+    connection: SQLiteConnection, path: String, model: ManagedObjectModel, migration: StagedMigration?,
+    deadline: ContinuousClock.Instant
   ) throws -> UUID {
     while true {
       if let identifier = try connection.readTransaction({
-        try existingStore(connection: connection, path: path, model: model, change: .refuse)
+        try existingStore(connection: connection, path: path, model: model, change: .refuse(migration))
       }) {
         return identifier
       }

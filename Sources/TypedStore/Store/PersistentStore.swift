@@ -94,7 +94,8 @@ public final class PersistentStore: Sendable {
     self.layouts = Self.layouts(of: model)
     self.companions = nil
     self.modelStamp = ModelStamp(migrationStageOf: model)
-    self.writer = StoreWriter(migrationStageAt: url.path, storeIdentifier: identifier)
+    self.writer = StoreWriter(
+      migrationStageAt: url.path, storeIdentifier: identifier, recordsHistory: options.recordsHistory)
   }
 
   private static func layouts(of model: ManagedObjectModel) -> [String: TableLayout] {

@@ -34,10 +34,11 @@ import Synchronization
 /// the context's own change observers (context → its observers).
 ///
 /// One writer has no connection of its own: a migration stage's (`StagedMigration`). Its
-/// contexts write inside the migration's open transaction, each write a savepoint of it,
-/// with no history of its own (the migration's one marker transaction covers it) and nothing
-/// published: other processes wait on the migration's lock, and this process has no store
-/// yet.
+/// contexts write inside the migration's open transaction, each write a savepoint of it with
+/// its history recorded as for any write (so that processes on the same storage, which a
+/// data-only stage does not refuse, merge what it changed), and nothing published in this
+/// process, which has no store yet: other processes read it from history once the migration
+/// commits.
 final class StoreWriter: Sendable {
   private let connection: Mutex<SQLiteConnection?>
   private let busyTimeout: Duration
@@ -67,11 +68,11 @@ final class StoreWriter: Sendable {
 
   /// The writer of a migration stage's store: it writes only inside the migration's
   /// transaction (`write(_:in:_:)`); anything else throws `StoreError.readOnly`.
-  init(migrationStageAt path: String, storeIdentifier: UUID) {
+  init(migrationStageAt path: String, storeIdentifier: UUID, recordsHistory: Bool) {
     self.connection = Mutex(nil)
     self.busyTimeout = .zero
     self.checkpointThresholdPages = .max
-    self.recordsHistory = false
+    self.recordsHistory = recordsHistory
     self.publish = { _ in }
     self.storeIdentifier = storeIdentifier
     self.path = path
@@ -82,7 +83,7 @@ final class StoreWriter: Sendable {
   /// error nothing is written.
   ///
   /// Inside a migration stage, `transaction` is the migration's connection: `apply` runs in a
-  /// savepoint of its open transaction, recording no history and publishing nothing.
+  /// savepoint of its open transaction, with its history, and publishes nothing.
   ///
   /// - Throws: `StoreError.readOnly` at once for a store opened read-only, or what `apply`
   ///   or SQLite throws.
@@ -92,7 +93,10 @@ final class StoreWriter: Sendable {
   ) throws -> Result {
     if let transaction {
       return try transaction.savepoint {
-        try apply(transaction, HistoryRecorder(connection: transaction, info: info, isEnabled: false))
+        let history = HistoryRecorder(connection: transaction, info: info, isEnabled: recordsHistory)
+        let result = try apply(transaction, history)
+        _ = try history.finish(storeIdentifier: storeIdentifier)
+        return result
       }
     }
     guard !isReadOnly else { throw StoreError.readOnly(path: path) }

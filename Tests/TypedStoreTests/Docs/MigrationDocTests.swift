@@ -123,7 +123,7 @@ enum MigrationPlanDoc {
 
   /// The page's stage over many rows: a page at a time, each saved and then forgotten.
   static let batchedStage = MigrationStage.custom(didMigrate: { context in
-    var request = FetchRequest<CustomerV2>(sortBy: [SortDescriptor(\.name)])
+    var request = FetchRequest<CustomerV2>()  // in primary-key order
     request.fetchLimit = 10_000
     while true {
       let page = try context.fetch(request)

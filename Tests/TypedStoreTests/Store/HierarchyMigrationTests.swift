@@ -26,6 +26,7 @@ enum CatalogueV1 {
   final class Media: Item {
     override class var entityName: String { "Media" }
     @Attribute var format: String = "cd"
+    @Attribute var rating: Int? = 3
   }
 }
 
@@ -43,6 +44,7 @@ enum CatalogueV2 {
   class Media: Item {
     override class var entityName: String { "Media" }
     @Attribute var format: String = "cd"
+    @Attribute var rating: Int? = 3
   }
 
   final class Ebook: Media {
@@ -208,7 +210,10 @@ private func makeCatalogue(function: String = #function) throws -> URL {
     let container = try PersistentContainer(name: "Catalogue", model: target, storeURL: url)
     try container.viewContext.performAndWait { context in
       let ebooks = try context.fetch(FetchRequest<V2.Ebook>())
-      #expect(ebooks.map { [$0.name, $0.format, String($0.size)] } == [["digital", "cd", "5"]])
+      #expect(
+        ebooks.map { [$0.name, $0.format, String($0.size), String(describing: $0.rating)] } == [
+          ["digital", "cd", "5", "Optional(3)"]
+        ])
       let media = try context.fetch(FetchRequest<V2.Media>(sortBy: [SortDescriptor(\.name)])).map(\.name)
       #expect(media == ["album", "digital"], "an e-book is media now, and fetched as media")
       let books = try context.fetch(FetchRequest<V2.Book>()).map { "\($0.name) \($0.pages)" }

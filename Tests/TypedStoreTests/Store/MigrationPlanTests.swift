@@ -121,15 +121,31 @@ private func customers(_ container: PersistentContainer) throws -> [String] {
     #expect(kept.map(\.transactionNumber) == history.map(\.transactionNumber))
     #expect(kept.map { $0.changes.count } == history.map { $0.changes.count })
     let since = try store.fetchHistory(HistoryRequest(after: before))
-    #expect(since.map(\.author) == [PersistentStore.migrationTransactionAuthor], "one marker for the whole plan")
-    #expect(since.first?.changes.isEmpty == true)
+    let author = PersistentStore.migrationTransactionAuthor
+    #expect(since.map(\.author) == [author, author], "the stage's save, then one marker for the whole plan")
+    #expect(since.first?.changes.map(\.changeType) == [.update, .update])
+    #expect(since.first?.changes.allSatisfy { $0.objectID.entityName == "Customer" } == true)
+    #expect(since.last?.changes.isEmpty == true)
     #expect(try store.historyConsumers().first { $0.name == "indexer" }?.checkpoint == checkpoint)
     let versions = try store.inspect().modelVersions
     #expect(versions.map(\.versionIdentifier) == [nil, "2", "3"])
     #expect(versions.map(\.versionHash) == [version1, version2, version3].map(\.model.versionHash))
-    #expect(Set(versions.dropFirst().map(\.migrationTransaction)) == [since.first?.token])
+    #expect(Set(versions.dropFirst().map(\.migrationTransaction)) == [since.last?.token])
     #expect(try store.metadata()["model_version"] == "3")
     #expect(try store.checkConsistency().problems.isEmpty)
+  }
+
+  @Test("typedstore inspect shows the plan's version identifiers, in text and JSON")
+  func inspectShowsVersionIdentifiers() throws {
+    let url = try makeVersion1Store()
+    _ = try PersistentContainer(name: "Customers", migrationPlan: customerPlan(), storeURL: url)
+    let text = try typedstore(["inspect", "--store", url.path])
+    #expect(text.status == 0, "\(text.stderr)")
+    let versionLines = text.stdout.split(separator: "\n").filter { $0.contains("migrated in transaction") }
+    #expect(versionLines.map { $0.hasSuffix("version 2") || $0.hasSuffix("version 3") } == [true, true])
+    let json = try typedstore(["inspect", "--store", url.path, "--json"])
+    let identifiers = (json.json["modelVersions"] as? [[String: Any]])?.map { $0["identifier"] as? String }
+    #expect(identifiers == [nil, "2", "3"])
   }
 
   @Test("a store created with a plan records its version, and later opens run only the stages after it")
@@ -275,6 +291,11 @@ private func customers(_ container: PersistentContainer) throws -> [String] {
           }
         })
       ])
+    // A process still on version 1's storage: not refused, and it learns what the stage did
+    // from history.
+    let live = try PersistentContainer(
+      name: "Customers", model: ManagedObjectModel(PlanCustomerV1.self), storeURL: url)
+    let before = try live.persistentStore.currentHistoryToken()
     for _ in 0..<2 {
       let container = try PersistentContainer(name: "Customers", migrationPlan: plan, storeURL: url)
       let emails = try container.viewContext.performAndWait { context in
@@ -284,6 +305,64 @@ private func customers(_ container: PersistentContainer) throws -> [String] {
       #expect(try container.persistentStore.metadata()["model_version"] == "1.1")
     }
     #expect(runs.value == 1)
+    let seen = try live.persistentStore.fetchHistory(HistoryRequest(after: before))
+    #expect(seen.first?.changes.map(\.changeType) == [.update], "the stage's save (one email changed), in history")
+    let emails = try live.viewContext.performAndWait { context in
+      let customer = PlanCustomerV1(context: context)
+      customer.name = "After"
+      try context.save()
+      return try context.fetch(FetchRequest<PlanCustomerV1>()).compactMap(\.email).sorted()
+    }
+    #expect(emails == ["ADA@EXAMPLE.COM"])
+  }
+
+  @Test("a store at a version this plan does not know, with its last version's storage, opens and runs no stage")
+  func aLaterBuildsDataOnlyVersionIsNotRunAgain() throws {
+    let url = try makeVersion1Store()
+    let runs = Runs()
+    let again = MigrationPlan.Version("1.1", try ManagedObjectModel(PlanCustomerV1Again.self))
+    let later = MigrationPlan.Version("1.2", try ManagedObjectModel(PlanCustomerV1.self))
+    let stage = MigrationStage.custom(didMigrate: { _ in runs.add() })
+    _ = try PersistentContainer(
+      name: "Customers", migrationPlan: MigrationPlan(versions: [version1, again, later], stages: [stage, stage]),
+      storeURL: url)
+    #expect(runs.value == 2)
+    let older = try PersistentContainer(
+      name: "Customers", migrationPlan: MigrationPlan(versions: [version1, again], stages: [stage]), storeURL: url)
+    #expect(runs.value == 2, "stage 1 → 1.1 is not run again on data already at 1.2")
+    #expect(try older.persistentStore.metadata()["model_version"] == "1.2")
+  }
+
+  @Test("a refused first step with no code before it is refused before any stage's code runs")
+  func aRefusedFirstStepRunsNoStageCode() throws {
+    final class RequiredSerial: ManagedObject {
+      override class var entityName: String { "Customer" }
+      @Attribute var name: String = ""
+      @Attribute var email: String? = nil
+      @Attribute var serial: UUID = UUID()
+    }
+    let url = try makeVersion1Store()
+    let runs = Runs()
+    let plan = MigrationPlan(
+      versions: [version1, .init("2s", try ManagedObjectModel(RequiredSerial.self))],
+      stages: [.custom(didMigrate: { _ in runs.add() })])
+    #expect(throws: MigrationError.self) {
+      try PersistentContainer(name: "Customers", migrationPlan: plan, storeURL: url)
+    }
+    #expect(runs.value == 0)
+  }
+
+  @Test("a read-only open of a store with stages still to run is refused with modelMismatch")
+  func aReadOnlyOpenWithStagesToRunIsRefused() throws {
+    let url = try makeVersion1Store()
+    let again = MigrationPlan.Version("1.1", try ManagedObjectModel(PlanCustomerV1Again.self))
+    var options = StoreOptions()
+    options.isReadOnly = true
+    #expect(throws: StoreError.self) {
+      try PersistentContainer(
+        name: "Customers", migrationPlan: MigrationPlan(versions: [version1, again], stages: [.lightweight]),
+        storeURL: url, options: options)
+    }
   }
 
   @Test("a store at no version of the plan is refused with storeVersionNotInPlan, unchanged")
@@ -443,10 +522,13 @@ private func customers(_ container: PersistentContainer) throws -> [String] {
         if all.count != 10 { problems.append("trial \(trial): \(all.count) customers, expected 10") }
         if !all.contains("1 Ada|Lovelace|ada@example.com") { problems.append("trial \(trial): \(all)") }
         let store = container.persistentStore
-        let markers = try store.fetchHistory(HistoryRequest()).filter {
+        let migration = try store.fetchHistory(HistoryRequest()).filter {
           $0.author == PersistentStore.migrationTransactionAuthor
         }
-        if markers.count != 1 { problems.append("trial \(trial): \(markers.count) migration transactions") }
+        // One stage save (the names split) and one marker: the plan ran once.
+        if migration.map(\.changes.isEmpty) != [false, true] {
+          problems.append("trial \(trial): migration transactions \(migration.map(\.changes.count))")
+        }
         let identifiers = try store.inspect().modelVersions.map(\.versionIdentifier)
         if identifiers != [nil, "2", "3"] { problems.append("trial \(trial): versions \(identifiers)") }
       }

@@ -86,11 +86,30 @@ enum ShelvesBack {
   }
 }
 
+/// `ShelvesReshaped` with every reader's book required.
+enum ShelvesRequiredBook {
+  final class Shelf: ManagedObject {
+    @Relationship(deleteRule: .nullify) var books: Set<Book>
+    @Attribute var name: String = ""
+  }
+
+  final class Book: ManagedObject {
+    @Attribute var title: String = ""
+    @Relationship(inverse: \Shelf.books, originalName: "shelf") var shelves: Set<Shelf>
+    @Relationship() var readers: Set<Reader>
+  }
+
+  final class Reader: ManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: \Book.readers, required: true, originalName: "books") var book: Book?
+  }
+}
+
 private func model(_ types: ManagedObject.Type...) throws -> ManagedObjectModel { try ManagedObjectModel(types) }
 
 /// A version 1 store: two shelves, three books (two on the first shelf, added in reverse
 /// title order), three readers of one book each, plus one reader of two books when `crowded`.
-private func makeShelves(crowded: Bool = false, function: String = #function) throws -> URL {
+private func makeShelves(crowded: Bool = false, lonely: Bool = false, function: String = #function) throws -> URL {
   typealias V1 = ShelvesV1
   let container = try PersistentContainer.makeTest(
     model: model(V1.Shelf.self, V1.Book.self, V1.Reader.self), function: function)
@@ -111,6 +130,7 @@ private func makeShelves(crowded: Bool = false, function: String = #function) th
       reader.name = name
       reader.books = [books[index]]
     }
+    if lonely { V1.Reader(context: context).name = "eve" }
     if crowded {
       let reader = V1.Reader(context: context)
       reader.name = "dee"
@@ -245,6 +265,20 @@ private func makeShelves(crowded: Bool = false, function: String = #function) th
     } throws: { error in
       guard case MigrationError.notInferable("Reader", "book", let change, .custom) = error else { return false }
       return change.contains("1 rows have more than one link")
+    }
+    #expect(try everything(url) == before)
+  }
+
+  @Test func aManyToManyMadeARequiredToOneIsRefusedWhileARowHasNoLink() throws {
+    let url = try makeShelves(lonely: true)
+    typealias V2 = ShelvesRequiredBook
+    let before = try everything(url)
+    #expect {
+      try PersistentContainer(
+        name: "Shelves", model: model(V2.Shelf.self, V2.Book.self, V2.Reader.self), storeURL: url)
+    } throws: { error in
+      guard case MigrationError.notInferable("Reader", "book", let change, .custom) = error else { return false }
+      return change.contains("1 rows have no link")
     }
     #expect(try everything(url) == before)
   }

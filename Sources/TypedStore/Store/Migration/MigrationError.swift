@@ -25,8 +25,7 @@ public enum MigrationError: Error, Sendable, Equatable, Codable, CustomStringCon
   /// front of the plan, with a stage to the next.
   case storeVersionNotInPlan(storeHash: String, versions: [String])
   /// The ``MigrationPlan`` itself cannot be run: `reason` says why (no versions, a stage
-  /// count that is not one less than the versions', two versions with one identifier, a last
-  /// version that is not the model the store is opened with).
+  /// count that is not one less than the versions', two versions with one identifier).
   case invalidPlan(reason: String)
 
   /// A sentence that says what failed and what to do.

@@ -71,7 +71,8 @@ extension MigrationPlanner {
       cases.append("WHEN _entity IN (SELECT value FROM json_each(?)) THEN NULL")
       arguments.append(.text(HistorySchema.jsonArray(left)))
     }
-    if !joined.isEmpty, !attribute.isOptional {
+    if !joined.isEmpty {
+      // As for an added attribute: the default, when it is the same for every object.
       let table = new.entity(named: attribute.entityName)?.rootName ?? column.entityName
       let rows = try count(
         "SELECT count(*) FROM \"\(oldName[table] ?? table)\" WHERE _entity IN (SELECT value FROM json_each(?))",
@@ -84,8 +85,10 @@ extension MigrationPlanner {
               + "default that is the same for every object")
           return nil
         }
-        cases.append("WHEN _entity IN (SELECT value FROM json_each(?)) THEN ?")
-        arguments += [.text(HistorySchema.jsonArray(joined)), value]
+        if value != .null {
+          cases.append("WHEN _entity IN (SELECT value FROM json_each(?)) THEN ?")
+          arguments += [.text(HistorySchema.jsonArray(joined)), value]
+        }
       }
     }
     guard !cases.isEmpty else { return source }

@@ -81,6 +81,18 @@ extension MigrationPlanner {
           "becomes to-one while \(crowded) rows have more than one link (all but one would be lost)")
         return nil
       }
+      if relationship.isRequired, let owner = old.entity(named: oldName[relationship.entityName] ?? "") {
+        let codes = owner.selfAndDescendantNames.compactMap { old.entity(named: $0)?.code }
+        let unlinked = try count(
+          "SELECT count(*) FROM \"\(owner.rootName)\" WHERE _entity IN (SELECT value FROM json_each(?)) "
+            + "AND pk NOT IN (SELECT \(own) FROM \"\(table)\")", [.text(HistorySchema.jsonArray(codes))])
+        guard unlinked == 0 else {
+          refuse(
+            relationship.entityName, relationship.name,
+            "becomes a required to-one while \(unlinked) rows have no link")
+          return nil
+        }
+      }
       return .derived(link)
     case .order:
       // The inverse's list order: kept from the join table where it was ordered.

@@ -14,7 +14,9 @@ import Foundation
 //    stage reads and writes through contexts whose connection is the migration's own, so it
 //    sees what the stages before it did, and its saves are savepoints of the one transaction.
 // 3. A `_model_versions` row for each version passed, the new stamp (with the plan's version
-//    identifier) and one history marker transaction commit with everything else.
+//    identifier) and one history marker transaction commit with everything else. The stages'
+//    saves are in history before the marker, as any save is, so that processes whose storage
+//    did not change (a data-only stage does not refuse them) merge what they changed.
 //
 // A stage that throws, a refused step or a crash rolls all of it back: the store stays at the
 // version it was at. The public form of a plan is `MigrationPlan` (Context/), whose stages
@@ -42,15 +44,16 @@ struct StagedMigration: Sendable {
   /// `stages[i]` takes the store from `versions[i]` to `versions[i + 1]`.
   let stages: [Stage]
 
-  /// The index of the version the store is at, or nil when the plan has none with its hash.
+  /// The index of the version the store is at: the one it records, or, when it records none
+  /// (made or last migrated without a plan), the earliest with its hash; nil when the plan has
+  /// no such version (a version it records that this plan does not know is another build's,
+  /// maybe a later one: its stages are never run again from an earlier version).
   func startIndex(_ metadata: [String: String]) -> Int? {
     let hash = metadata["model_hash"] ?? ""
-    if let recorded = metadata["model_version"],
-      let index = versions.firstIndex(where: { $0.identifier == recorded && $0.model.versionHash == hash })
-    {
-      return index
+    guard let recorded = metadata["model_version"] else {
+      return versions.firstIndex { $0.model.versionHash == hash }
     }
-    return versions.firstIndex { $0.model.versionHash == hash }
+    return versions.firstIndex { $0.identifier == recorded && $0.model.versionHash == hash }
   }
 
   /// Whether a store whose hash is the last version's still has stages to run (data-only
@@ -60,9 +63,15 @@ struct StagedMigration: Sendable {
     return start < versions.count - 1
   }
 
-  /// Before the lock: throws unless the store is at a version of the plan.
-  func checkStart(_ metadata: [String: String], connection: SQLiteConnection) throws {
-    _ = try start(metadata, connection: connection)
+  /// Before the lock: throws unless the store is at a version of the plan, or when the first
+  /// step, if no code runs before it, would be refused. (Later steps are planned on what the
+  /// earlier ones leave, under the lock; a refusal there rolls everything back.)
+  func check(_ metadata: [String: String], connection: SQLiteConnection, path: String) throws {
+    let start = try start(metadata, connection: connection)
+    guard start < stages.count, stages[start].willMigrate == nil else { return }
+    let step = try MigrationPlanner.infer(
+      connection: connection, old: PersistentStore.storedModel(metadata, path: path), new: versions[start + 1].model)
+    if let refusal = step.refusals.first { throw refusal }
   }
 
   /// The version the store is at.
@@ -72,9 +81,11 @@ struct StagedMigration: Sendable {
   func start(_ metadata: [String: String], connection: SQLiteConnection) throws -> Int {
     if let index = startIndex(metadata) { return index }
     let storeHash = metadata["model_hash"] ?? ""
-    let last = versions[versions.count - 1].model.versionHash
-    if try PersistentStore.isEarlierVersion(last, connection: connection) {
-      throw MigrationError.olderModel(storeHash: storeHash, modelHash: last)
+    let last = versions[versions.count - 1]
+    if try PersistentStore.isEarlierVersion(last.model.versionHash, connection: connection)
+      || PersistentStore.hasPassedVersion(identifier: last.identifier, connection: connection)
+    {
+      throw MigrationError.olderModel(storeHash: storeHash, modelHash: last.model.versionHash)
     }
     throw MigrationError.storeVersionNotInPlan(storeHash: storeHash, versions: versions.map(\.identifier))
   }
