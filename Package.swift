@@ -34,14 +34,20 @@ let package = Package(
       name: "ArgumentParsing",
       path: "Tools/ArgumentParsing"
     ),
+    // Child processes without Foundation's Process.run(), which crashes at random on Linux
+    // (Tools/Spawning/POSIXProcess.swift says why): for the tools and the tests.
+    .target(
+      name: "Spawning",
+      path: "Tools/Spawning"
+    ),
     .executableTarget(
       name: "typedstore",
-      dependencies: ["TypedStore", "ArgumentParsing", "CZlib"],
+      dependencies: ["TypedStore", "ArgumentParsing", "Spawning", "CZlib"],
       path: "Tools/typedstore"
     ),
     .executableTarget(
       name: "typedstore-bench",
-      dependencies: ["TypedStore", "ArgumentParsing", "CSQLite"],
+      dependencies: ["TypedStore", "ArgumentParsing", "Spawning", "CSQLite"],
       path: "Tools/typedstore-bench"
     ),
     // A second process for the multi-process tests.
@@ -59,7 +65,7 @@ let package = Package(
     .testTarget(
       name: "TypedStoreTests",
       dependencies: [
-        "TypedStore", "TypedStoreTesting", "ArgumentParsing", "typedstore", "typedstore-test-writer",
+        "TypedStore", "TypedStoreTesting", "ArgumentParsing", "Spawning", "typedstore", "typedstore-test-writer",
         "typedstore-bench", "typedstore-merging-example",
       ]
     ),

@@ -1,4 +1,5 @@
 import Foundation
+import Spawning
 import Testing
 
 /// Runs the benchmark executable in smoke mode (N = 1,000, one run, `--check`) to keep it
@@ -18,7 +19,7 @@ import Testing
 
   @Test func benchmarkSmokeRunMatchesRawSQLite() throws {
     let before = try benchDirectories()
-    let process = Process()
+    let process = POSIXProcess()
     process.executableURL = benchURL
     let json = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-bench-smoke.json")
     process.arguments = ["--n", "1000", "--runs", "1", "--check", "--json", json.path]

@@ -1,4 +1,5 @@
 import Foundation
+import Spawning
 import Testing
 
 /// README.md's package manifests are manifests SwiftPM accepts: each ```swift block that starts
@@ -37,7 +38,7 @@ import Testing
       try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
       try "".write(to: folder.appendingPathComponent("File.swift"), atomically: true, encoding: .utf8)
     }
-    let process = Process()
+    let process = POSIXProcess()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["swift", "package", "--package-path", package.path, "show-dependencies", "--format", "json"]
     let run = try runCollectingOutput(process, seconds: 300)

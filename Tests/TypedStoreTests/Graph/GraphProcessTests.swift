@@ -1,4 +1,5 @@
 import Foundation
+import Spawning
 import Testing
 import TypedStoreTesting
 
@@ -69,7 +70,7 @@ final class Sticker: ManagedObject {
     let start = String(Date().timeIntervalSince1970 + 1.5)
     let reported = try await offThePool { () throws -> [String] in
       let processes = try (0..<3).map { index in
-        let process = Process()
+        let process = POSIXProcess()
         process.executableURL = builtProduct("typedstore-test-writer")
         // The third runs until it is killed, once the other two are done.
         process.arguments = ["link-writer", url.path, "w\(index)", String(index < 2 ? count : 1_000_000), start]
@@ -133,8 +134,8 @@ final class Sticker: ManagedObject {
     try PersistentContainer.destroyPersistentStore(at: url)
     _ = try PersistentContainer(name: "Graph", model: model, storeURL: url)  // created before the writers start
     let helper = builtProduct("typedstore-test-writer")
-    func start(_ index: Int, for duration: Double) throws -> (Process, Pipe) {
-      let process = Process()
+    func start(_ index: Int, for duration: Double) throws -> (POSIXProcess, Pipe) {
+      let process = POSIXProcess()
       process.executableURL = helper
       process.arguments = ["graph-writer", url.path, "w\(index)", String(duration)]
       let output = Pipe()
@@ -144,7 +145,7 @@ final class Sticker: ManagedObject {
       return (process, output)
     }
     var outcome = Outcome()
-    func collect(_ process: Process, _ output: Pipe, killed: Bool) {
+    func collect(_ process: POSIXProcess, _ output: Pipe, killed: Bool) {
       process.waitUntilExit()
       let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
       for line in text.split(separator: "\n") {

@@ -1,4 +1,5 @@
 import Foundation
+import Spawning
 import Testing
 import TypedStoreTesting
 
@@ -44,7 +45,7 @@ final class Right: ManagedObject {
     try lines.joined(separator: "\n").write(to: source, atomically: true, encoding: .utf8)
     let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent().deletingLastPathComponent()
-    let process = Process()
+    let process = POSIXProcess()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [
       "swiftc", "-typecheck", "-swift-version", "6", "-I", modules.path, "-Xcc",

@@ -1,4 +1,5 @@
 import Foundation
+import Spawning
 import Synchronization
 import Testing
 import TypedStoreTesting
@@ -286,7 +287,7 @@ final class Keepsake: ManagedObject {
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
     let count = 40
     let processes = try ["writer-a", "writer-b"].map { author in
-      let process = Process()
+      let process = POSIXProcess()
       process.executableURL = writerURL
       process.arguments = [container.persistentStore.url.path, author, String(count)]
       try process.run()
@@ -326,7 +327,7 @@ final class Keepsake: ManagedObject {
 extension MultiProcessHistoryTests {
   @Test func aWriterKilledMidStreamLeavesNoRowWithoutHistoryNorHistoryWithoutRow() async throws {
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
-    let process = Process()
+    let process = POSIXProcess()
     process.executableURL = builtProduct("typedstore-test-writer")
     process.arguments = [container.persistentStore.url.path, "doomed", "100000"]
     try process.run()

@@ -1,4 +1,5 @@
 import Foundation
+import Spawning
 import Testing
 import TypedStoreTesting
 
@@ -115,7 +116,7 @@ import TypedStoreTesting
 
 /// A child process whose standard output is collected.
 struct SpawnedProcess {
-  let process = Process()
+  let process = POSIXProcess()
   private let output = Pipe()
   /// What `waitForLine` has read so far, for failure messages.
   let transcript = Recorder<String>()

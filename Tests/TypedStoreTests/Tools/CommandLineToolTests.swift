@@ -1,4 +1,5 @@
 import Foundation
+import Spawning
 import Synchronization
 import Testing
 import TypedStore
@@ -23,7 +24,7 @@ struct ToolRun {
 func typedstore(
   _ arguments: [String], shell prefix: String? = nil, user uid: String? = nil, seconds: Double = 120
 ) throws -> ToolRun {
-  let process = Process()
+  let process = POSIXProcess()
   let tool = builtProduct("typedstore")
   if let uid {
     process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
@@ -42,7 +43,7 @@ func typedstore(
 
 /// Runs `process` with no input, collecting what it writes to standard output and error;
 /// SIGKILLed after `seconds`, so that a hung process fails its test instead of the run.
-func runCollectingOutput(_ process: Process, seconds: Double) throws -> ToolRun {
+func runCollectingOutput(_ process: POSIXProcess, seconds: Double) throws -> ToolRun {
   let output = Pipe()
   let errors = Pipe()
   process.standardOutput = output
@@ -66,7 +67,7 @@ func runCollectingOutput(_ process: Process, seconds: Double) throws -> ToolRun 
 
 /// What `gzip -d` makes of a file: the check that our gzip output is gzip's.
 func gunzip(_ path: String) throws -> String {
-  let gzip = Process()
+  let gzip = POSIXProcess()
   gzip.executableURL = URL(fileURLWithPath: "/bin/sh")
   gzip.arguments = ["-c", "gzip -dc '\(path)'"]
   let pipe = Pipe()
@@ -80,7 +81,7 @@ func gunzip(_ path: String) throws -> String {
 
 /// The built tool running in the background (`history watch`), read as it prints.
 struct RunningTool {
-  let process = Process()
+  let process = POSIXProcess()
   private let output = Pipe()
   private let errors = Pipe()
 
@@ -537,7 +538,7 @@ func makeToolStore(variant: String = "", function: String = #function) async thr
   /// Runs `command` with `/bin/sh` in `folder`, with `path` as the PATH: the way a user types
   /// what the demo printed.
   private func shell(_ command: String, in folder: URL, path: String) throws -> ToolRun {
-    let process = Process()
+    let process = POSIXProcess()
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
     process.arguments = ["-c", command]
     process.currentDirectoryURL = folder

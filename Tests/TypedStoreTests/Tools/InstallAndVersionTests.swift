@@ -1,4 +1,5 @@
 import Foundation
+import Spawning
 import Testing
 import TypedStore
 
@@ -26,7 +27,7 @@ import TypedStore
     let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-install-\(getpid())")
       .appendingPathComponent("bin")
     defer { try? FileManager.default.removeItem(at: prefix.deletingLastPathComponent()) }
-    let process = Process()
+    let process = POSIXProcess()
     process.executableURL = URL(fileURLWithPath: "/bin/bash")
     process.arguments = [
       Self.root.appendingPathComponent("Tools/install.sh").path, "--prefix", prefix.path, "--binary",
@@ -37,7 +38,7 @@ import TypedStore
     let installed = prefix.appendingPathComponent("typedstore")
     #expect(install.stdout.contains("at \(installed.path)"), "\(install.stdout)")
 
-    let version = Process()
+    let version = POSIXProcess()
     version.executableURL = installed
     version.arguments = ["--version"]
     let run = try runCollectingOutput(version, seconds: 30)

@@ -1,4 +1,5 @@
 import Foundation
+import Spawning
 
 /// This program run again in one of its roles (`BenchRole`): the memory probes, the latency
 /// row's writer, the throughput row's consumers.
@@ -7,8 +8,8 @@ enum ChildProcess {
   static var executable: URL { URL(fileURLWithPath: CommandLine.arguments[0]) }
 
   /// Starts this program with `arguments`, its standard output to `output`.
-  static func start(_ arguments: [String], output: Any) throws -> Process {
-    let process = Process()
+  static func start(_ arguments: [String], output: Any) throws -> POSIXProcess {
+    let process = POSIXProcess()
     process.executableURL = executable
     process.arguments = arguments
     process.standardOutput = output

@@ -1,9 +1,10 @@
 import Foundation
+import Spawning
 
 /// A child process running this program in one of the demo's roles, its output read as it
 /// goes. Reads block, so they run on threads of their own, never on the concurrency pool.
 final class DemoProcess {
-  let process: Process
+  let process: POSIXProcess
   private let input: Pipe?
   private let output = Pipe()
   private let errors = Pipe()
@@ -16,7 +17,7 @@ final class DemoProcess {
   }
 
   init(_ arguments: [String], input: Bool) throws(Failure) {
-    process = Process()
+    process = POSIXProcess()
     process.executableURL = ToolInvocation.executable
     process.arguments = arguments
     self.input = input ? Pipe() : nil
