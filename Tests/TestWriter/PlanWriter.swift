@@ -45,40 +45,17 @@ func customerPlan() throws -> MigrationPlan {
     ])
 }
 
-/// `plan-open <store> <author> <start, ms since 1970>`: waits until the start time, prints
-/// "migrating", opens the
-/// store with `customerPlan` (migrating it if no one has), prints "opened", saves one customer
-/// and prints "saved <primary key>". Prints "open failed: <error>" (exit 2) or "save failed:
-/// <error>" (exit 3).
+/// `plan-open <store> <author> <start, ms since 1970>`: as `openAndSave`, opening the store
+/// with `customerPlan()` (migrating it if no one has) and saving one customer.
 func planOpen(_ arguments: [String]) {
-  guard arguments.count == 4, let start = Double(arguments[3]) else {
-    fail("usage: plan-open <store> <author> <start ms>", code: 64)
-  }
-  let wait = start / 1000 - Date().timeIntervalSince1970
-  if wait > 0 { Thread.sleep(forTimeInterval: wait) }
-  say("migrating")
-  let container: PersistentContainer
-  do {
+  openAndSave(arguments, command: "plan-open") { url in
     var options = StoreOptions()
     options.busyTimeout = .seconds(30)
-    container = try PersistentContainer(
-      name: "Customers", migrationPlan: customerPlan(), storeURL: URL(fileURLWithPath: arguments[1]), options: options)
-  } catch {
-    say("open failed: \(error)")
-    exit(2)
-  }
-  say("opened")
-  do {
-    let key = try container.newBackgroundContext().performAndWait { context in
-      context.transactionAuthor = arguments[2]
-      let customer = PlanCustomerV3(context: context)
-      customer.firstName = arguments[2]
-      try context.save()
-      return customer.managedID.primaryKey ?? -1
-    }
-    say("saved \(key)")
-  } catch {
-    say("save failed: \(error)")
-    exit(3)
+    return try PersistentContainer(name: "Customers", migrationPlan: customerPlan(), storeURL: url, options: options)
+  } save: { context, author in
+    let customer = PlanCustomerV3(context: context)
+    customer.firstName = author
+    try context.save()
+    return customer.managedID.primaryKey ?? -1
   }
 }
