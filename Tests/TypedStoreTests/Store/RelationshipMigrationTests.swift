@@ -86,6 +86,46 @@ enum ShelvesBack {
   }
 }
 
+/// `ShelvesOrdered` with books on several shelves: each shelf's list keeps its order.
+enum ShelvesOrderedReshaped {
+  final class Shelf: ManagedObject {
+    @Relationship(deleteRule: .nullify) var books: [Book]
+    @Attribute var name: String = ""
+  }
+
+  final class Book: ManagedObject {
+    @Attribute var title: String = ""
+    @Relationship(inverse: \Shelf.books, originalName: "shelf") var shelves: Set<Shelf>
+    @Relationship() var readers: Set<Reader>
+  }
+
+  final class Reader: ManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: \Book.readers) var books: [Book]
+  }
+}
+
+/// Back to one shelf a book, the shelves' lists still ordered (shelves have a floor: a
+/// version of its own).
+enum ShelvesOrderedBack {
+  final class Shelf: ManagedObject {
+    @Relationship(deleteRule: .nullify) var books: [Book]
+    @Attribute var name: String = ""
+    @Attribute var floor: Int = 0
+  }
+
+  final class Book: ManagedObject {
+    @Attribute var title: String = ""
+    @Relationship(inverse: \Shelf.books, originalName: "shelves") var shelf: Shelf?
+    @Relationship() var readers: Set<Reader>
+  }
+
+  final class Reader: ManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: \Book.readers) var books: [Book]
+  }
+}
+
 /// `ShelvesReshaped` with every reader's book required.
 enum ShelvesRequiredBook {
   final class Shelf: ManagedObject {
@@ -281,5 +321,39 @@ private func makeShelves(crowded: Bool = false, lonely: Bool = false, function: 
       return change.contains("1 rows have no link")
     }
     #expect(try everything(url) == before)
+  }
+
+  @Test func anOrderedListKeepsItsOrderThroughManyToManyAndBack() throws {
+    let url = try makeShelves()
+    typealias V2 = ShelvesOrdered
+    typealias V3 = ShelvesOrderedReshaped
+    typealias V4 = ShelvesOrderedBack
+    let first = #Predicate<V2.Shelf> { $0.name == "first" }
+    do {
+      let container = try PersistentContainer(
+        name: "Shelves", model: model(V2.Shelf.self, V2.Book.self, V2.Reader.self), storeURL: url)
+      try container.viewContext.performAndWait { context in
+        let shelf = try context.fetch(FetchRequest<V2.Shelf>(predicate: first))[0]
+        shelf.books = [shelf.books[1], shelf.books[0]]  // b, c: not primary-key order
+        try context.save()
+      }
+    }
+    do {
+      let container = try PersistentContainer(
+        name: "Shelves", model: model(V3.Shelf.self, V3.Book.self, V3.Reader.self), storeURL: url)
+      let titles = try container.viewContext.performAndWait { context in
+        try context.fetch(FetchRequest<V3.Shelf>(predicate: #Predicate { $0.name == "first" }))[0].books.map(\.title)
+      }
+      #expect(titles == ["b", "c"], "the key column's order, copied into the join table")
+    }
+    let container = try PersistentContainer(
+      name: "Shelves", model: model(V4.Shelf.self, V4.Book.self, V4.Reader.self), storeURL: url)
+    try container.viewContext.performAndWait { context in
+      let shelf = try context.fetch(FetchRequest<V4.Shelf>(predicate: #Predicate { $0.name == "first" }))[0]
+      #expect(shelf.books.map(\.title) == ["b", "c"], "the join table's order, copied back into the key column's")
+      let readers = try context.fetch(FetchRequest<V4.Reader>(sortBy: [SortDescriptor(\.name)]))
+      #expect(readers.map { $0.books.map(\.title) } == [["c"], ["b"], ["a"]])
+    }
+    #expect(try container.persistentStore.checkConsistency().problems.isEmpty)
   }
 }
