@@ -461,7 +461,7 @@ private func customers(_ container: PersistentContainer) throws -> [String] {
           let deadline = Date().addingTimeInterval(20)
           while walBytes(url) < walBefore + 512 * 1024 && Date() < deadline { usleep(500) }
         } else {
-          Thread.sleep(forTimeInterval: Double.random(in: 0...0.5))
+          Thread.sleep(forTimeInterval: Double.random(in: 0...3))  // at any moment, or after the commit
         }
         child.kill()
         let wroteUncommitted = walBytes(url) > walBefore
