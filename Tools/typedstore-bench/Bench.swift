@@ -51,6 +51,8 @@ import TypedStore
     case .exportMemory(let store): try exportMemoryProbe(store: store)
     case .batchMemory(let store): try batchMemoryProbe(store: store)
     case .stageMemory(let store): try stageMemoryProbe(store: store)
+    case .writer(let store, let raw, let commits, let objects, let go):
+      try writer(store: store, raw: raw, commits: commits, objects: objects, go: go)
     case .latencyWriter(let store, let commits): try latencyWriter(store: store, commits: commits)
     case .follower(let store, let consumer, let stop): try await follower(store: store, consumer: consumer, stop: stop)
     }
@@ -67,6 +69,7 @@ import TypedStore
     try historyDeletionRow()
     try importMemoryRow()
     try exportMemoryRow()
+    try await writerRows()
     try await consumersThroughputRow()
     try await catchUpRow()
     try frcDiffRow()

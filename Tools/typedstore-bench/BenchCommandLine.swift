@@ -29,6 +29,10 @@ enum BenchRole: Sendable {
   /// The custom migration stage memory probe on this store: prints the growth and the peak in
   /// MiB.
   case stageMemory(store: String)
+  /// A writer process of the writer rows: `commits` transactions of `objects` new objects,
+  /// with the C API (`raw`) or TypedStore, once the file `go` exists; prints "ready", then
+  /// the monotonic time of its last commit.
+  case writer(store: String, raw: Bool, commits: Int, objects: Int, go: String)
   /// Process A of the latency row: saves `commits` objects into the store, one per
   /// transaction, printing "<primary key> <monotonic ns>" as each returns.
   case latencyWriter(store: String, commits: Int)
@@ -54,6 +58,7 @@ enum BenchCommandLine {
       role("export-memory", "The export memory probe.", ["store"]),
       role("batch-memory", "The batched-fetch memory probe.", ["store"]),
       role("stage-memory", "The custom migration stage memory probe.", ["store"]),
+      role("writer", "A writer process of the writer rows.", ["store", "side", "commits", "objects", "go"]),
       role("latency-writer", "Process A of the latency row.", ["store", "commits"]),
       role("follow", "A consumer process of the throughput row.", ["store", "consumer", "stop"]),
     ])
@@ -92,6 +97,10 @@ enum BenchCommandLine {
     case ["export-memory"]: return .exportMemory(store: arguments[0])
     case ["batch-memory"]: return .batchMemory(store: arguments[0])
     case ["stage-memory"]: return .stageMemory(store: arguments[0])
+    case ["writer"]:
+      return .writer(
+        store: arguments[0], raw: arguments[1] == "raw", commits: try number(arguments[2], command),
+        objects: try number(arguments[3], command), go: arguments[4])
     case ["latency-writer"]: return .latencyWriter(store: arguments[0], commits: try number(arguments[1], command))
     case ["follow"]: return .follower(store: arguments[0], consumer: arguments[1], stop: arguments[2])
     default:

@@ -206,7 +206,7 @@ final class RawDatabase {
     sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : text(statement, index)
   }
 
-  private func bindText(_ statement: OpaquePointer, _ index: Int32, _ value: String) {
+  func bindText(_ statement: OpaquePointer, _ index: Int32, _ value: String) {
     var value = value
     value.withUTF8 { bytes in
       guard let base = bytes.baseAddress else {

@@ -79,8 +79,9 @@ struct Report: Sendable {
       "|---|---:|---:|---:|---:|",
     ]
     for row in rows {
-      let goal = row.goal.map { "≤ \(Self.format($0))" } ?? "—"
-      let ratio = row.ratio.map { Self.format($0, digits: 2) } ?? (row.note ?? "n/a")
+      let goal = row.goal.map { "≤ \(Self.format($0, digits: $0 * 10 == ($0 * 10).rounded() ? 1 : 2))" } ?? "—"
+      let ratio =
+        row.ratio.map { Self.format($0, digits: 2) + (row.note.map { " (\($0))" } ?? "") } ?? (row.note ?? "n/a")
       lines.append(
         "| \(row.name) | \(Self.format(row.rawMilliseconds)) | \(Self.format(row.typedStoreMilliseconds)) "
           + "| \(ratio) | \(goal) |")

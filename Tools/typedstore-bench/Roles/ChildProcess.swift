@@ -17,6 +17,17 @@ enum ChildProcess {
     return process
   }
 
+  /// The next line `pipe` carries, without its newline; nil at its end.
+  static func readLine(_ pipe: Pipe) -> String? {
+    var bytes: [UInt8] = []
+    var byte: UInt8 = 0
+    while read(pipe.fileHandleForReading.fileDescriptor, &byte, 1) == 1 {
+      if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+      bytes.append(byte)
+    }
+    return nil
+  }
+
   /// Runs this program with `arguments` to its end; what it printed, trimmed. Throws when it
   /// fails.
   static func output(of arguments: [String]) throws -> String {

@@ -1,0 +1,51 @@
+import CSQLite
+import Foundation
+import TypedStore
+
+// The processes of the writer rows (`Rows/WriterRows.swift`).
+
+extension Bench {
+  /// A writer process: opens the store (or raw database), prints "ready", waits for the file
+  /// `go`, commits `commits` transactions of `objects` new objects each, and prints the
+  /// monotonic time of its last commit, in nanoseconds.
+  func writer(store path: String, raw: Bool, commits: Int, objects: Int, go: String) throws {
+    let commit: (Int) throws -> Void
+    if raw {
+      let database = try RawDatabase(existing: path)
+      sqlite3_busy_timeout(database.handle, 60_000)
+      try database.execute("PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;")
+      let statement = try database.prepare(
+        "INSERT INTO raw (number, name, category, score, created) VALUES (?, ?, ?, ?, ?)")
+      commit = { first in
+        try database.execute("BEGIN IMMEDIATE")
+        for index in first..<first + objects {
+          let row = BenchRow(index)
+          sqlite3_bind_int64(statement, 1, row.number)
+          database.bindText(statement, 2, row.name)
+          database.bindText(statement, 3, row.category)
+          sqlite3_bind_double(statement, 4, row.score)
+          sqlite3_bind_double(statement, 5, row.created)
+          guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError.sqlite("insert failed") }
+          sqlite3_reset(statement)
+        }
+        try database.execute("COMMIT")
+      }
+    } else {
+      var options = StoreOptions()
+      options.busyTimeout = .seconds(60)
+      let container = try PersistentContainer(
+        name: "writer", model: model, storeURL: URL(fileURLWithPath: path), options: options)
+      let context = container.newBackgroundContext()
+      commit = { first in
+        try context.performAndWait { context in
+          for index in first..<first + objects { fill(BenchItem(context: context), BenchRow(index)) }
+          try context.save()
+        }
+      }
+    }
+    FileHandle.standardOutput.write(Data("ready\n".utf8))  // unbuffered: the parent waits for it
+    while !FileManager.default.fileExists(atPath: go) { usleep(100) }
+    for transaction in 0..<commits { try commit(transaction * objects) }
+    print(monotonicNanoseconds())
+  }
+}
