@@ -150,6 +150,27 @@ enum Commands {
       ]),
     run: MigrateCommand.run)
 
+  static let backup = ToolCommand(
+    CommandDescription(
+      name: "backup", abstract: "Write a consistent copy of a live store (data, history, consumers) to a new file.",
+      discussion: """
+        The copy is the store as of one committed transaction, read through one snapshot while writers go on; it is
+        written beside FILE, synced and then put in place, and FILE must not exist. A plain copy of the .sqlite file
+        of an open store misses what is still in its -wal. See docs/file-format.md, "Copying a store".
+        """,
+      options: [
+        store, .option("-o", value: "file", help: "Where the copy goes (a new file).", required: true),
+        .flag("--new-store", help: "Give the copy a new UUID and no consumers."), json,
+      ]),
+    run: BackupCommands.backup)
+
+  static let checkpoint = ToolCommand(
+    CommandDescription(
+      name: "checkpoint",
+      abstract: "Copy the store's write-ahead log into its file (RESTART mode, under the write lock).",
+      options: [store]),
+    run: BackupCommands.checkpoint)
+
   static let demo = ToolCommand(
     CommandDescription(
       name: "demo", abstract: "Run two writer processes and a merging process on a new store, then show the results.",
@@ -174,6 +195,6 @@ enum Commands {
 
   static let root = ToolCommand(
     group: "typedstore",
-    abstract: "Tools for TypedStore stores: history, consumers, inspection, checks, migration, a demo.",
-    subcommands: [demo, history, consumers, inspect, check, migrate, demoWriter, demoMerger])
+    abstract: "Tools for TypedStore stores: history, consumers, inspection, checks, migration, backups, a demo.",
+    subcommands: [demo, history, consumers, inspect, check, migrate, backup, checkpoint, demoWriter, demoMerger])
 }

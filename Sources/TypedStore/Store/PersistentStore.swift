@@ -109,13 +109,14 @@ public final class PersistentStore: Sendable {
 
   // MARK: - Connections and layout
 
-  /// A new connection for reading, used by one context on its executor.
-  func makeReadConnection() throws -> SQLiteConnection {
+  /// A new connection for reading, used by one context on its executor. `queryOnly` false is
+  /// for `VACUUM INTO` (a backup), which writes another file and which `query_only` refuses.
+  func makeReadConnection(queryOnly: Bool = true) throws -> SQLiteConnection {
     let connection = try SQLiteConnection(
       path: url.path, mode: options.isReadOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout,
       companions: companions)
     try connection.configure(enableWAL: false)
-    try connection.execute("PRAGMA query_only=1")
+    if queryOnly { try connection.execute("PRAGMA query_only=1") }
     let stamp = modelStamp
     connection.transactionCheck = { try stamp.check($0) }
     return connection

@@ -32,6 +32,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   case damagedWAL(path: String, inspection: WALInspection)
   /// The store cannot be destroyed: a connection, in this process or another, has it open.
   case storeInUse(path: String)
+  /// A backup's destination already exists; nothing was written (a backup never replaces a
+  /// file).
+  case destinationExists(path: String)
   /// A value an attribute cannot store faithfully (`Double.nan`, which SQLite stores as
   /// NULL). Nothing was written.
   case invalidValue(entity: String, attribute: String, reason: String)
@@ -97,6 +100,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
       "the write-ahead log \(path)-wal is damaged: \(inspection). The files were left as they are: copy them "
         + "aside, then open with StoreOptions.opensDamagedWAL to keep what SQLite replays and lose the rest"
     case .storeInUse(let path): "\(path) is open in this process or another; close it before destroying it"
+    case .destinationExists(let path): "\(path) already exists; a backup never replaces a file: choose another path"
     case .invalidValue(let entity, let attribute, let reason):
       "\(entity).\(attribute) cannot be saved: \(reason); nothing was written"
     case .notATypedStore(let path): "\(path) is an SQLite database but not a TypedStore store"
