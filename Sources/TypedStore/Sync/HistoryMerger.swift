@@ -52,6 +52,25 @@ public final class HistoryMerger: Sendable {
     /// Transactions by these authors are passed over (the checkpoint moves past them): the
     /// consumer's own writes, say.
     public var excludedAuthors: Set<String> = []
+    /// Only transactions by these authors are processed (nil: every author not excluded);
+    /// the checkpoint moves past the others, so a filtered consumer never holds pruning back.
+    /// SwiftData's `HistoryObserver` and PersistentHistoryTrackingKit filter by author alike.
+    ///
+    /// ```swift
+    /// options.authors = ["api", "payments"]
+    /// ```
+    public var authors: Set<String>?
+    /// Only changes of these entities (and of their subentities, unless `includesSubentities`
+    /// is false) reach the hooks and the contexts; a transaction with none of them is passed
+    /// over, the checkpoint moving past it. nil: every entity. A migration's marker
+    /// transaction, which has no changes, is processed whatever the filters.
+    ///
+    /// ```swift
+    /// options.entities = [Order.self]
+    /// ```
+    public var entities: [ManagedObject.Type]?
+    /// Whether `entities` takes in their subentities too.
+    public var includesSubentities = true
     /// How long the consumer may go unseen before the pruner counts it as stale.
     public var lease: Duration = .seconds(3600)
     /// The most often the checkpoint is written while transactions are processed.
@@ -123,6 +142,8 @@ public final class HistoryMerger: Sendable {
   public let store: PersistentStore
   private let subscribe: Subscribe
   private let destinations: [Destination]
+  /// The names of the entities `Options.entities` follows; nil for every entity.
+  private let followedEntities: Set<String>?
   private let state = Mutex(State())
   private let wakeUps = DispatchSemaphore(value: 0)
 
@@ -168,7 +189,8 @@ public final class HistoryMerger: Sendable {
   ///   - subscribe: starts calling its argument after each commit (of this process, and of
   ///     others), until the returned observation is cancelled. The merger reads history after
   ///     its position as the truth: the calls are only wake-ups.
-  /// - Throws: `HistoryError.invalidConsumerName`, `.invalidLease`, `.historyNotRecorded`.
+  /// - Throws: `HistoryError.invalidConsumerName`, `.invalidLease`, `.historyNotRecorded`,
+  ///   `.invalidRequest` for an `Options.entities` type the store's model does not have.
   public init(
     store: PersistentStore, consumer: String, contexts: [ManagedObjectContext] = [],
     modelActors: [any ModelActor] = [], options: Options = Options(),
@@ -182,6 +204,15 @@ public final class HistoryMerger: Sendable {
     self.store = store
     self.subscribe = subscribe
     self.destinations = contexts.map(Destination.init) + modelActors.map { Destination($0) }
+    self.followedEntities = try options.entities.map { types in
+      Set(
+        try types.flatMap { type in
+          guard let entity = store.model.entity(for: type) else {
+            throw HistoryError.invalidRequest("\(type) is not an entity of the store's model")
+          }
+          return options.includesSubentities ? entity.selfAndDescendantNames : [entity.name]
+        })
+    }
   }
 
   /// Adds a hook, called for each transaction after those added before it. Add hooks before
@@ -330,7 +361,7 @@ public final class HistoryMerger: Sendable {
       guard let last = page.last else { return }
       guard !hooks.isEmpty else {
         // No hook to run between merges: the whole page goes into each context in one visit.
-        let merged = page.filter { $0.author.map { !options.excludedAuthors.contains($0) } ?? true }
+        let merged = page.compactMap(followed)
         if !merged.isEmpty {
           for destination in destinations { destination.merge(merged) }
         }
@@ -340,7 +371,7 @@ public final class HistoryMerger: Sendable {
       }
       for transaction in page {
         guard state.withLock({ $0.isRunning }) else { return }
-        if let author = transaction.author, options.excludedAuthors.contains(author) {
+        guard let transaction = followed(transaction) else {
           state.withLock { $0.position = transaction.transactionNumber }
           continue
         }
@@ -353,6 +384,24 @@ public final class HistoryMerger: Sendable {
         try writeCheckpoint(force: false)
       }
     }
+  }
+
+  /// `transaction` as this consumer follows it (`Options.authors`, `excludedAuthors`,
+  /// `entities`): nil when it is passed over, its changes of the followed entities otherwise.
+  private func followed(_ transaction: HistoryTransaction) -> HistoryTransaction? {
+    if transaction.changes.isEmpty && transaction.author == PersistentStore.migrationTransactionAuthor {
+      return transaction  // the schema changed here: every consumer hears of it
+    }
+    if let author = transaction.author, options.excludedAuthors.contains(author) { return nil }
+    if let authors = options.authors, !(transaction.author.map(authors.contains) ?? false) { return nil }
+    guard let followedEntities else { return transaction }
+    let changes = transaction.changes.filter { followedEntities.contains($0.objectID.entityName) }
+    guard !changes.isEmpty else { return nil }
+    guard changes.count < transaction.changes.count else { return transaction }
+    return HistoryTransaction(
+      transactionNumber: transaction.transactionNumber, token: transaction.token, timestamp: transaction.timestamp,
+      author: transaction.author, contextName: transaction.contextName, processID: transaction.processID,
+      changes: changes)
   }
 
   /// Writes the checkpoint when it moved and the interval passed (or `force`), and the
