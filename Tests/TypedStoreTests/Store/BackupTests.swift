@@ -120,4 +120,39 @@ private func transactions(_ store: PersistentStore, through token: HistoryToken?
     let checkpoint = try typedstore(["checkpoint", "--store", path])
     #expect(checkpoint.status == 0 && checkpoint.stdout.contains("checkpointed"), "\(checkpoint.stderr)")
   }
+
+  @Test("a backup killed at any moment leaves no file at its destination, or a whole store")
+  func aKilledBackupLeavesNothingOrAWholeCopy() async throws {
+    let trials = ProcessInfo.processInfo.environment["TYPEDSTORE_SOAK"] == "1" ? 20 : 3
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
+    try container.viewContext.performAndWait { context in
+      _ = try context.execute(
+        BatchInsertRequest<Event>(count: 200_000) { index, event in event.source = "source \(index)" })
+    }
+    let path = container.persistentStore.url.path
+    let problems = try await offThePool {
+      var problems: [String] = []
+      for trial in 0..<trials {
+        let url = backupURL("killed-\(trial)")
+        let run = try SpawnedProcess(builtProduct("typedstore"), ["backup", "--store", path, "-o", url.path])
+        Thread.sleep(forTimeInterval: Double.random(in: 0...0.4))
+        run.kill()
+        guard FileManager.default.fileExists(atPath: url.path) else { continue }
+        let copy = try PersistentStore(
+          url: url,
+          options: {
+            var o = StoreOptions()
+            o.isReadOnly = true
+            return o
+          }())
+        let report = try copy.checkConsistency()
+        let rows = try SQLiteConnection(path: url.path, mode: .readOnly).scalarInt("SELECT count(*) FROM Event")
+        if !report.passed || rows != 200_000 {
+          problems.append("trial \(trial): \(report.problems), \(rows ?? -1) rows")
+        }
+      }
+      return problems
+    }
+    #expect(problems.isEmpty, "\(problems)")
+  }
 }
