@@ -30,11 +30,7 @@ extension PersistentStore {
   /// recorded and never migrated since.
   static func modelVersions(_ connection: SQLiteConnection, storeIdentifier: UUID) throws -> [ModelVersion] {
     guard try hasModelVersions(connection) else { return [] }
-    // Stores made before plans recorded identifiers have no such column.
-    let identifier =
-      try connection.scalarInt(
-        "SELECT count(*) FROM pragma_table_info('_model_versions') WHERE name = 'identifier'") == 1
-      ? "identifier" : "NULL"
+    let identifier = try hasIdentifiers(connection) ? "identifier" : "NULL"
     let statement = try connection.statement(
       "SELECT number, hash, date, history_transaction, \(identifier) FROM _model_versions ORDER BY number")
     defer { statement.reset() }
@@ -113,14 +109,18 @@ extension PersistentStore {
   /// Whether the store has been at the plan version `identifier` (a `_model_versions` row names
   /// it).
   static func hasPassedVersion(identifier: String, connection: SQLiteConnection) throws -> Bool {
-    guard try hasModelVersions(connection),
-      try connection.scalarInt("SELECT count(*) FROM pragma_table_info('_model_versions') WHERE name = 'identifier'")
-        == 1
-    else { return false }
+    guard try hasModelVersions(connection), try hasIdentifiers(connection) else { return false }
     let statement = try connection.statement("SELECT count(*) FROM _model_versions WHERE identifier = ?")
     defer { statement.reset() }
     statement.bind(identifier, at: 1)
     return try statement.step() && statement.int64(0) > 0
+  }
+
+  /// Whether `_model_versions` has its `identifier` column: stores made before plans recorded
+  /// their version identifiers get it with their next migration.
+  private static func hasIdentifiers(_ connection: SQLiteConnection) throws -> Bool {
+    try connection.scalarInt("SELECT count(*) FROM pragma_table_info('_model_versions') WHERE name = 'identifier'")
+      == 1
   }
 
   /// Whether the store has a `_model_versions` table (stores made before it do not).
@@ -176,10 +176,7 @@ extension PersistentStore {
     previous: [String: String]
   ) throws {
     try connection.execute(modelVersionsSQL)
-    if try connection.scalarInt("SELECT count(*) FROM pragma_table_info('_model_versions') WHERE name = 'identifier'")
-      == 0
-    {
-      // A store made before plans recorded their version identifiers.
+    if try !hasIdentifiers(connection) {
       try connection.execute("ALTER TABLE _model_versions ADD COLUMN identifier TEXT")
     }
     if try connection.scalarInt("SELECT count(*) FROM _model_versions") == 0 {
