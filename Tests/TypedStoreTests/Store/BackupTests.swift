@@ -10,6 +10,13 @@ private func backupURL(_ name: String = #function) -> URL {
   return url
 }
 
+/// The store at `url`, opened without writing a byte of it.
+private func openReadOnly(_ url: URL) throws -> PersistentStore {
+  var options = StoreOptions()
+  options.isReadOnly = true
+  return try PersistentStore(url: url, options: options)
+}
+
 /// Each transaction's number, author and changes (kind and object), as history reads them.
 private func transactions(_ store: PersistentStore, through token: HistoryToken? = nil) throws -> [String] {
   var request = HistoryRequest()
@@ -40,13 +47,7 @@ private func transactions(_ store: PersistentStore, through token: HistoryToken?
     #expect(writers.allSatisfy { $0.process.terminationStatus == 0 }, "\(outputs)")
     #expect(Set(backups.map(\.1.transactionNumber)).count > 1, "the backups were taken while the writers wrote")
     for (url, token) in backups {
-      let copy = try PersistentStore(
-        url: url,
-        options: {
-          var o = StoreOptions()
-          o.isReadOnly = true
-          return o
-        }())
+      let copy = try openReadOnly(url)
       #expect(copy.identifier == store.identifier)
       #expect(try copy.currentHistoryToken() == token)
       let report = try copy.checkConsistency()
@@ -138,13 +139,7 @@ private func transactions(_ store: PersistentStore, through token: HistoryToken?
         Thread.sleep(forTimeInterval: Double.random(in: 0...0.4))
         run.kill()
         guard FileManager.default.fileExists(atPath: url.path) else { continue }
-        let copy = try PersistentStore(
-          url: url,
-          options: {
-            var o = StoreOptions()
-            o.isReadOnly = true
-            return o
-          }())
+        let copy = try openReadOnly(url)
         let report = try copy.checkConsistency()
         let rows = try SQLiteConnection(path: url.path, mode: .readOnly).scalarInt("SELECT count(*) FROM Event")
         if !report.passed || rows != 200_000 {
