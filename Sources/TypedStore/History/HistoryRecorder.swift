@@ -96,16 +96,16 @@ final class HistoryRecorder {
     "CASE _entity " + entities.map { "WHEN \($0.code) THEN '\($0.name)'" }.joined(separator: " ") + " END"
   }
 
-  /// Completes the transaction's history row and returns what the transaction changed, once
-  /// all its rows are applied; nil when it changed nothing.
-  /// Forgets what was recorded, after the caller rolled back the rows and their history to a
-  /// savepoint taken before the first record.
+  /// Forgets what was recorded, after the caller undid the rows and their history
+  /// (`SQLiteConnection.undoWrites()`).
   func reset() {
     number = nil
     changeRange = nil
     changes = []
   }
 
+  /// Completes the transaction's history row and returns what the transaction changed, once
+  /// all its rows are applied; nil when it changed nothing.
   func finish(storeIdentifier: UUID) throws -> RecordedChanges? {
     guard !changes.isEmpty else { return nil }
     if let number, let changeRange {
@@ -179,6 +179,9 @@ final class HistoryRecorder {
     changeRange = changeRange.map { min($0.lowerBound, first)...max($0.upperBound, last) } ?? first...last
   }
 
+  /// This process's ID, read once: `ProcessInfo` asks the kernel on every call.
+  private static let processIdentifier = Int64(getpid())
+
   private func transactionNumber() throws -> Int64 {
     if let number { return number }
     let statement = try connection.statement(
@@ -186,7 +189,7 @@ final class HistoryRecorder {
     statement.bind(timestamp.timeIntervalSinceReferenceDate, at: 1)
     if let author = info.author { statement.bind(author, at: 2) } else { statement.bindNull(2) }
     if let name = info.contextName { statement.bind(name, at: 3) } else { statement.bindNull(3) }
-    statement.bind(Int64(ProcessInfo.processInfo.processIdentifier), at: 4)
+    statement.bind(Self.processIdentifier, at: 4)
     try statement.run()
     let number = connection.lastInsertRowID
     self.number = number

@@ -290,6 +290,8 @@ final class SQLiteConnection {
   /// where SQLite reports BUSY without calling the handler.
   func writeTransaction<T>(deadline: ContinuousClock.Instant, _ body: () throws -> T) throws -> T {
     try retryingBusy(until: deadline, sql: "BEGIN IMMEDIATE")
+    writeDeadline = deadline
+    defer { writeDeadline = nil }
     do {
       try transactionCheck?(self)  // under the lock: nothing commits against another schema
       let result = try body()
@@ -301,10 +303,17 @@ final class SQLiteConnection {
     }
   }
 
+  /// The deadline of the `writeTransaction` running now, for `undoWrites()`.
+  private var writeDeadline: ContinuousClock.Instant?
+  /// How many `savepoint(_:)` calls are running now.
+  private var savepointDepth = 0
+
   /// Runs `body` inside a savepoint of the current transaction: on an error, what `body` did
   /// is rolled back and the transaction goes on as it was before.
   func savepoint<T>(_ body: () throws -> T) throws -> T {
-    try statement("SAVEPOINT typedstore").run()  // prepared once: this runs for every save
+    try statement("SAVEPOINT typedstore").run()  // prepared once
+    savepointDepth += 1
+    defer { savepointDepth -= 1 }
     do {
       let result = try body()
       try statement("RELEASE typedstore").run()
@@ -314,6 +323,25 @@ final class SQLiteConnection {
       try execute("RELEASE typedstore")
       throw error
     }
+  }
+
+  /// Undoes every write since the innermost running `savepoint(_:)` began or, outside one,
+  /// since the running `writeTransaction` began, and goes on in the same scope.
+  ///
+  /// Outside a savepoint the transaction is rolled back and begun again: the write lock is
+  /// taken again (by the same deadline) and `transactionCheck` runs again, so what comes next
+  /// sees every commit made in between. This is how a save that meets a conflict starts over
+  /// without a savepoint around every save, which made SQLite copy each page the save changed
+  /// into a statement journal (and allocate and free 64 KiB for it).
+  func undoWrites() throws {
+    if savepointDepth > 0 {
+      try execute("ROLLBACK TO typedstore")
+      return
+    }
+    guard let deadline = writeDeadline else { throw SQLiteError.generic("undoWrites() outside a write transaction") }
+    try execute("ROLLBACK")
+    try retryingBusy(until: deadline, sql: "BEGIN IMMEDIATE")
+    try transactionCheck?(self)
   }
 
   /// Runs `body` in a deferred read transaction, so that several statements see one snapshot

@@ -71,7 +71,7 @@ extension PersistentStore {
       let rows = self.historyRows(entity, selection, filter, includesSubentities)
       let affected = try self.selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
       guard !affected.isEmpty else { return AffectedRows() }
-      try history.willDelete(rows, groups: affected)
+      try self.willDelete(rows, groups: affected, connection: connection, history: history)
       let statement = try connection.statement("DELETE FROM \"\(entity.tableName)\"\(rows.whereClause)")
       defer { statement.reset() }
       for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }

@@ -14,7 +14,7 @@ extension PersistentStore {
       public enum Kind: String, Sendable, Codable {
         /// SQLite's own `PRAGMA integrity_check`.
         case integrity
-        /// The store's metadata: UUID, format, model, entity codes, horizon, key counters.
+        /// The store's metadata: UUID, format, model, entity codes, horizon.
         case metadata
         /// Data rows against their history, and history against itself.
         case history
@@ -181,29 +181,37 @@ private struct ConsistencyCheck {
   {
     var lastChanges = lastChanges
     let table = store.layout(of: root)
-    let counter = try keyCounter(of: root)
     let rows = try connection.statement("SELECT pk, _entity FROM \"\(root.name)\" ORDER BY pk")
     defer { rows.reset() }
     var found: [String] = []
+    var largest: Int64 = 0
     while try rows.step() {
       rowsChecked += 1
       let key = rows.int64(0)
+      largest = key
       let entity = table.entity(code: rows.int64(1))?.name ?? "?"
-      if key > counter { found.append("\(entity) \(key) is above its table's key counter \(counter)") }
       if let message = rowProblem(entity, key, last: lastChanges.removeValue(forKey: key)) { found.append(message) }
     }
-    for (key, last) in lastChanges.sorted(by: { $0.key < $1.key }) where last.kind != .delete {
-      found.append(
-        "\(last.entity) \(key) is missing, "
-          + "but history's last change of it is an \(last.kind) (transaction \(last.number))"
-      )
+    // The next key is one above the largest key and the floor: a deleted key above both
+    // would be given again.
+    let next = max(largest, try keyFloor(of: root)) + 1
+    for (key, last) in lastChanges.sorted(by: { $0.key < $1.key }) {
+      if last.kind != .delete {
+        found.append(
+          "\(last.entity) \(key) is missing, "
+            + "but history's last change of it is an \(last.kind) (transaction \(last.number))")
+      } else if key >= next {
+        found.append(
+          "\(last.entity) \(key) was deleted (transaction \(last.number)), "
+            + "but its table's key floor is below it: the key would be given again")
+      }
     }
     for message in found.prefix(20) { problem(.history, message) }
     if found.count > 20 { problem(.history, "\(found.count - 20) more problem(s) of \(root.name) rows not listed") }
   }
 
-  /// The table's key counter (the highest key ever given).
-  private func keyCounter(of root: EntityDescription) throws -> Int64 {
+  /// The table's key floor (`_primary_key`): with its largest key, the next key is one above.
+  private func keyFloor(of root: EntityDescription) throws -> Int64 {
     let maximum = try connection.statement("SELECT max_pk FROM _primary_key WHERE entity = ?")
     defer { maximum.reset() }
     maximum.bind(root.name, at: 1)

@@ -62,7 +62,7 @@ extension PersistentStore {
   ///   kept model that is not valid.
   public static func storedModel(at url: URL, options: StoreOptions = StoreOptions()) throws -> ManagedObjectModel {
     let metadata = try metadataForPersistentStore(at: url, options: options)
-    guard metadata.formatVersion == formatVersion else {
+    guard (oldestFormatVersion...formatVersion).contains(metadata.formatVersion) else {
       throw StoreError.unsupportedFormatVersion(found: metadata.formatVersion, supported: formatVersion)
     }
     do {

@@ -216,6 +216,13 @@ extension PersistentStore {
       return nil
     }
     var sameModel = try check(metadata, model: model)
+    if case .migrate = change, metadata["format_version"] != String(formatVersion) {
+      // Version 2 to 3: the same tables; `_primary_key`'s counters are valid key floors.
+      let statement = try connection.statement("UPDATE _metadata SET value = ? WHERE key = 'format_version'")
+      defer { statement.reset() }
+      statement.bind(String(formatVersion), at: 1)
+      try statement.run()
+    }
     if sameModel, let migration = change.migration, migration.hasStagesToRun(metadata) {
       sameModel = false  // the same storage, with data-only stages still to run
     }
@@ -325,7 +332,7 @@ extension PersistentStore {
   /// Checks the format version; returns whether the store keeps `model`.
   private static func check(_ metadata: [String: String], model: ManagedObjectModel) throws -> Bool {
     let version = metadata["format_version"].flatMap { Int($0) } ?? 0
-    guard version == formatVersion else {
+    guard (oldestFormatVersion...formatVersion).contains(version) else {
       throw StoreError.unsupportedFormatVersion(found: version, supported: formatVersion)
     }
     return metadata["model_hash"] == model.versionHash

@@ -235,9 +235,9 @@ extension PersistentStore {
       _ groups: [(entity: EntityDescription, primaryKeys: [Int64])], from table: String, _ selection: String,
       _ arguments: [PrimitiveValue]
     ) throws {
-      try history.willDelete(
+      try willDelete(
         HistoryRows(table: table, whereClause: selection, arguments: arguments),
-        groups: groups.map { ($0.entity, $0.primaryKeys) })
+        groups: groups.map { ($0.entity, $0.primaryKeys) }, connection: connection, history: history)
       try run("DELETE FROM \"\(table)\"\(selection)", arguments, connection)
       outcome.deleted += groups.map { ($0.entity.name, $0.primaryKeys) }
       queue += groups.filter { !$0.entity.relationships.isEmpty }

@@ -197,10 +197,11 @@ extension PersistentStore {
       return try writer.write(info, in: transaction) { connection, history in
         do {
           // The fast path: every update and delete checks its row version as it writes.
-          return try connection.savepoint { try self.apply(changes, connection: connection, history: history) }
+          return try self.apply(changes, connection: connection, history: history)
         } catch is VersionMismatch {
-          // Another writer changed a row: undo, resolve every conflict by the policy (still
-          // under the write lock), and write the resolved change set.
+          // Another writer changed a row: undo, resolve every conflict by the policy (under the
+          // write lock), and write the resolved change set.
+          try connection.undoWrites()
           history.reset()
           let (resolved, outcomes) = try self.resolveConflicts(changes, connection: connection)
           var applied = try self.apply(resolved, connection: connection, history: history)
@@ -209,6 +210,7 @@ extension PersistentStore {
           return applied
         } catch let error as SQLiteError where error.isUniqueConstraint && self.model.hasUniqueness {
           // A unique index refused a row: undo, find every conflict, and merge or report them.
+          try connection.undoWrites()
           history.reset()
           let resolved = try self.resolveUniqueness(changes, connection: connection)
           return try self.apply(resolved, connection: connection, history: history)
@@ -245,23 +247,63 @@ extension PersistentStore {
     -> ClosedRange<Int64>
   {
     try writer.write(TransactionInfo(), in: transaction) { connection, _ in
-      try Self.reservePrimaryKeys(count: count, table: root.tableName, connection: connection)
+      let first = try Self.nextPrimaryKey(table: root.tableName, connection: connection)
+      let keys = first...(first + Int64(count) - 1)
+      // Not inserted yet: the floor keeps them from being given again meanwhile.
+      try Self.raiseKeyFloor(of: root.tableName, to: keys.upperBound, connection: connection)
+      return keys
     }
   }
 
-  private static func reservePrimaryKeys(count: Int, table: String, connection: SQLiteConnection) throws
-    -> ClosedRange<Int64>
-  {
+  /// The next primary key of `table`: one above both its largest key and its key floor in
+  /// `_primary_key` (docs/file-format.md, "Reserved tables").
+  ///
+  /// An insert writes only its row: the floor is raised only by what would otherwise let a
+  /// key be given twice, a delete of the table's largest keys (`willDelete`) and keys handed
+  /// out before their rows exist (`reservePrimaryKeys`). Raising it with every insert, as
+  /// Core Data's `Z_MAX` does, wrote one more page into the WAL with every save.
+  private static func nextPrimaryKey(table: String, connection: SQLiteConnection) throws -> Int64 {
     let statement = try connection.statement(
-      "UPDATE _primary_key SET max_pk = max_pk + ? WHERE entity = ? RETURNING max_pk")
+      "SELECT (SELECT max(pk) FROM \"\(table)\"), (SELECT max_pk FROM _primary_key WHERE entity = ?)")
     defer { statement.reset() }
-    statement.bind(Int64(count), at: 1)
-    statement.bind(table, at: 2)
-    guard try statement.step() else {
+    statement.bind(table, at: 1)
+    guard try statement.step(), !statement.isNull(1) else {
       throw SQLiteError.generic("no primary key sequence for table \(table)")
     }
-    let last = statement.int64(0)
-    return (last - Int64(count) + 1)...last
+    return max(statement.int64(0), statement.int64(1)) + 1
+  }
+
+  /// Raises `table`'s key floor to `key` when it is lower and, with `onlyAboveRows`, when
+  /// no row of the table has a larger key (one that does keeps `key` from coming back);
+  /// writes nothing otherwise.
+  private static func raiseKeyFloor(
+    of table: String, to key: Int64, onlyAboveRows: Bool = false, connection: SQLiteConnection
+  ) throws {
+    let statement = try connection.statement(
+      "UPDATE _primary_key SET max_pk = ?1 WHERE entity = ?2 AND max_pk < ?1"
+        + (onlyAboveRows ? " AND ?1 >= coalesce((SELECT max(pk) FROM \"\(table)\"), 0)" : ""))
+    defer { statement.reset() }
+    statement.bind(key, at: 1)
+    statement.bind(table, at: 2)
+    try statement.run()
+  }
+
+  /// Records that the rows of `groups`, selected by `rows`, are about to be deleted: their
+  /// history (tombstones first) and, when one of them holds its table's largest key, the key
+  /// floor, so that no key is given again. Every delete of object rows goes through here.
+  func willDelete(
+    _ rows: HistoryRows, groups: [(entity: EntityDescription, primaryKeys: [Int64])], connection: SQLiteConnection,
+    history: HistoryRecorder
+  ) throws {
+    var largest: [String: Int64] = [:]
+    for group in groups {
+      guard let key = group.primaryKeys.max() else { continue }
+      largest[group.entity.tableName] = max(largest[group.entity.tableName] ?? key, key)
+    }
+    for (table, key) in largest.sorted(by: { $0.key < $1.key }) {
+      try Self.raiseKeyFloor(of: table, to: key, onlyAboveRows: true, connection: connection)
+    }
+    try history.willDelete(rows, groups: groups)
   }
 
   private func apply(_ changes: RowWrites, connection: SQLiteConnection, history: HistoryRecorder) throws
@@ -293,11 +335,11 @@ extension PersistentStore {
     for group in grouped(changes.deletes, by: { $0.entityIndex }) {
       let entity = model.entities[Int(group.key)]
       let keys = group.rows.map(\.primaryKey)
-      try history.willDelete(
+      try willDelete(
         HistoryRows(
           table: entity.tableName, whereClause: " WHERE _entity = ? AND pk IN (SELECT value FROM json_each(?))",
           arguments: [.integer(entity.code), .text(HistorySchema.jsonArray(keys))]),
-        groups: [(entity, keys)])
+        groups: [(entity, keys)], connection: connection, history: history)
       let statement = try connection.statement(layout(of: entity).deleteSQL)
       for delete in group.rows {
         statement.rewind()  // both parameters are bound again
@@ -344,14 +386,12 @@ extension PersistentStore {
   private func applyInserts(_ changes: RowWrites, connection: SQLiteConnection, history: HistoryRecorder) throws
     -> (AppliedChanges, [Int32: [Int64]])
   {
-    // Reserve keys per table for the inserts that have none yet.
-    var needed: [String: Int] = [:]
-    for insert in changes.inserts where insert.primaryKey == nil {
-      needed[model.entities[Int(insert.entityIndex)].tableName, default: 0] += 1
-    }
+    // The first new key per table, for the inserts that have none yet (deletes of this save,
+    // written before, have raised the key floor already).
     var nextKey: [String: Int64] = [:]
-    for (table, count) in needed.sorted(by: { $0.key < $1.key }) {
-      nextKey[table] = try Self.reservePrimaryKeys(count: count, table: table, connection: connection).lowerBound
+    for insert in changes.inserts where insert.primaryKey == nil {
+      let table = model.entities[Int(insert.entityIndex)].tableName
+      if nextKey[table] == nil { nextKey[table] = try Self.nextPrimaryKey(table: table, connection: connection) }
     }
     var applied = AppliedChanges()
     applied.insertedKeys.reserveCapacity(changes.inserts.count)

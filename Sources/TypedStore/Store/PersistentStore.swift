@@ -15,7 +15,13 @@ import Synchronization
 /// `-wal` and its `-shm` stay byte for byte as they were (docs/file-format.md says how).
 public final class PersistentStore: Sendable {
   /// The store's file format version, kept in its metadata.
-  public static let formatVersion = 2
+  ///
+  /// Version 3 made `_primary_key` a key floor that inserts leave alone. A store of version 2
+  /// is read as it is, and upgraded in place by the first open for writing.
+  public static let formatVersion = 3
+
+  /// The oldest format version this library opens (see ``formatVersion``).
+  static let oldestFormatVersion = 2
 
   /// The store file.
   public let url: URL

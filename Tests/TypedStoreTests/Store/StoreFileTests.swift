@@ -128,7 +128,7 @@ private func refusal(
     #expect(reopened.persistentStore.identifier == identifier)
     let metadata = try reopened.persistentStore.metadata()
     #expect(metadata["model_hash"] == notesModel.versionHash)
-    #expect(metadata["format_version"] == "2")
+    #expect(metadata["format_version"] == "3")
     #expect(metadata["model_json"].map { Data($0.utf8) } == notesModel.jsonRepresentation)
     let titles = try await reopened.viewContext.perform { context in
       try context.fetch(FetchRequest<Note>()).map(\.title)

@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+import TypedStoreTesting
+
+@testable import TypedStore
+
+/// Primary keys are never given twice (docs/file-format.md, "Reserved tables"): the next key
+/// is one above a table's largest key and its key floor in `_primary_key`; an insert writes
+/// only its row, and whatever could let a key come back raises the floor.
+@Suite struct KeyFloorTests {
+  /// `table`'s key floor, read with a connection of its own.
+  private func floor(of table: String, in container: PersistentContainer) throws -> Int64? {
+    let connection = try SQLiteConnection(path: container.persistentStore.url.path, mode: .readOnly)
+    return try connection.scalarInt("SELECT max_pk FROM _primary_key WHERE entity = '\(table)'")
+  }
+
+  @Test func insertsLeaveTheFloorAlone() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["a", "b", "c"], in: container)
+    _ = try await saveNotes(["d"], in: container)
+    #expect(ids.map { $0.primaryKey } == [1, 2, 3])
+    #expect(try floor(of: "Note", in: container) == 0)
+  }
+
+  @Test func deletingTheLargestKeyThroughAContextRaisesTheFloor() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["a", "b", "c"], in: container)
+    try await container.performBackgroundTask { context in
+      context.delete(try context.existingObject(with: ids[0]))  // not the largest: no write
+      try context.save()
+    }
+    #expect(try floor(of: "Note", in: container) == 0)
+    try await container.performBackgroundTask { context in
+      context.delete(try context.existingObject(with: ids[2]))
+      try context.save()
+    }
+    #expect(try floor(of: "Note", in: container) == 3)
+    let next = try await saveNotes(["d"], in: container)
+    #expect(next[0].primaryKey == 4)
+  }
+
+  @Test func aDeleteAndAnInsertInOneSaveGetANewKey() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["a", "b"], in: container)
+    let inserted = try await container.performBackgroundTask { context in
+      context.delete(try context.existingObject(with: ids[1]))
+      let note = Note(context: context)
+      note.title = "c"
+      try context.save()
+      return note.managedID
+    }
+    #expect(inserted.primaryKey == 3)
+  }
+
+  @Test func aBatchDeleteOfTheWholeTableRaisesTheFloor() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    _ = try await saveNotes(["a", "b", "c"], in: container)
+    let deleted = try await container.performBackgroundTask { context in
+      try context.execute(BatchDeleteRequest<Note>()).count
+    }
+    #expect(deleted == 3)
+    #expect(try floor(of: "Note", in: container) == 3)
+    #expect(try await saveNotes(["d"], in: container)[0].primaryKey == 4)
+  }
+
+  @Test func aCascadeRaisesTheFloorOfTheRowsItDeletes() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    let shelfID = try await container.performBackgroundTask { context in
+      let shelf = Shelf(context: context)
+      for _ in 0..<3 { Book(context: context).shelf = shelf }
+      try context.save()
+      return shelf.managedID
+    }
+    try await container.performBackgroundTask { context in
+      context.delete(try context.existingObject(with: shelfID))
+      try context.save()
+    }
+    #expect(try floor(of: "Book", in: container) == 3)
+    let book = try await container.performBackgroundTask { context in
+      let book = Book(context: context)
+      try context.save()
+      return book.managedID
+    }
+    #expect(book.primaryKey == 4)
+  }
+
+  @Test func keysHandedOutBeforeASaveAreNotGivenToAnotherContext() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let early = container.newBackgroundContext()
+    let reserved = try await early.perform { context in
+      let note = Note(context: context)
+      note.title = "early"
+      try context.obtainPermanentIDs(for: [note])
+      return note.managedID
+    }
+    #expect(try floor(of: "Note", in: container) == reserved.primaryKey)
+    let other = try await saveNotes(["other"], in: container)
+    #expect(other[0].primaryKey! > reserved.primaryKey!)
+    try await early.perform { context in try context.save() }
+    let titles = try await container.performBackgroundTask { context in
+      try context.fetch(FetchRequest<Note>()).map(\.managedID)
+    }
+    #expect(Set(titles) == [reserved, other[0]])
+    #expect(try container.persistentStore.checkConsistency().problems.isEmpty)
+  }
+
+  @Test func aFormatVersion2StoreIsUpgradedByAnOpenForWriting() async throws {
+    let url: URL
+    do {
+      let container = try PersistentContainer.makeTest(model: notesModel)
+      _ = try await saveNotes(["a", "b"], in: container)
+      url = container.persistentStore.url
+    }
+    let raw = try SQLiteConnection(path: url.path, mode: .readWrite)
+    try raw.execute("UPDATE _metadata SET value = '2' WHERE key = 'format_version'")
+    var readOnly = StoreOptions()
+    readOnly.isReadOnly = true
+    let reader = try PersistentContainer(name: "Test", model: notesModel, storeURL: url, options: readOnly)
+    #expect(try reader.persistentStore.metadata()["format_version"] == "2")
+    let writer = try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
+    #expect(try writer.persistentStore.metadata()["format_version"] == "3")
+    #expect(try await saveNotes(["c"], in: writer)[0].primaryKey == 3)
+    try raw.execute("UPDATE _metadata SET value = '4' WHERE key = 'format_version'")
+    #expect(throws: StoreError.unsupportedFormatVersion(found: 4, supported: 3)) {
+      try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
+    }
+  }
+
+  @Test func theConsistencyCheckFindsADeletedKeyAboveTheFloor() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let ids = try await saveNotes(["a", "b"], in: container)
+    try await container.performBackgroundTask { context in
+      context.delete(try context.existingObject(with: ids[1]))
+      try context.save()
+    }
+    #expect(try container.persistentStore.checkConsistency().problems.isEmpty)
+    let raw = try SQLiteConnection(path: container.persistentStore.url.path, mode: .readWrite)
+    try raw.execute("UPDATE _primary_key SET max_pk = 0 WHERE entity = 'Note'")
+    let problems = try container.persistentStore.checkConsistency().problems
+    #expect(problems.contains { $0.message.contains("Note 2 was deleted") })
+  }
+}
