@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs the system libraries TypedStore builds against, if they are missing:
-# SQLite (libsqlite3-dev), zlib (zlib1g-dev) and pkg-config, from Debian's packages.
+# Installs what TypedStore builds and checks with, if it is missing, from Debian's packages:
+# the system libraries it builds against (libsqlite3-dev, zlib1g-dev, pkg-config), and
+# valgrind, which CI's instruction-count check runs (Tools/instruction-counts.py).
 set -euo pipefail
 missing=()
-for package in libsqlite3-dev zlib1g-dev pkg-config; do
+for package in libsqlite3-dev zlib1g-dev pkg-config valgrind; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -1,4 +1,6 @@
+import CSQLite
 import Foundation
+import Synchronization
 import TypedStore
 
 // The harness: fresh stores and raw databases for each timing, the clock, medians of runs
@@ -100,12 +102,16 @@ extension Bench {
   func medians(
     _ raw: () async throws -> Double, _ typed: () async throws -> Double
   ) async rethrows -> (raw: Double, typed: Double) {
+    measuringTypedStore.store(false, ordering: .relaxed)
     _ = try await raw()
+    measuringTypedStore.store(true, ordering: .relaxed)
     _ = try await typed()
     var rawTimes: [Double] = []
     var typedTimes: [Double] = []
     for _ in 0..<options.runs {
+      measuringTypedStore.store(false, ordering: .relaxed)
       rawTimes.append(try await raw())
+      measuringTypedStore.store(true, ordering: .relaxed)
       typedTimes.append(try await typed())
     }
     rawTimes.sort()
@@ -140,12 +146,25 @@ extension Bench {
 
 private let clock = ContinuousClock()
 
+/// Which side `medians` runs now, for the markers of `time`.
+let measuringTypedStore = Atomic<Bool>(false)
+
 /// Times `body` once, after `setup` (untimed); returns milliseconds.
+///
+/// The timed part is marked, for `Tools/instruction-counts.py`, by calls to SQLite functions
+/// that nothing else calls: `sqlite3_threadsafe` and `sqlite3_keyword_count` around the
+/// TypedStore side, `sqlite3_sourceid` and `sqlite3_libversion_number` around the raw side.
+/// Calls into a shared library, unlike Swift functions, are never inlined, merged or copied,
+/// so callgrind's `--zero-before` and `--dump-before` find every one of them.
 func time(_ setup: () throws -> Void = {}, _ body: () throws -> Void) rethrows -> Double {
   try setup()
+  let typedStore = measuringTypedStore.load(ordering: .relaxed)
+  _ = typedStore ? sqlite3_threadsafe() : Int32(truncatingIfNeeded: Int(bitPattern: sqlite3_sourceid()))
   let start = clock.now
   try body()
-  return milliseconds(clock.now - start)
+  let elapsed = clock.now - start
+  _ = typedStore ? sqlite3_keyword_count() : sqlite3_libversion_number()
+  return milliseconds(elapsed)
 }
 
 /// Times async `body` once; returns milliseconds.
