@@ -5,9 +5,12 @@ import Foundation
 enum HistoryReader {
   // MARK: - Positions
 
-  /// The number of the last transaction ever recorded (0 when none was).
+  /// The number of the last transaction ever recorded (0 when none was): the largest kept
+  /// or, with none kept, the one before the horizon (see `HistorySchema`).
   static func currentNumber(_ connection: SQLiteConnection) throws -> Int64 {
-    try connection.scalarInt("SELECT seq FROM sqlite_sequence WHERE name = '_history_transaction'") ?? 0
+    try connection.scalarInt(
+      "SELECT coalesce((SELECT max(number) FROM _history_transaction), "
+        + "(SELECT CAST(value AS INTEGER) - 1 FROM _metadata WHERE key = 'history_horizon'), 0)") ?? 0
   }
 
   /// The number of the first transaction kept: the horizon + 1 (the horizon, as users see it,

@@ -184,8 +184,10 @@ final class HistoryRecorder {
 
   private func transactionNumber() throws -> Int64 {
     if let number { return number }
+    // One above the largest number kept, or the horizon when none is (see `HistorySchema`).
     let statement = try connection.statement(
-      "INSERT INTO _history_transaction (timestamp, author, context_name, process_id) VALUES (?, ?, ?, ?)")
+      "INSERT INTO _history_transaction (number, timestamp, author, context_name, process_id) VALUES ("
+        + HistorySchema.nextNumberSQL + ", ?, ?, ?, ?)")
     statement.bind(timestamp.timeIntervalSinceReferenceDate, at: 1)
     if let author = info.author { statement.bind(author, at: 2) } else { statement.bindNull(2) }
     if let name = info.contextName { statement.bind(name, at: 3) } else { statement.bindNull(3) }

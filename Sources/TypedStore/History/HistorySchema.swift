@@ -1,7 +1,10 @@
 /// The history tables (part of the documented file format, `docs/history.md`).
 ///
-/// Transaction numbers come from `AUTOINCREMENT`, so they are never reused, also after
-/// history is deleted. Change rows are appended in commit order, so each transaction's changes
+/// A transaction's number is one above the largest kept, or the horizon (`history_horizon`,
+/// the first number after the deleted ones) when none is kept: deletion removes a prefix and
+/// moves the horizon in the same transaction, so numbers are never reused, also after all of
+/// history is deleted. (Up to format version 2 they came from `AUTOINCREMENT`, which wrote
+/// `sqlite_sequence`'s page into the WAL with every save.) Change rows are appended in commit order, so each transaction's changes
 /// are one contiguous range of rowids, which its row records (`first_change`, `last_change`):
 /// reading a transaction's changes and deleting history before a transaction are rowid range
 /// operations, and the change table needs no secondary index to keep up to date.
@@ -16,7 +19,7 @@ enum HistorySchema {
   static let createSQL = [
     """
     CREATE TABLE _history_transaction (
-      number INTEGER PRIMARY KEY AUTOINCREMENT,
+      number INTEGER PRIMARY KEY,
       timestamp REAL NOT NULL,
       author TEXT,
       context_name TEXT,
@@ -41,6 +44,31 @@ enum HistorySchema {
     "INSERT INTO _metadata (key, value) VALUES ('history_horizon', '1')",
     HistoryConsumers.createSQL,
   ]
+
+  /// SQL for the next transaction's number: one above the largest kept, or the horizon when
+  /// none is kept (see above).
+  static let nextNumberSQL =
+    "coalesce((SELECT max(number) FROM _history_transaction) + 1, "
+    + "(SELECT CAST(value AS INTEGER) FROM _metadata WHERE key = 'history_horizon'), 1)"
+
+  /// Format version 2 to 3: `_history_transaction` without `AUTOINCREMENT`, its rows kept.
+  /// The horizon stays right: deletion removes a prefix, so the largest number kept is the
+  /// last one given, or, with none kept, the horizon is one above it.
+  static let upgradeFromVersion2SQL = """
+    CREATE TABLE _history_transaction_3 (
+      number INTEGER PRIMARY KEY,
+      timestamp REAL NOT NULL,
+      author TEXT,
+      context_name TEXT,
+      process_id INTEGER NOT NULL,
+      first_change INTEGER NOT NULL DEFAULT 0,
+      last_change INTEGER NOT NULL DEFAULT 0
+    );
+    INSERT INTO _history_transaction_3 SELECT number, timestamp, author, context_name, process_id, first_change,
+      last_change FROM _history_transaction;
+    DROP TABLE _history_transaction;
+    ALTER TABLE _history_transaction_3 RENAME TO _history_transaction;
+    """
 
   /// A JSON array of integers, for `json_each(?)`: how a list of keys is bound as one value.
   static func jsonArray(_ keys: [Int64]) -> String {

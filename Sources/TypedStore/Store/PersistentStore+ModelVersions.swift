@@ -191,12 +191,14 @@ extension PersistentStore {
     let marker = try Statement(
       connection: connection,
       sql: """
-        INSERT INTO _history_transaction (timestamp, author, context_name, process_id, first_change, last_change)
-        SELECT ?1, ?2, NULL, ?3, next, next - 1 FROM (SELECT ifnull(max(id), 0) + 1 AS next FROM _history_change)
+        INSERT INTO _history_transaction
+          (number, timestamp, author, context_name, process_id, first_change, last_change)
+        SELECT \(HistorySchema.nextNumberSQL), ?1, ?2, NULL, ?3, next, next - 1
+        FROM (SELECT ifnull(max(id), 0) + 1 AS next FROM _history_change)
         """)
     marker.bind(now.timeIntervalSinceReferenceDate, at: 1)
     marker.bind(migrationTransactionAuthor, at: 2)
-    marker.bind(Int64(ProcessInfo.processInfo.processIdentifier), at: 3)
+    marker.bind(Int64(getpid()), at: 3)
     try marker.run()
     let transaction = connection.lastInsertRowID
     for version in versions {

@@ -216,13 +216,7 @@ extension PersistentStore {
       return nil
     }
     var sameModel = try check(metadata, model: model)
-    if case .migrate = change, metadata["format_version"] != String(formatVersion) {
-      // Version 2 to 3: the same tables; `_primary_key`'s counters are valid key floors.
-      let statement = try connection.statement("UPDATE _metadata SET value = ? WHERE key = 'format_version'")
-      defer { statement.reset() }
-      statement.bind(String(formatVersion), at: 1)
-      try statement.run()
-    }
+    if case .migrate = change, metadata["format_version"] == "2" { try upgradeFromVersion2(connection) }
     if sameModel, let migration = change.migration, migration.hasStagesToRun(metadata) {
       sameModel = false  // the same storage, with data-only stages still to run
     }
@@ -327,6 +321,18 @@ extension PersistentStore {
       throw StoreError.corrupt(
         path: path, message: "the entity codes (\(stored.joined(separator: ", "))) differ from the model's")
     }
+  }
+
+  /// Upgrades a store of format version 2 to 3, under the write lock: `_primary_key`'s
+  /// counters are valid key floors as they are, and `_history_transaction` loses
+  /// `AUTOINCREMENT` (`HistorySchema.upgradeFromVersion2SQL`). Processes of the old version
+  /// still open see the schema change and the new version on their next open.
+  private static func upgradeFromVersion2(_ connection: SQLiteConnection) throws {
+    try connection.execute(HistorySchema.upgradeFromVersion2SQL)
+    let statement = try connection.statement("UPDATE _metadata SET value = ? WHERE key = 'format_version'")
+    defer { statement.reset() }
+    statement.bind(String(formatVersion), at: 1)
+    try statement.run()
   }
 
   /// Checks the format version; returns whether the store keeps `model`.

@@ -126,6 +126,53 @@ import TypedStoreTesting
     }
   }
 
+  @Test func historyNumbersAreNotReusedAfterAllHistoryIsDeleted() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    _ = try await saveNotes(["a"], in: container)
+    _ = try await saveNotes(["b"], in: container)
+    let last = try container.currentHistoryToken
+    #expect(last.transactionNumber == 2)
+    let next = HistoryToken(storeIdentifier: last.storeIdentifier, transactionNumber: last.transactionNumber + 1)
+    #expect(try container.deleteHistory(before: next) == 2)
+    #expect(try container.currentHistoryToken == last)  // none kept: the one before the horizon
+    _ = try await saveNotes(["c"], in: container)
+    #expect(try container.currentHistoryToken.transactionNumber == 3)
+    let reopened = try PersistentContainer(name: "Test", model: notesModel, storeURL: container.persistentStore.url)
+    _ = try await saveNotes(["d"], in: reopened)
+    #expect(try reopened.fetchHistory(HistoryRequest(after: last)).map(\.transactionNumber) == [3, 4])
+  }
+
+  @Test func aVersion2StoreLosesAutoincrementAndKeepsItsHistory() async throws {
+    let url: URL
+    do {
+      let container = try PersistentContainer.makeTest(model: notesModel)
+      _ = try await saveNotes(["a"], in: container)
+      url = container.persistentStore.url
+    }
+    // The store as version 2 made it: numbers from AUTOINCREMENT, and a deleted newest one.
+    let raw = try SQLiteConnection(path: url.path, mode: .readWrite)
+    try raw.execute(
+      """
+      BEGIN;
+      CREATE TABLE v2 (number INTEGER PRIMARY KEY AUTOINCREMENT, timestamp REAL NOT NULL, author TEXT,
+        context_name TEXT, process_id INTEGER NOT NULL, first_change INTEGER NOT NULL DEFAULT 0,
+        last_change INTEGER NOT NULL DEFAULT 0);
+      INSERT INTO v2 SELECT * FROM _history_transaction;
+      DROP TABLE _history_transaction;
+      ALTER TABLE v2 RENAME TO _history_transaction;
+      UPDATE _metadata SET value = '2' WHERE key = 'format_version';
+      COMMIT;
+      """)
+    #expect(try raw.scalarInt("SELECT seq FROM sqlite_sequence WHERE name = '_history_transaction'") == 1)
+    let container = try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
+    let table = try raw.scalarText("SELECT sql FROM sqlite_master WHERE name = '_history_transaction'") ?? ""
+    #expect(!table.contains("AUTOINCREMENT"))
+    #expect(try container.fetchHistory(HistoryRequest()).map(\.transactionNumber) == [1])
+    _ = try await saveNotes(["b"], in: container)
+    #expect(try container.fetchHistory(HistoryRequest()).map(\.transactionNumber) == [1, 2])
+    #expect(try container.persistentStore.checkConsistency().problems.isEmpty)
+  }
+
   @Test func theConsistencyCheckFindsADeletedKeyAboveTheFloor() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let ids = try await saveNotes(["a", "b"], in: container)
