@@ -8,4 +8,9 @@ extension Duration {
   var inMilliseconds: Int64 {
     components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
   }
+
+  /// The duration in whole microseconds, as `usleep` wants it.
+  var inMicroseconds: Int {
+    Int(clamping: components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000)
+  }
 }

@@ -43,6 +43,8 @@ final class SQLiteConnection {
   private var statements: [String: Statement] = [:]
   private let walObserver = WALObserver()
   private(set) var busyTimeout: Duration
+  /// The busy handler: kept as long as the connection.
+  private let busyWait = BusyWait(timeout: .zero)
   /// Kept until the connection is closed: see `CompanionFileCleanup`.
   private let companions: CompanionFileCleanup?
 
@@ -79,7 +81,8 @@ final class SQLiteConnection {
     sqlite3_extended_result_codes(handle, 1)
     SwiftStringFunctions.register(on: handle)
     SwiftDecimalFunctions.register(on: handle)
-    setBusyTimeout(busyTimeout)
+    busyWait.timeout = busyTimeout
+    busyWait.install(on: handle)
   }
 
   deinit {
@@ -190,7 +193,7 @@ final class SQLiteConnection {
 
   func setBusyTimeout(_ timeout: Duration) {
     busyTimeout = timeout
-    sqlite3_busy_timeout(handle, Int32(clamping: max(0, timeout.inMilliseconds)))
+    busyWait.timeout = timeout
   }
 
   // MARK: - Statements

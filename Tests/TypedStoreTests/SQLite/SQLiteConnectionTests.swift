@@ -32,6 +32,29 @@ import TypedStoreTesting
     try holder.execute("ROLLBACK")
   }
 
+  /// The busy handler (`BusyWait`) retries until the connection's busy timeout, and not at
+  /// all with a timeout of zero.
+  @Test func theBusyHandlerWaitsForTheTimeoutOfItsConnection() throws {
+    let path = try freshPath("busy-handler")
+    let holder = try SQLiteConnection(path: path, mode: .readWriteCreate)
+    try holder.configure(enableWAL: true)
+    try holder.execute("CREATE TABLE t (x)")
+    try holder.execute("BEGIN IMMEDIATE")
+    let waiter = try SQLiteConnection(path: path, mode: .readWrite)
+    let clock = ContinuousClock()
+    for (timeout, least) in [(Duration.zero, Duration.zero), (.milliseconds(200), .milliseconds(195))] {
+      waiter.setBusyTimeout(timeout)
+      let start = clock.now
+      let error = #expect(throws: SQLiteError.self) { try waiter.execute("BEGIN IMMEDIATE") }
+      #expect(error?.isBusy == true)
+      #expect(clock.now - start >= least)
+      #expect(clock.now - start < least + .seconds(2))
+    }
+    try holder.execute("ROLLBACK")
+    try waiter.execute("BEGIN IMMEDIATE")  // free again: at once
+    try waiter.execute("ROLLBACK")
+  }
+
   @Test func writeSucceedsWhenTheLockIsReleasedBeforeTheDeadline() async throws {
     let path = try freshPath("released")
     do {
