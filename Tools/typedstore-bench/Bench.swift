@@ -74,6 +74,7 @@ import TypedStore
     try await catchUpRow()
     try frcDiffRow()
     try mergeLatencyRow()
+    try idleFollowerRow()
     try batchedFetchMemoryRow()
     try await migrationRows()
     try stageMemoryRow()

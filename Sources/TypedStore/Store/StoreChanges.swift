@@ -37,6 +37,10 @@ public struct StoreChanges: Sendable {
   public let processID: Int32
   /// The context of this process that committed it, for automatic merging.
   let origin: ObjectIdentifier?
+  /// For a commit of another process: when this process's remote-change monitor woke for it,
+  /// saw it (`PRAGMA data_version`) and had read its history, for the benchmark's latency
+  /// stages. Not part of the API.
+  @_spi(Benchmarks) public internal(set) var remoteTimings: RemoteChangeTimings?
 
   init(_ committed: RecordedChanges) {
     isRemote = false
@@ -123,4 +127,23 @@ public struct StoreChanges: Sendable {
 
   /// True when the transaction changed no row (never the case for a published value).
   public var isEmpty: Bool { insertedIDs.isEmpty && updatedIDs.isEmpty && deletedIDs.isEmpty }
+}
+
+/// When a remote-change monitor woke for a commit of another process, saw it and had read
+/// its history: `CLOCK_MONOTONIC` nanoseconds, comparable across the processes of one host.
+/// For the benchmark's merge-latency stages (`Tools/typedstore-bench`); not part of the API.
+@_spi(Benchmarks) public struct RemoteChangeTimings: Sendable {
+  /// When `poll` returned with the wake-up (an inotify event, a request, the slow poll).
+  public var woke: UInt64
+  /// When `PRAGMA data_version` showed the commit.
+  public var noticed: UInt64
+  /// When the history after the position was read and decoded.
+  public var read: UInt64
+
+  /// `CLOCK_MONOTONIC` now, in nanoseconds.
+  static func now() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+  }
 }

@@ -38,7 +38,7 @@ public struct StoreOptions: Sendable {
   public var opensDamagedWAL = false
 
   /// How often a container looks for commits of other processes when inotify reports
-  /// nothing (the backstop: inotify wakes the monitor within a millisecond of a commit).
+  /// nothing (the backstop: inotify wakes the monitor within microseconds of a commit).
   public var remoteChangePollInterval: Duration = .seconds(1)
 
   /// Whether the remote-change monitor watches the store's folder with inotify (on by

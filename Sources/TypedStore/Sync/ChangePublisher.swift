@@ -135,11 +135,17 @@ final class ChangePublisher: Sendable {
     state.withLock { state in
       if state.stopped { return }
       switch event {
-      case .transactions(let transactions):
+      case .transactions(let transactions, let timings):
         for transaction in transactions {
           guard let last = state.lastPublished, transaction.transactionNumber > last else { continue }
           let local = state.heldBack.removeValue(forKey: transaction.transactionNumber)
-          emit(local.map(StoreChanges.init) ?? StoreChanges(transaction), in: &state)
+          emit(
+            local.map(StoreChanges.init)
+              ?? {
+                var changes = StoreChanges(transaction)
+                changes.remoteTimings = timings
+                return changes
+              }(), in: &state)
           state.lastPublished = transaction.transactionNumber
         }
       case .expired(let horizon):

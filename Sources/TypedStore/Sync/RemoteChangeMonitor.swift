@@ -14,16 +14,15 @@ import Synchronization
 /// After each wake-up, `PRAGMA data_version` on the monitor's own read connection is the
 /// truth: it changes only when another connection committed. The last frame of a commit is
 /// written before SQLite makes the commit visible in the WAL index (memory, which inotify does
-/// not see), so a wake-up that finds no change looks again after 0.2, 1 and 5 ms before it
-/// sleeps. When something changed, the history after the publisher's position is read, 1,000
+/// not see), so a wake-up that finds no change looks again every 10 µs, for up to 5 ms. When something changed, the history after the publisher's position is read, 1,000
 /// transactions at a time, and delivered in order. A read that finds the store migrated to
 /// another model (`StoreError.modelChanged`) ends the thread: there is nothing more this
 /// process can read.
 final class RemoteChangeMonitor: Sendable {
   /// What the monitor found.
   enum Event: Sendable {
-    /// Transactions after the position, in order.
-    case transactions([HistoryTransaction])
+    /// Transactions after the position, in order, and when they were noticed and read.
+    case transactions([HistoryTransaction], RemoteChangeTimings)
     /// History after the position was deleted before it was read; reading goes on after
     /// `horizon`.
     case expired(horizon: HistoryToken)
@@ -98,57 +97,122 @@ final class RemoteChangeMonitor: Sendable {
   }
 
   private func run() {
+    ShortTimer.makeThisThreadsTimersPrecise()  // see `look`
     // A connection that cannot be opened now (a transient error) is tried again at each
     // poll: a monitor that gave up would leave its listeners without remote commits for good.
     guard let connection = openConnection() else { return }
-    let path = store.url.path
-    let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-    let names: Set<String> = [store.url.lastPathComponent, store.url.lastPathComponent + "-wal"]
-    let inotify = store.options.remoteChangeUsesInotify ? inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) : -1
-    if inotify >= 0 { _ = inotify_add_watch(inotify, folder, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO)) }
-    defer { if inotify >= 0 { close(inotify) } }
-
+    var watch = Watch(store: store, wakeRead: wakeRead)
+    defer { watch.close() }
     var version = (try? connection.dataVersion()) ?? 0
-    var buffer = [UInt8](repeating: 0, count: 4096)
     // What was committed before the thread started; a failed read is retried at the poll.
-    if !readHistory(connection) { version = -1 }
+    let now = RemoteChangeTimings.now()
+    if !readHistory(connection, woke: now, noticed: now) { version = -1 }
     let clock = ContinuousClock()
     var nextPoll = clock.now.advanced(by: pollInterval)
     while isRunning.load(ordering: .acquiring) {
-      var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-      if inotify >= 0 { fds.append(pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)) }
       let timeout = Int32(clamping: max(1, clock.now.duration(to: nextPoll).inMilliseconds))
-      let ready = poll(&fds, nfds_t(fds.count), timeout)
+      let wakeup = watch.wait(milliseconds: timeout, orTimer: false)
       guard isRunning.load(ordering: .acquiring) else { break }
-      var asked = false
       // The slow poll looks once per interval, however often other files in the folder wake
       // the thread: events about them must not put off the look that retries a failed read.
-      let pollDue = ready == 0 || clock.now >= nextPoll
+      let pollDue = wakeup.timedOut || clock.now >= nextPoll
       if pollDue { nextPoll = clock.now.advanced(by: pollInterval) }
-      var hinted = false  // an event names the store's files
-      if fds[0].revents != 0 {
-        while read(wakeRead, &buffer, buffer.count) > 0 { asked = true }
+      guard wakeup.asked || wakeup.hinted || pollDue else { continue }
+      version = look(connection, &watch, version: version, asked: wakeup.asked, hinted: wakeup.hinted)
+    }
+  }
+
+  /// How long after the last hint `look` goes on looking, and its first and longest wait
+  /// between looks, in nanoseconds.
+  private static let (lookWindow, firstWait, longestWait): (UInt64, UInt64, UInt64) = (5_000_000, 10_000, 1_000_000)
+
+  /// Looks for a commit after a wake-up, reads and delivers its history, and returns the
+  /// `data_version` it read (-1 when the read failed: a transient SQLite error, retried at
+  /// the next wake-up or poll, which must not take the store as unchanged).
+  ///
+  /// A commit's frames are written, and wake inotify, before the commit becomes visible in
+  /// the WAL index (memory, which inotify does not see). So after a hint `data_version` is
+  /// read again after 10 µs, 20, 40, ... up to 1 ms apart, for 5 ms after the last hint,
+  /// waiting on inotify meanwhile: a new hint (the next frames) starts again at 10 µs. No fixed
+  /// sleep stands between a commit and its merge, and a monitor that finds nothing soon waits
+  /// less often.
+  private func look(
+    _ connection: SQLiteConnection, _ watch: inout Watch, version: Int64, asked: Bool, hinted: Bool
+  ) -> Int64 {
+    var (asked, woke, wait) = (asked, RemoteChangeTimings.now(), Self.firstWait)
+    while true {
+      let current = (try? connection.dataVersion()) ?? version
+      if current != version || asked {
+        let noticed = RemoteChangeTimings.now()
+        return readHistory(connection, woke: woke, noticed: noticed) ? current : -1
       }
-      if fds.count > 1, fds[1].revents != 0 {
+      // The poll, not a hint: no commit to wait for.
+      guard hinted, RemoteChangeTimings.now() - woke < Self.lookWindow else { return version }
+      watch.timer.arm(nanoseconds: wait)
+      let wakeup = watch.wait(milliseconds: watch.timer.descriptor >= 0 ? -1 : 1, orTimer: true)
+      guard isRunning.load(ordering: .acquiring) else { return version }
+      asked = asked || wakeup.asked
+      if wakeup.hinted {
+        (woke, wait) = (RemoteChangeTimings.now(), Self.firstWait)
+      } else {
+        wait = min(wait * 2, Self.longestWait)
+      }
+    }
+  }
+
+  /// What the monitor's thread waits on: the wake-up pipe, inotify on the store's folder, and
+  /// its short timer.
+  private struct Watch {
+    /// What one wait brought.
+    struct Wakeup {
+      /// A request to read now (`wake()`).
+      var asked = false
+      /// An inotify event that names the store's file or its `-wal`.
+      var hinted = false
+      /// Nothing came within the timeout.
+      var timedOut = false
+    }
+
+    let wakeRead: Int32
+    let inotify: Int32
+    let names: Set<String>
+    let timer = ShortTimer()
+    var buffer = [UInt8](repeating: 0, count: 4096)
+
+    init(store: PersistentStore, wakeRead: Int32) {
+      self.wakeRead = wakeRead
+      let folder = store.url.deletingLastPathComponent().path
+      names = [store.url.lastPathComponent, store.url.lastPathComponent + "-wal"]
+      inotify = store.options.remoteChangeUsesInotify ? inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) : -1
+      if inotify >= 0 { _ = inotify_add_watch(inotify, folder, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO)) }
+    }
+
+    /// Closes inotify; the pipe is the monitor's, the timer closes itself.
+    func close() {
+      if inotify >= 0 { _ = Glibc.close(inotify) }
+    }
+
+    /// Waits up to `milliseconds` (-1: no limit) for the pipe, inotify and, with `orTimer`,
+    /// the timer, and drains what came.
+    mutating func wait(milliseconds: Int32, orTimer: Bool) -> Wakeup {
+      var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+      if inotify >= 0 { fds.append(pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)) }
+      if orTimer && timer.descriptor >= 0 {
+        fds.append(pollfd(fd: timer.descriptor, events: Int16(POLLIN), revents: 0))
+      }
+      var wakeup = Wakeup()
+      wakeup.timedOut = poll(&fds, nfds_t(fds.count), milliseconds) == 0
+      if fds[0].revents != 0 {
+        while read(wakeRead, &buffer, buffer.count) > 0 { wakeup.asked = true }
+      }
+      if inotify >= 0, fds[1].revents != 0 {
         while true {
           let count = read(inotify, &buffer, buffer.count)
           guard count > 0 else { break }
-          if !hinted { hinted = Self.namesAny(of: names, in: buffer, count: count) }
+          if !wakeup.hinted { wakeup.hinted = RemoteChangeMonitor.namesAny(of: names, in: buffer, count: count) }
         }
       }
-      guard asked || hinted || pollDue else { continue }
-      // A commit's last frame is written before it becomes visible: look again shortly.
-      for delay in [0, 200, 1_000, 5_000] as [UInt32] {
-        if delay > 0 { usleep(delay) }
-        let current = (try? connection.dataVersion()) ?? version
-        if current != version || asked {
-          // A read that failed (a transient SQLite error) is retried at the next wake-up or
-          // poll: forget the version, so that the poll does not take the store as unchanged.
-          version = readHistory(connection) ? current : -1
-          break
-        }
-        if !hinted { break }  // the poll, not a hint: no commit to wait for
-      }
+      return wakeup
     }
   }
 
@@ -172,7 +236,7 @@ final class RemoteChangeMonitor: Sendable {
 
   /// Reads the history after the publisher's position and delivers it, page by page; false
   /// when a read failed before the end.
-  private func readHistory(_ connection: SQLiteConnection) -> Bool {
+  private func readHistory(_ connection: SQLiteConnection, woke: UInt64, noticed: UInt64) -> Bool {
     while true {
       do {
         let after = try position() ?? takePosition(HistoryReader.currentNumber(connection))
@@ -185,7 +249,7 @@ final class RemoteChangeMonitor: Sendable {
         let transactions = try HistoryReader.fetch(
           request, storeIdentifier: store.identifier, model: store.model, connection: connection)
         guard !transactions.isEmpty else { return true }
-        deliver(.transactions(transactions))
+        deliver(.transactions(transactions, .init(woke: woke, noticed: noticed, read: RemoteChangeTimings.now())))
         if transactions.count < 1000 { return true }
       } catch HistoryError.tokenExpired(let horizon) {
         deliver(.expired(horizon: horizon))

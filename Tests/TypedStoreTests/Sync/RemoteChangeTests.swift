@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 import TypedStoreTesting
 
-@testable import TypedStore
+@_spi(Benchmarks) @testable import TypedStore
 
 /// What a container published, in order.
 private typealias Collector = Recorder<StoreChanges>
@@ -205,6 +205,28 @@ private func eventually(
     _ = try runWriter([path, "other", "2"]).finish()
     #expect(await seen.wait(for: 2, seconds: 10))
     #expect(seen.all == [1, 1])
+  }
+
+  /// With the slow poll an hour away, inotify and the looks after it deliver every commit of
+  /// a writer that commits as fast as it can, each noticed after its monitor woke.
+  @Test func inotifyAloneDeliversEveryCommitOfAFastWriter() async throws {
+    var options = StoreOptions()
+    options.remoteChangePollInterval = .seconds(3600)
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self), options: options)
+    let seen = Recorder<(count: Int, timings: RemoteChangeTimings?)>()
+    let observation = container.addStoreChangesObserver { changes in
+      if changes.isRemote { seen.add((changes.inserted(Event.self).count, changes.remoteTimings)) }
+    }
+    defer { observation.cancel() }
+    try await Task.sleep(for: .milliseconds(100))  // the monitor has started and read once
+    _ = try runWriter([container.persistentStore.url.path, "other", "200"]).finish()
+    #expect(await seen.wait(for: 200, seconds: 10))
+    #expect(seen.all.map(\.count) == Array(repeating: 1, count: 200))
+    #expect(
+      seen.all.allSatisfy { seen in
+        guard let timings = seen.timings else { return false }
+        return timings.woke <= timings.noticed && timings.noticed <= timings.read
+      })
   }
 
   @Test(arguments: [true, false])
