@@ -70,7 +70,7 @@ import TypedStore
     try importMemoryRow()
     try exportMemoryRow()
     try await writerRows()
-    try await consumersThroughputRow()
+    try await consumersThroughputRows()
     try await catchUpRow()
     try frcDiffRow()
     try mergeLatencyRow()

@@ -382,7 +382,7 @@ final class SQLiteConnection {
       let remaining = clock.now.duration(to: deadline)
       setBusyTimeout(max(remaining, .milliseconds(1)))
       do {
-        try execute(sql)
+        try cachedStatement(sql).run()  // prepared once: `BEGIN IMMEDIATE` and `COMMIT` frame every save
         return
       } catch let error as SQLiteError where error.isBusy && clock.now < deadline {
         // A busy BEGIN leaves no transaction; a busy COMMIT keeps it open, so both retry as is.

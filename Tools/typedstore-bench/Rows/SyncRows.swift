@@ -7,19 +7,25 @@ import Synchronization
 // one process to its merge in another.
 
 extension Bench {
-  /// The same one-object saves into a store three consumer processes follow (each a
-  /// HistoryMerger with a context) and into one nobody follows.
-  func consumersThroughputRow() async throws {
+  /// The same one-object saves into a store that 1, 3 or 10 consumer processes follow (each
+  /// a HistoryMerger with a context) and into one nobody follows.
+  func consumersThroughputRows() async throws {
+    for count in [1, 3, 10] { try await consumersThroughputRow(followers: count) }
+  }
+
+  private func consumersThroughputRow(followers count: Int) async throws {
     let saves = n >= 100_000 ? 5000 : 200
-    let name = "\(saves) one-object saves while 3 consumer processes follow (raw column: nobody follows)"
+    let name =
+      "\(saves) one-object saves while \(count) consumer process\(count == 1 ? "" : "es") follow\(count == 1 ? "s" : "") "
+      + "(raw column: nobody follows)"
     guard selected(name) else { return }
     let watched = try freshContainer("watched")
     let stop = directory.appendingPathComponent("followers-\(uniqueName("stop"))").path
-    let followers = try (1...3).map { index in
+    let followers = try (1...count).map { index in
       try ChildProcess.start(
         ["follow", watched.persistentStore.url.path, "consumer-\(index)", stop], output: FileHandle.nullDevice)
     }
-    while try watched.persistentStore.historyConsumers().count < 3 { usleep(10_000) }
+    while try watched.persistentStore.historyConsumers().count < count { usleep(10_000) }
     func smallSaves(_ container: PersistentContainer) throws -> Double {
       let context = container.newBackgroundContext()
       return try time {
