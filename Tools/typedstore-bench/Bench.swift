@@ -16,8 +16,10 @@ import TypedStore
   /// Numbers the store files, so that no two stores of a run share one.
   private let fileCounter = Atomic<Int>(0)
 
-  /// N: the rows each operation works on.
-  var n: Int { options.n }
+  /// N: the rows each operation works on (`--n`, or a size of the growth rows).
+  var n: Int { growthSize ?? options.n }
+  /// The N of the growth rows while they run (`Rows/GrowthRows.swift`).
+  var growthSize: Int?
 
   init(options: BenchOptions) throws {
     self.options = options
@@ -78,6 +80,7 @@ import TypedStore
     try batchedFetchMemoryRow()
     try await migrationRows()
     try stageMemoryRow()
+    try await growthRows()
     let report = Report(n: n, runs: options.runs, sqliteVersion: sqliteVersion(), rows: rows, checked: options.check)
     print(report.table)
     if let path = options.json { try report.json().write(to: URL(fileURLWithPath: path)) }

@@ -260,11 +260,15 @@ enum HistoryReader {
       }
       let tombstone = changes.isNull(6) ? nil : changes.string(6)
       if !changes.isNull(4) {
-        for key in HistorySchema.integers(fromJSONArray: changes.string(4)) {
+        let keys = HistorySchema.integers(fromJSONArray: changes.string(4))
+        visitor.willVisit(changes: keys.count)
+        for key in keys {
           try visitor.change(kind, entity: entity, key: key, changed: changed, tombstone: tombstone)
         }
       } else if !changes.isNull(7), changes.int64(7) >= changes.int64(3) {
-        for key in changes.int64(3)...changes.int64(7) {
+        let keys = changes.int64(3)...changes.int64(7)
+        visitor.willVisit(changes: keys.count)
+        for key in keys {
           try visitor.change(kind, entity: entity, key: key, changed: changed, tombstone: tombstone)
         }
       } else {
@@ -330,6 +334,13 @@ protocol HistoryVisitor {
   mutating func change(_ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?)
     throws
   mutating func endTransaction() throws
+  /// The next `count` changes are of one change row (a group of rows): room can be made for
+  /// them at once.
+  mutating func willVisit(changes count: Int)
+}
+
+extension HistoryVisitor {
+  mutating func willVisit(changes count: Int) {}
 }
 
 /// Collects `HistoryTransaction` values: what `fetchHistory` returns.
@@ -345,6 +356,14 @@ struct TransactionCollector: HistoryVisitor {
 
   mutating func beginTransaction(_ header: HistoryReader.Header) {
     self.header = header
+  }
+
+  /// Room for a large group's changes at once: appending a million one at a time copied the
+  /// array some twenty times as it grew.
+  mutating func willVisit(changes count: Int) {
+    let needed = changes.count + count
+    // At least doubling, as appending would: many small groups must not copy at each one.
+    if needed > changes.capacity { changes.reserveCapacity(max(needed, changes.capacity * 2)) }
   }
 
   mutating func change(_ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?) {

@@ -6,10 +6,11 @@ import TypedStore
 // with one, each against the raw C API reading the same columns.
 
 extension Bench {
-  func fetchRows() async throws {
+  /// The fetch rows; without `observed`, only the plain entity's.
+  func fetchRows(observed: Bool = true) async throws {
     let fetchName = "fetch \(n) objects, every attribute read"
     let observedFetchName = "fetch \(n) objects of an Observable entity, every attribute read"
-    guard selected(fetchName) || selected(observedFetchName) else { return }
+    guard selected(fetchName) || (observed && selected(observedFetchName)) else { return }
     let raw = try freshRaw("fetch", rows: n)
     let container = try freshContainer("fetch")
     try seed(container, rows: n)
@@ -36,6 +37,7 @@ extension Bench {
     // The same with an entity that declares `Observable`: each object gets an observation
     // registrar when first read, and each read is reported to Observation. No goal: the cost
     // of opting in, for the docs.
+    guard observed else { return }
     if selected(observedFetchName) { try seed(container, rows: n, of: BenchObservedItem.self) }
     try await run(observedFetchName, goal: nil) {
       try time { try verify("fetch raw", try raw.fetchAll(), expected) }

@@ -8,7 +8,16 @@ import TypedStore
 
 extension Bench {
   func historyRows() async throws {
+    try await historyChangesRow()
+    // History reads cost the same per change whatever the shape of the history.
+    try await tombstonedHistoryRow()
+    try await singleRowSavesHistoryRow()
+    try await perChangeCostRow()
+  }
+
+  func historyChangesRow() async throws {
     let n = self.n
+    guard selected("fetch history of \(n) changes") else { return }
     do {
       let container = try freshContainer("history")
       try seed(container, rows: n)
@@ -19,10 +28,6 @@ extension Bench {
         try time { try verify("history", try countHistory(container, after: nil).changes, n) }
       }
     }
-    // History reads cost the same per change whatever the shape of the history.
-    try await tombstonedHistoryRow()
-    try await singleRowSavesHistoryRow()
-    try await perChangeCostRow()
   }
 
   private func tombstonedHistoryRow() async throws {

@@ -6,15 +6,18 @@ import TypedStore
 
 extension Bench {
   func insertRows() async throws {
-    for history in [true, false] {
-      try await run("insert \(n) objects, one save, history \(history ? "on" : "off")", goal: history ? 2.5 : 2.0) {
-        var raw: RawDatabase?
-        let ms = try time({ raw = try freshRaw("insert") }) { try raw?.insert(n) }
-        try raw?.checkpoint()
-        return ms
-      } typed: {
-        try insertObjects(history: history)
-      }
+    for history in [true, false] { try await insertRow(history: history) }
+  }
+
+  func insertRow(history: Bool) async throws {
+    let n = self.n
+    try await run("insert \(n) objects, one save, history \(history ? "on" : "off")", goal: history ? 2.5 : 2.0) {
+      var raw: RawDatabase?
+      let ms = try time({ raw = try freshRaw("insert") }) { try raw?.insert(n) }
+      try raw?.checkpoint()
+      return ms
+    } typed: {
+      try insertObjects(history: history)
     }
   }
 
