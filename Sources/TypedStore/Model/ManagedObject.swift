@@ -20,45 +20,48 @@
 /// identity is reference identity: within one context there is one object per row.
 open class ManagedObject: Hashable {
   // The fields are declared with the one-byte ones together: a fetch allocates one object
-  // per row, and every byte of padding is memory it fills.
+  // per row, and every byte of padding is memory it fills. The bookkeeping fields are
+  // `@exclusivity(unchecked)`: they are read and written only on the context's executor,
+  // and a fetch checked exclusivity at run time some eight times per object (a fifth of
+  // materializing one; docs/performance.md, "The measurements behind the code's shape").
 
   /// The entity of this object, once it belongs to a context.
   public final var entity: EntityDescription? { entityStorage }
   /// Internal, so that the optimizer sees every access and setting it (once per fetched
   /// object) needs no run-time exclusivity check, as a public stored property would.
-  final var entityStorage: EntityDescription?
+  @exclusivity(unchecked) final var entityStorage: EntityDescription?
   /// The way back to the context's state (shared by the context's objects); nil outside one.
-  final var trackerLink: TrackerLink?
+  @exclusivity(unchecked) final var trackerLink: TrackerLink?
   /// The parts of `objectKey`, stored apart so that its root index and state fill bytes that
   /// an optional `ObjectKey` would leave as padding (8 bytes less in every object).
-  private final var keyValue: Int64 = 0
-  final var rowVersion: Int64 = 0
+  @exclusivity(unchecked) private final var keyValue: Int64 = 0
+  @exclusivity(unchecked) final var rowVersion: Int64 = 0
   /// The committed values of the attributes changed since the last save, by slot.
-  final var committedValues = CommittedValues()
+  @exclusivity(unchecked) final var committedValues = CommittedValues()
   /// Set while the model resolves a key path: the slots read (`KeyPathResolution.swift`).
-  final var keyPathRecorder: [Int32]?
+  @exclusivity(unchecked) final var keyPathRecorder: [Int32]?
   /// The object's observation registrar, made when a property is first read; nil for objects
   /// of entities that do not declare `Observable`, and until then.
-  final var observation: ObjectObservation?
-  private final var keyRoot: Int32 = 0
+  @exclusivity(unchecked) final var observation: ObjectObservation?
+  @exclusivity(unchecked) private final var keyRoot: Int32 = 0
   /// 0 for no key, 1 for a permanent one, 2 for a temporary one.
-  private final var keyState: UInt8 = 0
-  final var lifecycle: ObjectStatus = .detached
+  @exclusivity(unchecked) private final var keyState: UInt8 = 0
+  @exclusivity(unchecked) final var lifecycle: ObjectStatus = .detached
   /// The context lists (updated, deleted) the object is in, one bit each.
-  final var listMembership: UInt8 = 0
+  @exclusivity(unchecked) final var listMembership: UInt8 = 0
   /// True for an object of an entity that declares `Observable`: its reads are reported.
-  final var observesAccess = false
+  @exclusivity(unchecked) final var observesAccess = false
 
   /// True while reading an attribute must first do something: fulfil a fault, or record which
   /// attribute a key path reads. Kept in one flag so the common read costs one test.
-  @usableFromInline final var _needsAccessHook = false
+  @exclusivity(unchecked) @usableFromInline final var _needsAccessHook = false
 
   /// Set when a key path applied to a probe (`keyPathRecorder` set) read `managedID`: the
   /// row's key, which a predicate compares as `pk`.
-  final var recordedIdentityRead = false
+  @exclusivity(unchecked) final var recordedIdentityRead = false
 
   /// True when the object's attribute values have not been loaded yet.
-  public internal(set) final var isFault = false {
+  @exclusivity(unchecked) public internal(set) final var isFault = false {
     didSet { _needsAccessHook = isFault || keyPathRecorder != nil || observesAccess }
   }
 
@@ -81,7 +84,7 @@ open class ManagedObject: Hashable {
   ///
   /// To ask whether an object still stands for a row of its context, whatever deleted it,
   /// test `managedObjectContext != nil`.
-  public internal(set) final var isDeleted = false
+  @exclusivity(unchecked) public internal(set) final var isDeleted = false
 
   /// The row the object stands for in its context's identity map; nil outside a context.
   final var objectKey: ObjectKey? {
