@@ -7,7 +7,7 @@ import TypedStore
 extension Bench {
   /// A writer process: opens the store (or raw database), prints "ready", waits for the file
   /// `go`, commits `commits` transactions of `objects` new objects each, and prints the
-  /// monotonic time of its last commit, in nanoseconds.
+  /// monotonic time of its last commit and the p99 of its commits' times, in nanoseconds.
   func writer(store path: String, raw: Bool, commits: Int, objects: Int, go: String) throws {
     let commit: (Int) throws -> Void
     if raw {
@@ -45,7 +45,17 @@ extension Bench {
     }
     FileHandle.standardOutput.write(Data("ready\n".utf8))  // unbuffered: the parent waits for it
     while !FileManager.default.fileExists(atPath: go) { usleep(100) }
-    for transaction in 0..<commits { try commit(transaction * objects) }
-    print(monotonicNanoseconds())
+    var durations: [UInt64] = []
+    durations.reserveCapacity(commits)
+    for transaction in 0..<commits {
+      let start = monotonicNanoseconds()
+      try commit(transaction * objects)
+      durations.append(monotonicNanoseconds() - start)
+    }
+    let end = monotonicNanoseconds()
+    durations.sort()
+    // The time of the last commit, then the p99 of one commit's time (its wait for the write
+    // lock included), in nanoseconds.
+    print(end, durations.isEmpty ? 0 : durations[min(durations.count - 1, durations.count * 99 / 100)])
   }
 }
