@@ -57,6 +57,8 @@ import TypedStore
       try writer(store: store, raw: raw, commits: commits, objects: objects, go: go)
     case .latencyWriter(let store, let commits): try latencyWriter(store: store, commits: commits)
     case .follower(let store, let consumer, let stop): try await follower(store: store, consumer: consumer, stop: stop)
+    case .mixed(let store, let raw, let reads, let go, let milliseconds):
+      try mixed(store: store, raw: raw, reads: reads, go: go, milliseconds: milliseconds)
     }
   }
 
@@ -72,6 +74,7 @@ import TypedStore
     try importMemoryRow()
     try exportMemoryRow()
     try await writerRows()
+    try await readersRow()
     try await consumersThroughputRows()
     try await catchUpRow()
     try frcDiffRow()

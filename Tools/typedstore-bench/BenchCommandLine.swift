@@ -39,6 +39,10 @@ enum BenchRole: Sendable {
   /// A consumer process of the throughput row: a HistoryMerger named `consumer` on the
   /// store, until the file `stop` exists.
   case follower(store: String, consumer: String, stop: String)
+  /// A process of the readers row: from when the file `go` exists, for `milliseconds`, fetches
+  /// every row of the store (`reads`) or saves one new object at a time, with the C API (`raw`)
+  /// or TypedStore; prints "ready", then how many fetches or saves it made.
+  case mixed(store: String, raw: Bool, reads: Bool, go: String, milliseconds: Int)
 }
 
 /// The benchmark's command line, parsed by the tool's `ArgumentParsing`.
@@ -61,6 +65,7 @@ enum BenchCommandLine {
       role("writer", "A writer process of the writer rows.", ["store", "side", "commits", "objects", "go"]),
       role("latency-writer", "Process A of the latency row.", ["store", "commits"]),
       role("follow", "A consumer process of the throughput row.", ["store", "consumer", "stop"]),
+      role("mixed", "A reader or writer process of the readers row.", ["store", "side", "kind", "go", "milliseconds"]),
     ])
 
   private static func role(_ name: String, _ abstract: String, _ arguments: [String]) -> CommandDescription {
@@ -103,6 +108,10 @@ enum BenchCommandLine {
         objects: try number(arguments[3], command), go: arguments[4])
     case ["latency-writer"]: return .latencyWriter(store: arguments[0], commits: try number(arguments[1], command))
     case ["follow"]: return .follower(store: arguments[0], consumer: arguments[1], stop: arguments[2])
+    case ["mixed"]:
+      return .mixed(
+        store: arguments[0], raw: arguments[1] == "raw", reads: arguments[2] == "read", go: arguments[3],
+        milliseconds: try number(arguments[4], command))
     default:
       var options = BenchOptions()
       options.n = try command.integer("--n") ?? options.n

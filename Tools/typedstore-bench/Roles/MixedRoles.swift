@@ -1,0 +1,63 @@
+import CSQLite
+import Foundation
+import TypedStore
+
+// The processes of the readers row (`Rows/ReadersRow.swift`).
+
+extension Bench {
+  /// A reader or a writer of the readers row: opens the store (or raw database), prints
+  /// "ready", waits for the file `go`, then for `milliseconds` fetches every row and reads
+  /// every attribute (`reads`), or saves one new object at a time; prints how many it made.
+  func mixed(store path: String, raw: Bool, reads: Bool, go: String, milliseconds: Int) throws {
+    let operation: (Int) throws -> Void
+    if raw {
+      let database = try RawDatabase(existing: path)
+      sqlite3_busy_timeout(database.handle, 60_000)
+      try database.execute("PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;")
+      let insert = try database.prepare(
+        "INSERT INTO raw (number, name, category, score, created) VALUES (?, ?, ?, ?, ?)")
+      operation = { index in
+        guard !reads else {
+          _ = try database.fetchAll()
+          return
+        }
+        let row = BenchRow(index)
+        try database.execute("BEGIN IMMEDIATE")
+        sqlite3_bind_int64(insert, 1, row.number)
+        database.bindText(insert, 2, row.name)
+        database.bindText(insert, 3, row.category)
+        sqlite3_bind_double(insert, 4, row.score)
+        sqlite3_bind_double(insert, 5, row.created)
+        guard sqlite3_step(insert) == SQLITE_DONE else { throw BenchError.sqlite("insert failed") }
+        sqlite3_reset(insert)
+        try database.execute("COMMIT")
+      }
+    } else {
+      var options = StoreOptions()
+      options.busyTimeout = .seconds(60)
+      let container = try PersistentContainer(
+        name: "mixed", model: model, storeURL: URL(fileURLWithPath: path), options: options)
+      let context = container.newBackgroundContext()
+      operation = { index in
+        try context.performAndWait { context in
+          if reads {
+            _ = itemChecksum(try context.fetch(FetchRequest<BenchItem>()))
+            context.reset()
+          } else {
+            fill(BenchItem(context: context), BenchRow(index))
+            try context.save()
+          }
+        }
+      }
+    }
+    FileHandle.standardOutput.write(Data("ready\n".utf8))  // unbuffered: the parent waits for it
+    while !FileManager.default.fileExists(atPath: go) { usleep(100) }
+    let end = monotonicNanoseconds() + UInt64(milliseconds) * 1_000_000
+    var count = 0
+    while monotonicNanoseconds() < end {
+      try operation(count)
+      count += 1
+    }
+    print(count)
+  }
+}
