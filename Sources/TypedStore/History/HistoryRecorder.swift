@@ -186,8 +186,8 @@ final class HistoryRecorder {
     if let number { return number }
     // One above the largest number kept, or the horizon when none is (see `HistorySchema`).
     let statement = try connection.statement(
-      "INSERT INTO _history_transaction (number, timestamp, author, context_name, process_id) VALUES ("
-        + HistorySchema.nextNumberSQL + ", ?, ?, ?, ?)")
+      "INSERT INTO _history_transaction (number, timestamp, author, context_name, process_id, recorded_by) "
+        + "VALUES (\(HistorySchema.nextNumberSQL), ?, ?, ?, ?, \(HistorySchema.recordingFormatVersion))")
     statement.bind(timestamp.timeIntervalSinceReferenceDate, at: 1)
     if let author = info.author { statement.bind(author, at: 2) } else { statement.bindNull(2) }
     if let name = info.contextName { statement.bind(name, at: 3) } else { statement.bindNull(3) }

@@ -25,7 +25,8 @@ enum HistorySchema {
       context_name TEXT,
       process_id INTEGER NOT NULL,
       first_change INTEGER NOT NULL DEFAULT 0,
-      last_change INTEGER NOT NULL DEFAULT 0
+      last_change INTEGER NOT NULL DEFAULT 0,
+      recorded_by INTEGER NOT NULL
     )
     """,
     """
@@ -45,15 +46,25 @@ enum HistorySchema {
     HistoryConsumers.createSQL,
   ]
 
+  /// The file format version that writes these tables: each transaction row records it in
+  /// `recorded_by` (`PersistentStore.formatVersion`).
+  static let recordingFormatVersion = 3
+
   /// SQL for the next transaction's number: one above the largest kept, or the horizon when
   /// none is kept (see above).
   static let nextNumberSQL =
     "coalesce((SELECT max(number) FROM _history_transaction) + 1, "
     + "(SELECT CAST(value AS INTEGER) FROM _metadata WHERE key = 'history_horizon'), 1)"
 
-  /// Format version 2 to 3: `_history_transaction` without `AUTOINCREMENT`, its rows kept.
-  /// The horizon stays right: deletion removes a prefix, so the largest number kept is the
-  /// last one given, or, with none kept, the horizon is one above it.
+  /// Format version 2 to 3: `_history_transaction` without `AUTOINCREMENT`, its rows kept,
+  /// and `_primary_key.max_pk` renamed `key_floor`. The horizon stays right: deletion
+  /// removes a prefix, so the largest number kept is the last one given, or, with none kept,
+  /// the horizon is one above it.
+  ///
+  /// A process of version 2 still open on the store must not write it any more: it would
+  /// take keys and numbers the old way and could give one twice. So its writes fail at once:
+  /// its key reservation names `max_pk`, which is gone, and its history rows lack
+  /// `recorded_by` (the format version that recorded the row), which may not be NULL.
   static let upgradeFromVersion2SQL = """
     CREATE TABLE _history_transaction_3 (
       number INTEGER PRIMARY KEY,
@@ -62,12 +73,14 @@ enum HistorySchema {
       context_name TEXT,
       process_id INTEGER NOT NULL,
       first_change INTEGER NOT NULL DEFAULT 0,
-      last_change INTEGER NOT NULL DEFAULT 0
+      last_change INTEGER NOT NULL DEFAULT 0,
+      recorded_by INTEGER NOT NULL
     );
     INSERT INTO _history_transaction_3 SELECT number, timestamp, author, context_name, process_id, first_change,
-      last_change FROM _history_transaction;
+      last_change, 2 FROM _history_transaction;
     DROP TABLE _history_transaction;
     ALTER TABLE _history_transaction_3 RENAME TO _history_transaction;
+    ALTER TABLE _primary_key RENAME COLUMN max_pk TO key_floor;
     """
 
   /// A JSON array of integers, for `json_each(?)`: how a list of keys is bound as one value.

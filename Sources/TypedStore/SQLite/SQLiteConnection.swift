@@ -343,7 +343,8 @@ final class SQLiteConnection {
     }
     guard let deadline = writeDeadline else { throw SQLiteError.generic("undoWrites() outside a write transaction") }
     try execute("ROLLBACK")
-    try retryingBusy(until: deadline, sql: "BEGIN IMMEDIATE")
+    // A conflict found late in a save still gets a whole busy timeout to take the lock again.
+    try retryingBusy(until: max(deadline, .now + busyTimeout), sql: "BEGIN IMMEDIATE")
     try transactionCheck?(self)
   }
 

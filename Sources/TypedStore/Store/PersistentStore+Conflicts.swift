@@ -5,9 +5,9 @@ import Foundation
 struct VersionMismatch: Error {}
 
 // Resolving conflicts: the careful path of a save, taken only when the fast path met a row
-// another writer changed. It runs inside the same write transaction (after rolling the fast
-// path back to its savepoint), so what it reads is what it writes over. See `MergePolicy` for
-// the table of outcomes.
+// another writer changed. It runs under the write lock, in the transaction begun again after
+// the fast path was undone (`SQLiteConnection.undoWrites()`), so what it reads is what it
+// writes over. See `MergePolicy` for the table of outcomes.
 extension PersistentStore {
   /// The change set to write instead of `changes`, and what each conflicting object must do
   /// after the commit.

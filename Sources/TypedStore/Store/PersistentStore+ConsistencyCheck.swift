@@ -194,7 +194,9 @@ private struct ConsistencyCheck {
     }
     // The next key is one above the largest key and the floor: a deleted key above both
     // would be given again.
-    let next = max(largest, try keyFloor(of: root)) + 1
+    let floor = try keyFloor(of: root)
+    if floor == nil { problem(.metadata, "\(root.name) has no row in _primary_key: its inserts would fail") }
+    let next = max(largest, floor ?? 0) + 1
     for (key, last) in lastChanges.sorted(by: { $0.key < $1.key }) {
       if last.kind != .delete {
         found.append(
@@ -211,11 +213,12 @@ private struct ConsistencyCheck {
   }
 
   /// The table's key floor (`_primary_key`): with its largest key, the next key is one above.
-  private func keyFloor(of root: EntityDescription) throws -> Int64 {
-    let maximum = try connection.statement("SELECT max_pk FROM _primary_key WHERE entity = ?")
+  /// Nil when the table has no row there.
+  private func keyFloor(of root: EntityDescription) throws -> Int64? {
+    let maximum = try connection.statement("SELECT key_floor FROM _primary_key WHERE entity = ?")
     defer { maximum.reset() }
     maximum.bind(root.name, at: 1)
-    return try maximum.step() ? maximum.int64(0) : 0
+    return try maximum.step() ? maximum.int64(0) : nil
   }
 
   /// What is wrong with an existing row, given history's last change of its key.

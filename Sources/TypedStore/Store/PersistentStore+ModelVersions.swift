@@ -192,8 +192,8 @@ extension PersistentStore {
       connection: connection,
       sql: """
         INSERT INTO _history_transaction
-          (number, timestamp, author, context_name, process_id, first_change, last_change)
-        SELECT \(HistorySchema.nextNumberSQL), ?1, ?2, NULL, ?3, next, next - 1
+          (number, timestamp, author, context_name, process_id, first_change, last_change, recorded_by)
+        SELECT \(HistorySchema.nextNumberSQL), ?1, ?2, NULL, ?3, next, next - 1, \(formatVersion)
         FROM (SELECT ifnull(max(id), 0) + 1 AS next FROM _history_change)
         """)
     marker.bind(now.timeIntervalSinceReferenceDate, at: 1)

@@ -257,7 +257,7 @@ extension PersistentStore {
     try connection.execute(
       """
       CREATE TABLE _metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-      CREATE TABLE _primary_key (entity TEXT PRIMARY KEY, max_pk INTEGER NOT NULL DEFAULT 0);
+      CREATE TABLE _primary_key (entity TEXT PRIMARY KEY, key_floor INTEGER NOT NULL DEFAULT 0);
       CREATE TABLE _entities (code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
       """)
     let entities = try connection.statement("INSERT INTO _entities (code, name) VALUES (?, ?)")
@@ -283,7 +283,7 @@ extension PersistentStore {
     }
     for sql in HistorySchema.createSQL { try connection.execute(sql) }
     try recordFirstVersion(model, identifier: versionIdentifier, connection: connection)
-    let sequence = try connection.statement("INSERT INTO _primary_key (entity, max_pk) VALUES (?, 0)")
+    let sequence = try connection.statement("INSERT INTO _primary_key (entity, key_floor) VALUES (?, 0)")
     for table in tables {
       for sql in table.createSQL { try connection.execute(sql) }
       sequence.rewind()

@@ -264,7 +264,7 @@ extension PersistentStore {
   /// Core Data's `Z_MAX` does, wrote one more page into the WAL with every save.
   private static func nextPrimaryKey(table: String, connection: SQLiteConnection) throws -> Int64 {
     let statement = try connection.statement(
-      "SELECT (SELECT max(pk) FROM \"\(table)\"), (SELECT max_pk FROM _primary_key WHERE entity = ?)")
+      "SELECT (SELECT max(pk) FROM \"\(table)\"), (SELECT key_floor FROM _primary_key WHERE entity = ?)")
     defer { statement.reset() }
     statement.bind(table, at: 1)
     guard try statement.step(), !statement.isNull(1) else {
@@ -280,7 +280,7 @@ extension PersistentStore {
     of table: String, to key: Int64, onlyAboveRows: Bool = false, connection: SQLiteConnection
   ) throws {
     let statement = try connection.statement(
-      "UPDATE _primary_key SET max_pk = ?1 WHERE entity = ?2 AND max_pk < ?1"
+      "UPDATE _primary_key SET key_floor = ?1 WHERE entity = ?2 AND key_floor < ?1"
         + (onlyAboveRows ? " AND ?1 >= coalesce((SELECT max(pk) FROM \"\(table)\"), 0)" : ""))
     defer { statement.reset() }
     statement.bind(key, at: 1)

@@ -1,8 +1,8 @@
 import Foundation
 
 // Uniqueness conflicts: the careful path a save takes when SQLite refused a row for a unique
-// index. Like version conflicts (`PersistentStore+Conflicts.swift`), it runs inside the same
-// write transaction after the fast path rolled back to its savepoint, so what it reads is
+// index. Like version conflicts (`PersistentStore+Conflicts.swift`), it runs under the write
+// lock after the fast path was undone (`SQLiteConnection.undoWrites()`), so what it reads is
 // what it writes over.
 //
 // Each insert and update is checked against every constraint of its entity: against the

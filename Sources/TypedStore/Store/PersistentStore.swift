@@ -18,7 +18,7 @@ public final class PersistentStore: Sendable {
   ///
   /// Version 3 made `_primary_key` a key floor that inserts leave alone. A store of version 2
   /// is read as it is, and upgraded in place by the first open for writing.
-  public static let formatVersion = 3
+  public static let formatVersion = HistorySchema.recordingFormatVersion
 
   /// The oldest format version this library opens (see ``formatVersion``).
   static let oldestFormatVersion = 2

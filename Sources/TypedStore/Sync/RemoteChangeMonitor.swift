@@ -14,7 +14,8 @@ import Synchronization
 /// After each wake-up, `PRAGMA data_version` on the monitor's own read connection is the
 /// truth: it changes only when another connection committed. The last frame of a commit is
 /// written before SQLite makes the commit visible in the WAL index (memory, which inotify does
-/// not see), so a wake-up that finds no change looks again every 10 µs, for up to 5 ms. When something changed, the history after the publisher's position is read, 1,000
+/// not see), so after a wake-up the monitor looks again after 10 µs, 20, 40, ... up to 1 ms
+/// apart, for 5 ms after the last event (`look`). When something changed, the history after the publisher's position is read, 1,000
 /// transactions at a time, and delivered in order. A read that finds the store migrated to
 /// another model (`StoreError.modelChanged`) ends the thread: there is nothing more this
 /// process can read.
@@ -122,41 +123,48 @@ final class RemoteChangeMonitor: Sendable {
     }
   }
 
-  /// How long after the last hint `look` goes on looking, and its first and longest wait
-  /// between looks, in nanoseconds.
-  private static let (lookWindow, firstWait, longestWait): (UInt64, UInt64, UInt64) = (5_000_000, 10_000, 1_000_000)
+  /// How long after the last hint `look` goes on looking; its first and longest wait between
+  /// looks; and the quiet before a hint that starts the waits again at the first, in
+  /// nanoseconds.
+  private static let (lookWindow, firstWait, longestWait, quietGap): (UInt64, UInt64, UInt64, UInt64) = (
+    5_000_000, 10_000, 1_000_000, 500_000
+  )
 
-  /// Looks for a commit after a wake-up, reads and delivers its history, and returns the
-  /// `data_version` it read (-1 when the read failed: a transient SQLite error, retried at
+  /// Looks for commits after a wake-up, reads and delivers their history, and returns the
+  /// `data_version` it read last (-1 when a read failed: a transient SQLite error, retried at
   /// the next wake-up or poll, which must not take the store as unchanged).
   ///
   /// A commit's frames are written, and wake inotify, before the commit becomes visible in
   /// the WAL index (memory, which inotify does not see). So after a hint `data_version` is
-  /// read again after 10 µs, 20, 40, ... up to 1 ms apart, for 5 ms after the last hint,
-  /// waiting on inotify meanwhile: a new hint (the next frames) starts again at 10 µs. No fixed
-  /// sleep stands between a commit and its merge, and a monitor that finds nothing soon waits
-  /// less often.
+  /// read again after 10 µs, 20, 40, ... up to 1 ms apart, until 5 ms have passed since the
+  /// last hint, also after a commit was read: a hint drained meanwhile may belong to the next
+  /// commit, which no later event announces. A hint after a quiet half millisecond starts the
+  /// waits again at 10 µs; while hints keep coming (a large transaction, a checkpoint) they do
+  /// not, and inotify is left unwatched until the wait ends, so a stream of events costs at
+  /// most one look a millisecond. No fixed sleep stands between a commit and its merge.
   private func look(
     _ connection: SQLiteConnection, _ watch: inout Watch, version: Int64, asked: Bool, hinted: Bool
   ) -> Int64 {
-    var (asked, woke, wait) = (asked, RemoteChangeTimings.now(), Self.firstWait)
+    var (version, asked, wait) = (version, asked, Self.firstWait)
+    var lastHint = RemoteChangeTimings.now()
     while true {
       let current = (try? connection.dataVersion()) ?? version
       if current != version || asked {
         let noticed = RemoteChangeTimings.now()
-        return readHistory(connection, woke: woke, noticed: noticed) ? current : -1
+        guard readHistory(connection, woke: lastHint, noticed: noticed) else { return -1 }
+        (version, asked) = (current, false)
       }
-      // The poll, not a hint: no commit to wait for.
-      guard hinted, RemoteChangeTimings.now() - woke < Self.lookWindow else { return version }
+      // The poll or a request, not a hint: no commit to wait for.
+      guard hinted, RemoteChangeTimings.now() - lastHint < Self.lookWindow else { return version }
       watch.timer.arm(nanoseconds: wait)
-      let wakeup = watch.wait(milliseconds: watch.timer.descriptor >= 0 ? -1 : 1, orTimer: true)
+      let quiet = RemoteChangeTimings.now() - lastHint >= Self.quietGap
+      // A bounded poll as well: were the timer not to fire, the look would still end.
+      var wakeup = watch.wait(milliseconds: 2, orTimer: true, orInotify: quiet)
+      if !quiet { wakeup.hinted = watch.drainInotify() }
       guard isRunning.load(ordering: .acquiring) else { return version }
       asked = asked || wakeup.asked
-      if wakeup.hinted {
-        (woke, wait) = (RemoteChangeTimings.now(), Self.firstWait)
-      } else {
-        wait = min(wait * 2, Self.longestWait)
-      }
+      wait = wakeup.hinted && quiet ? Self.firstWait : min(wait * 2, Self.longestWait)
+      if wakeup.hinted { lastHint = RemoteChangeTimings.now() }
     }
   }
 
@@ -194,9 +202,10 @@ final class RemoteChangeMonitor: Sendable {
 
     /// Waits up to `milliseconds` (-1: no limit) for the pipe, inotify and, with `orTimer`,
     /// the timer, and drains what came.
-    mutating func wait(milliseconds: Int32, orTimer: Bool) -> Wakeup {
+    mutating func wait(milliseconds: Int32, orTimer: Bool, orInotify: Bool = true) -> Wakeup {
       var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-      if inotify >= 0 { fds.append(pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)) }
+      let watchesInotify = orInotify && inotify >= 0
+      if watchesInotify { fds.append(pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)) }
       if orTimer && timer.descriptor >= 0 {
         fds.append(pollfd(fd: timer.descriptor, events: Int16(POLLIN), revents: 0))
       }
@@ -205,14 +214,20 @@ final class RemoteChangeMonitor: Sendable {
       if fds[0].revents != 0 {
         while read(wakeRead, &buffer, buffer.count) > 0 { wakeup.asked = true }
       }
-      if inotify >= 0, fds[1].revents != 0 {
-        while true {
-          let count = read(inotify, &buffer, buffer.count)
-          guard count > 0 else { break }
-          if !wakeup.hinted { wakeup.hinted = RemoteChangeMonitor.namesAny(of: names, in: buffer, count: count) }
-        }
-      }
+      if watchesInotify, fds[1].revents != 0 { wakeup.hinted = drainInotify() }
       return wakeup
+    }
+
+    /// Reads every pending inotify event; returns whether one names the store's files.
+    mutating func drainInotify() -> Bool {
+      guard inotify >= 0 else { return false }
+      var hinted = false
+      while true {
+        let count = read(inotify, &buffer, buffer.count)
+        guard count > 0 else { break }
+        if !hinted { hinted = RemoteChangeMonitor.namesAny(of: names, in: buffer, count: count) }
+      }
+      return hinted
     }
   }
 

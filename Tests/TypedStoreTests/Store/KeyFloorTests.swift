@@ -11,7 +11,7 @@ import TypedStoreTesting
   /// `table`'s key floor, read with a connection of its own.
   private func floor(of table: String, in container: PersistentContainer) throws -> Int64? {
     let connection = try SQLiteConnection(path: container.persistentStore.url.path, mode: .readOnly)
-    return try connection.scalarInt("SELECT max_pk FROM _primary_key WHERE entity = '\(table)'")
+    return try connection.scalarInt("SELECT key_floor FROM _primary_key WHERE entity = '\(table)'")
   }
 
   @Test func insertsLeaveTheFloorAlone() async throws {
@@ -104,28 +104,6 @@ import TypedStoreTesting
     #expect(try container.persistentStore.checkConsistency().problems.isEmpty)
   }
 
-  @Test func aFormatVersion2StoreIsUpgradedByAnOpenForWriting() async throws {
-    let url: URL
-    do {
-      let container = try PersistentContainer.makeTest(model: notesModel)
-      _ = try await saveNotes(["a", "b"], in: container)
-      url = container.persistentStore.url
-    }
-    let raw = try SQLiteConnection(path: url.path, mode: .readWrite)
-    try raw.execute("UPDATE _metadata SET value = '2' WHERE key = 'format_version'")
-    var readOnly = StoreOptions()
-    readOnly.isReadOnly = true
-    let reader = try PersistentContainer(name: "Test", model: notesModel, storeURL: url, options: readOnly)
-    #expect(try reader.persistentStore.metadata()["format_version"] == "2")
-    let writer = try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
-    #expect(try writer.persistentStore.metadata()["format_version"] == "3")
-    #expect(try await saveNotes(["c"], in: writer)[0].primaryKey == 3)
-    try raw.execute("UPDATE _metadata SET value = '4' WHERE key = 'format_version'")
-    #expect(throws: StoreError.unsupportedFormatVersion(found: 4, supported: 3)) {
-      try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
-    }
-  }
-
   @Test func historyNumbersAreNotReusedAfterAllHistoryIsDeleted() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     _ = try await saveNotes(["a"], in: container)
@@ -142,14 +120,9 @@ import TypedStoreTesting
     #expect(try reopened.fetchHistory(HistoryRequest(after: last)).map(\.transactionNumber) == [3, 4])
   }
 
-  @Test func aVersion2StoreLosesAutoincrementAndKeepsItsHistory() async throws {
-    let url: URL
-    do {
-      let container = try PersistentContainer.makeTest(model: notesModel)
-      _ = try await saveNotes(["a"], in: container)
-      url = container.persistentStore.url
-    }
-    // The store as version 2 made it: numbers from AUTOINCREMENT, and a deleted newest one.
+  /// Turns a store this version made into one as version 2 made it: history numbered by
+  /// `AUTOINCREMENT` without `recorded_by`, `_primary_key.max_pk` the highest key given.
+  private func makeVersion2(_ url: URL) throws -> SQLiteConnection {
     let raw = try SQLiteConnection(path: url.path, mode: .readWrite)
     try raw.execute(
       """
@@ -157,20 +130,63 @@ import TypedStoreTesting
       CREATE TABLE v2 (number INTEGER PRIMARY KEY AUTOINCREMENT, timestamp REAL NOT NULL, author TEXT,
         context_name TEXT, process_id INTEGER NOT NULL, first_change INTEGER NOT NULL DEFAULT 0,
         last_change INTEGER NOT NULL DEFAULT 0);
-      INSERT INTO v2 SELECT * FROM _history_transaction;
+      INSERT INTO v2 SELECT number, timestamp, author, context_name, process_id, first_change, last_change
+        FROM _history_transaction;
       DROP TABLE _history_transaction;
       ALTER TABLE v2 RENAME TO _history_transaction;
+      ALTER TABLE _primary_key RENAME COLUMN key_floor TO max_pk;
+      UPDATE _primary_key SET max_pk = (SELECT ifnull(max(pk), 0) FROM "Note") WHERE entity = 'Note';
       UPDATE _metadata SET value = '2' WHERE key = 'format_version';
       COMMIT;
       """)
+    return raw
+  }
+
+  @Test func aVersion2StoreIsReadAsItIsAndUpgradedByAnOpenForWriting() async throws {
+    let url: URL
+    do {
+      let container = try PersistentContainer.makeTest(model: notesModel)
+      _ = try await saveNotes(["a", "b"], in: container)
+      url = container.persistentStore.url
+    }
+    let raw = try makeVersion2(url)
     #expect(try raw.scalarInt("SELECT seq FROM sqlite_sequence WHERE name = '_history_transaction'") == 1)
+    var readOnly = StoreOptions()
+    readOnly.isReadOnly = true
+    let reader = try PersistentContainer(name: "Test", model: notesModel, storeURL: url, options: readOnly)
+    #expect(try reader.persistentStore.metadata()["format_version"] == "2")
+    #expect(try reader.currentHistoryToken.transactionNumber == 1)
     let container = try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
+    #expect(try container.persistentStore.metadata()["format_version"] == "3")
     let table = try raw.scalarText("SELECT sql FROM sqlite_master WHERE name = '_history_transaction'") ?? ""
     #expect(!table.contains("AUTOINCREMENT"))
+    #expect(try raw.scalarInt("SELECT key_floor FROM _primary_key WHERE entity = 'Note'") == 2)
     #expect(try container.fetchHistory(HistoryRequest()).map(\.transactionNumber) == [1])
-    _ = try await saveNotes(["b"], in: container)
+    #expect(try await saveNotes(["c"], in: container)[0].primaryKey == 3)
     #expect(try container.fetchHistory(HistoryRequest()).map(\.transactionNumber) == [1, 2])
     #expect(try container.persistentStore.checkConsistency().problems.isEmpty)
+    try raw.execute("UPDATE _metadata SET value = '4' WHERE key = 'format_version'")
+    #expect(throws: StoreError.unsupportedFormatVersion(found: 4, supported: 3)) {
+      try PersistentContainer(name: "Test", model: notesModel, storeURL: url)
+    }
+  }
+
+  /// A version 2 process still open when the store is upgraded must not write it: the
+  /// statements it writes keys and history with fail (the store is unchanged).
+  @Test func theWritesOfAVersion2ProcessFailAfterTheUpgrade() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    _ = try await saveNotes(["a"], in: container)
+    let old = try SQLiteConnection(path: container.persistentStore.url.path, mode: .readWrite)
+    let reserve = #expect(throws: SQLiteError.self) {
+      try old.execute("UPDATE _primary_key SET max_pk = max_pk + 1 WHERE entity = 'Note' RETURNING max_pk")
+    }
+    #expect(reserve?.message.contains("max_pk") == true)
+    let record = #expect(throws: SQLiteError.self) {
+      try old.execute(
+        "INSERT INTO _history_transaction (timestamp, author, context_name, process_id) VALUES (0, NULL, NULL, 1)")
+    }
+    #expect(record?.message.contains("recorded_by") == true)
+    #expect(try container.fetchHistory(HistoryRequest()).count == 1)
   }
 
   @Test func theConsistencyCheckFindsADeletedKeyAboveTheFloor() async throws {
@@ -182,7 +198,7 @@ import TypedStoreTesting
     }
     #expect(try container.persistentStore.checkConsistency().problems.isEmpty)
     let raw = try SQLiteConnection(path: container.persistentStore.url.path, mode: .readWrite)
-    try raw.execute("UPDATE _primary_key SET max_pk = 0 WHERE entity = 'Note'")
+    try raw.execute("UPDATE _primary_key SET key_floor = 0 WHERE entity = 'Note'")
     let problems = try container.persistentStore.checkConsistency().problems
     #expect(problems.contains { $0.message.contains("Note 2 was deleted") })
   }

@@ -229,6 +229,27 @@ private func eventually(
       })
   }
 
+  /// A writer that commits a burst and stays open: its last commits must not wait for the
+  /// slow poll (an hour away here), even though no event follows a commit's becoming visible
+  /// and the monitor drained the events of the next commit while it read the one before.
+  @Test func theLastCommitsOfABurstArriveWithoutThePoll() async throws {
+    var options = StoreOptions()
+    options.remoteChangePollInterval = .seconds(3600)
+    let container = try PersistentContainer.makeTest(
+      model: ManagedObjectModel(Event.self), variant: "burst", options: options)
+    let seen = Recorder<Int>()
+    let observation = container.addStoreChangesObserver { changes in
+      if changes.isRemote { seen.add(changes.insertedIDs.count) }
+    }
+    defer { observation.cancel() }
+    try await Task.sleep(for: .milliseconds(100))  // the monitor has started and read once
+    let holder = try SpawnedProcess(
+      builtProduct("typedstore-test-writer"), ["hold", container.persistentStore.url.path, "300"])
+    defer { holder.kill() }
+    #expect(holder.waitForLine("ready"))
+    #expect(await seen.wait(for: 300, seconds: 10), "every commit of the burst, the writer still open")
+  }
+
   @Test(arguments: [true, false])
   func withoutInotifyThePollAloneDeliversRemoteCommits(fastPoll: Bool) async throws {
     var options = StoreOptions()

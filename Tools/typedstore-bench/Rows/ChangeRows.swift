@@ -12,7 +12,7 @@ extension Bench {
 
   private func contextChangeRows() async throws {
     let n = self.n
-    try await run("change one attribute of \(n) objects, one save, history on", goal: 2.5) {
+    try await run("change one attribute of \(n) objects, one save, history on", goal: 1.5) {
       try timeRaw("update") { try $0.updateEachScore(n) }
     } typed: {
       let (ms, container) = try timeOnFetched("update") { context, items in
@@ -25,7 +25,7 @@ extension Bench {
       return ms
     }
 
-    try await run("delete \(n) objects through the context, one save, history on", goal: 2.5) {
+    try await run("delete \(n) objects through the context, one save, history on", goal: 1.5) {
       try timeRaw("delete") { try $0.deleteEach(n) }
     } typed: {
       let (ms, container) = try timeOnFetched("delete") { context, items in
@@ -38,7 +38,7 @@ extension Bench {
   }
 
   private func batchChangeRows() async throws {
-    try await run("batch update of \(n) objects, history on", goal: 2.0) {
+    try await run("batch update of \(n) objects, history on", goal: 1.5) {
       try timeRaw("batch-update") { try $0.execute("UPDATE raw SET score = 1") }
     } typed: {
       let (ms, container) = try timeSeeded("batch-update") { context in
@@ -48,7 +48,7 @@ extension Bench {
       return ms
     }
 
-    try await run("batch delete of \(n) objects, history on", goal: 2.0) {
+    try await run("batch delete of \(n) objects, history on", goal: 1.5) {
       try timeRaw("batch-delete") { try $0.execute("DELETE FROM raw") }
     } typed: {
       let (ms, container) = try timeSeeded("batch-delete") { context in

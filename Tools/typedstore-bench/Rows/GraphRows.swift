@@ -139,7 +139,7 @@ extension Bench {
     if selected(prefetchName) {
       let (container, raw) = try graphStores("prefetch", folders: folders, notesPerFolder: 10)
       let expected = try rawPrefetch(raw)
-      try await run(prefetchName, goal: 2.0) {
+      try await run(prefetchName, goal: 1.5) {
         try time { try verify("prefetch raw", try rawPrefetch(raw), expected) }
       } typed: {
         try time {
@@ -167,7 +167,7 @@ extension Bench {
   private func cascadeDeleteRow() async throws {
     let cascadeName = "cascade delete of a folder with \(n) notes, history on"
     if selected(cascadeName) {
-      try await run(cascadeName, goal: 2.5) {
+      try await run(cascadeName, goal: 1.5) {
         let (_, raw) = try graphStores("cascade", folders: 1, notesPerFolder: n)
         return try time {
           try raw.execute("BEGIN; DELETE FROM note WHERE folder = 1; DELETE FROM folder WHERE pk = 1; COMMIT;")

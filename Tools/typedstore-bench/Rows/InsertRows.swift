@@ -11,7 +11,7 @@ extension Bench {
 
   func insertRow(history: Bool) async throws {
     let n = self.n
-    try await run("insert \(n) objects, one save, history \(history ? "on" : "off")", goal: history ? 2.5 : 2.0) {
+    try await run("insert \(n) objects, one save, history \(history ? "on" : "off")", goal: history ? 1.5 : 1.4) {
       var raw: RawDatabase?
       let ms = try time({ raw = try freshRaw("insert") }) { try raw?.insert(n) }
       try raw?.checkpoint()

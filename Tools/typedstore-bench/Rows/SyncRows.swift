@@ -63,7 +63,7 @@ extension Bench {
     try container.persistentStore.checkpoint()
     let raw = try RawDatabase(existing: container.persistentStore.url.path)
     let pruner = HistoryPruner(container: container)
-    try await run(name, goal: 2.0) {
+    try await run(name, goal: 1.2) {
       try time { try verify("catch-up raw", try raw.readHistory(after: 0).changes, n) }
     } typed: {
       try? pruner.store.removeHistoryConsumer(named: "behind")

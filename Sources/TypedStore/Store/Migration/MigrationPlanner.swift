@@ -161,7 +161,7 @@ struct MigrationPlanner {
     // The join tables its entities own are the relationships' (`migrateRelationships`).
     command(TableLayout.tableSQL(named: layout.root.name, columns: layout.columns))
     for object in layout.objects where object.kind == .index { command(object.sql) }
-    command("INSERT INTO _primary_key (entity, max_pk) VALUES (?, 0)", [.text(layout.root.name)])
+    command("INSERT INTO _primary_key (entity, key_floor) VALUES (?, 0)", [.text(layout.root.name)])
   }
 
   mutating func dropTable(_ layout: StoredTable) throws {
