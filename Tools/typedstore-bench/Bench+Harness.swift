@@ -9,8 +9,16 @@ import TypedStore
 extension Bench {
   // MARK: - Stores
 
-  func freshContainer(_ name: String, history: Bool = true) throws -> PersistentContainer {
-    let url = directory.appendingPathComponent("\(uniqueName(name)).sqlite")
+  /// A new store in the benchmark's folder, or in a folder of its own inside it (`folder`):
+  /// processes that follow another store in the benchmark's folder are woken by inotify for
+  /// every write to a file there, whichever store it belongs to.
+  func freshContainer(_ name: String, history: Bool = true, folder: String? = nil) throws -> PersistentContainer {
+    var base = directory
+    if let folder {
+      base = directory.appendingPathComponent(folder)
+      try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+    }
+    let url = base.appendingPathComponent("\(uniqueName(name)).sqlite")
     for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
     var storeOptions = StoreOptions()
     storeOptions.recordsHistory = history

@@ -38,7 +38,7 @@ extension Bench {
       }
     }
     try await run(name, goal: 1.1) {
-      try smallSaves(try freshContainer("unwatched"))
+      try smallSaves(try freshContainer("unwatched", folder: "unwatched"))
     } typed: {
       try smallSaves(watched)
     }
