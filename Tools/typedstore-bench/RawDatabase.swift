@@ -206,6 +206,18 @@ final class RawDatabase {
     sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : text(statement, index)
   }
 
+  /// Binds `row` to `statement` (`INSERT INTO raw (number, name, category, score, created)
+  /// VALUES (?, ?, ?, ?, ?)`), steps it and resets it.
+  func insert(_ row: BenchRow, with statement: OpaquePointer) throws {
+    sqlite3_bind_int64(statement, 1, row.number)
+    bindText(statement, 2, row.name)
+    bindText(statement, 3, row.category)
+    sqlite3_bind_double(statement, 4, row.score)
+    sqlite3_bind_double(statement, 5, row.created)
+    guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError.sqlite("insert failed") }
+    sqlite3_reset(statement)
+  }
+
   func bindText(_ statement: OpaquePointer, _ index: Int32, _ value: String) {
     var value = value
     value.withUTF8 { bytes in

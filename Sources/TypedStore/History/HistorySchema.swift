@@ -16,9 +16,9 @@
 /// insert, or a delete of a whole table) take one short row. Deletes that keep a tombstone
 /// have one change row per deleted row.
 enum HistorySchema {
-  static let createSQL = [
-    """
-    CREATE TABLE _history_transaction (
+  /// The columns of `_history_transaction`, for making it and for the upgrade that remakes it.
+  private static let transactionColumns = """
+    (
       number INTEGER PRIMARY KEY,
       timestamp REAL NOT NULL,
       author TEXT,
@@ -28,7 +28,10 @@ enum HistorySchema {
       last_change INTEGER NOT NULL DEFAULT 0,
       recorded_by INTEGER NOT NULL
     )
-    """,
+    """
+
+  static let createSQL = [
+    "CREATE TABLE _history_transaction " + transactionColumns,
     """
     CREATE TABLE _history_change (
       id INTEGER PRIMARY KEY,
@@ -65,23 +68,15 @@ enum HistorySchema {
   /// take keys and numbers the old way and could give one twice. So its writes fail at once:
   /// its key reservation names `max_pk`, which is gone, and its history rows lack
   /// `recorded_by` (the format version that recorded the row), which may not be NULL.
-  static let upgradeFromVersion2SQL = """
-    CREATE TABLE _history_transaction_3 (
-      number INTEGER PRIMARY KEY,
-      timestamp REAL NOT NULL,
-      author TEXT,
-      context_name TEXT,
-      process_id INTEGER NOT NULL,
-      first_change INTEGER NOT NULL DEFAULT 0,
-      last_change INTEGER NOT NULL DEFAULT 0,
-      recorded_by INTEGER NOT NULL
-    );
-    INSERT INTO _history_transaction_3 SELECT number, timestamp, author, context_name, process_id, first_change,
-      last_change, 2 FROM _history_transaction;
-    DROP TABLE _history_transaction;
-    ALTER TABLE _history_transaction_3 RENAME TO _history_transaction;
-    ALTER TABLE _primary_key RENAME COLUMN max_pk TO key_floor;
-    """
+  static let upgradeFromVersion2SQL =
+    "CREATE TABLE _history_transaction_3 " + transactionColumns + ";\n"
+      + """
+      INSERT INTO _history_transaction_3 SELECT number, timestamp, author, context_name, process_id, first_change,
+        last_change, 2 FROM _history_transaction;
+      DROP TABLE _history_transaction;
+      ALTER TABLE _history_transaction_3 RENAME TO _history_transaction;
+      ALTER TABLE _primary_key RENAME COLUMN max_pk TO key_floor;
+      """
 
   /// A JSON array of integers, for `json_each(?)`: how a list of keys is bound as one value.
   static func jsonArray(_ keys: [Int64]) -> String {

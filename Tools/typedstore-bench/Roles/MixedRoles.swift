@@ -21,15 +21,8 @@ extension Bench {
           _ = try database.fetchAll()
           return
         }
-        let row = BenchRow(index)
         try database.execute("BEGIN IMMEDIATE")
-        sqlite3_bind_int64(insert, 1, row.number)
-        database.bindText(insert, 2, row.name)
-        database.bindText(insert, 3, row.category)
-        sqlite3_bind_double(insert, 4, row.score)
-        sqlite3_bind_double(insert, 5, row.created)
-        guard sqlite3_step(insert) == SQLITE_DONE else { throw BenchError.sqlite("insert failed") }
-        sqlite3_reset(insert)
+        try database.insert(BenchRow(index), with: insert)
         try database.execute("COMMIT")
       }
     } else {

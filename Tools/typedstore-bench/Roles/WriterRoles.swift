@@ -18,16 +18,7 @@ extension Bench {
         "INSERT INTO raw (number, name, category, score, created) VALUES (?, ?, ?, ?, ?)")
       commit = { first in
         try database.execute("BEGIN IMMEDIATE")
-        for index in first..<first + objects {
-          let row = BenchRow(index)
-          sqlite3_bind_int64(statement, 1, row.number)
-          database.bindText(statement, 2, row.name)
-          database.bindText(statement, 3, row.category)
-          sqlite3_bind_double(statement, 4, row.score)
-          sqlite3_bind_double(statement, 5, row.created)
-          guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError.sqlite("insert failed") }
-          sqlite3_reset(statement)
-        }
+        for index in first..<first + objects { try database.insert(BenchRow(index), with: statement) }
         try database.execute("COMMIT")
       }
     } else {
