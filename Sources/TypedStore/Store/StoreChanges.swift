@@ -42,9 +42,13 @@ public struct StoreChanges: Sendable {
   /// stages. Not part of the API.
   @_spi(Benchmarks) public internal(set) var remoteTimings: RemoteChangeTimings?
 
+  /// This process's ID, read once: `ProcessInfo` asks the kernel on every call, and a
+  /// follower builds one `StoreChanges` per transaction it reads.
+  private static let thisProcess = ProcessInfo.processInfo.processIdentifier
+
   init(_ committed: RecordedChanges) {
     isRemote = false
-    processID = ProcessInfo.processInfo.processIdentifier
+    processID = Self.thisProcess
     origin = committed.origin
     storeIdentifier = committed.storeIdentifier
     token = committed.number.map { HistoryToken(storeIdentifier: committed.storeIdentifier, transactionNumber: $0) }
@@ -89,7 +93,7 @@ public struct StoreChanges: Sendable {
     contextName = transaction.contextName
     timestamp = transaction.timestamp
     processID = transaction.processID
-    isRemote = transaction.processID != ProcessInfo.processInfo.processIdentifier
+    isRemote = transaction.processID != Self.thisProcess
     origin = nil
     var inserted = Set<AnyManagedID>()
     var updated = Set<AnyManagedID>()
