@@ -67,15 +67,8 @@ final class RawDatabase {
     defer { sqlite3_finalize(statement) }
     try execute("BEGIN IMMEDIATE")
     for index in 0..<rows {
-      let row = BenchRow(index)
       sqlite3_bind_int64(statement, 1, Int64(index + 1))
-      sqlite3_bind_int64(statement, 2, row.number)
-      bindText(statement, 3, row.name)
-      bindText(statement, 4, row.category)
-      sqlite3_bind_double(statement, 5, row.score)
-      sqlite3_bind_double(statement, 6, row.created)
-      guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError.sqlite("insert failed") }
-      sqlite3_reset(statement)
+      try insert(BenchRow(index), with: statement, from: 2)
     }
     try execute("COMMIT")
   }
@@ -206,14 +199,26 @@ final class RawDatabase {
     sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : text(statement, index)
   }
 
+  /// Opens the database of a writer process of the benchmark (the writer and readers rows):
+  /// SQLite's own busy handler, `synchronous=NORMAL`, no automatic checkpoint; and its
+  /// one-row insert for `insert(_:with:from:)`.
+  static func openForWriting(_ path: String) throws -> (RawDatabase, insert: OpaquePointer) {
+    let database = try RawDatabase(existing: path)
+    sqlite3_busy_timeout(database.handle, 60_000)
+    try database.execute("PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;")
+    let insert = try database.prepare(
+      "INSERT INTO raw (number, name, category, score, created) VALUES (?, ?, ?, ?, ?)")
+    return (database, insert)
+  }
+
   /// Binds `row` to `statement` (`INSERT INTO raw (number, name, category, score, created)
-  /// VALUES (?, ?, ?, ?, ?)`), steps it and resets it.
-  func insert(_ row: BenchRow, with statement: OpaquePointer) throws {
-    sqlite3_bind_int64(statement, 1, row.number)
-    bindText(statement, 2, row.name)
-    bindText(statement, 3, row.category)
-    sqlite3_bind_double(statement, 4, row.score)
-    sqlite3_bind_double(statement, 5, row.created)
+  /// VALUES (?, ?, ?, ?, ?)`, its columns from parameter `first` on), steps it and resets it.
+  func insert(_ row: BenchRow, with statement: OpaquePointer, from first: Int32 = 1) throws {
+    sqlite3_bind_int64(statement, first, row.number)
+    bindText(statement, first + 1, row.name)
+    bindText(statement, first + 2, row.category)
+    sqlite3_bind_double(statement, first + 3, row.score)
+    sqlite3_bind_double(statement, first + 4, row.created)
     guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError.sqlite("insert failed") }
     sqlite3_reset(statement)
   }

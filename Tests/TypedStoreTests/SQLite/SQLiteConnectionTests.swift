@@ -11,12 +11,19 @@ import TypedStoreTesting
     return url.path
   }
 
-  @Test func writeWaitsForTheLockUntilItsDeadlineAndNotLonger() throws {
-    let path = try freshPath("busy")
+  /// A fresh WAL store with a table `t`, and a connection that holds its write lock
+  /// (`BEGIN IMMEDIATE`) until the caller rolls it back.
+  private func lockedStore(_ name: String) throws -> (path: String, holder: SQLiteConnection) {
+    let path = try freshPath(name)
     let holder = try SQLiteConnection(path: path, mode: .readWriteCreate)
     try holder.configure(enableWAL: true)
     try holder.execute("CREATE TABLE t (x)")
     try holder.execute("BEGIN IMMEDIATE")
+    return (path, holder)
+  }
+
+  @Test func writeWaitsForTheLockUntilItsDeadlineAndNotLonger() throws {
+    let (path, holder) = try lockedStore("busy")
     let waiter = try SQLiteConnection(path: path, mode: .readWrite)
     let clock = ContinuousClock()
     let start = clock.now
@@ -35,11 +42,7 @@ import TypedStoreTesting
   /// The busy handler (`BusyWait`) retries until the connection's busy timeout, and not at
   /// all with a timeout of zero.
   @Test func theBusyHandlerWaitsForTheTimeoutOfItsConnection() throws {
-    let path = try freshPath("busy-handler")
-    let holder = try SQLiteConnection(path: path, mode: .readWriteCreate)
-    try holder.configure(enableWAL: true)
-    try holder.execute("CREATE TABLE t (x)")
-    try holder.execute("BEGIN IMMEDIATE")
+    let (path, holder) = try lockedStore("busy-handler")
     let waiter = try SQLiteConnection(path: path, mode: .readWrite)
     let clock = ContinuousClock()
     for (timeout, least) in [(Duration.zero, Duration.zero), (.milliseconds(200), .milliseconds(195))] {

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import TypedStore
 
@@ -11,11 +10,7 @@ extension Bench {
   func mixed(store path: String, raw: Bool, reads: Bool, go: String, milliseconds: Int) throws {
     let operation: (Int) throws -> Void
     if raw {
-      let database = try RawDatabase(existing: path)
-      sqlite3_busy_timeout(database.handle, 60_000)
-      try database.execute("PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;")
-      let insert = try database.prepare(
-        "INSERT INTO raw (number, name, category, score, created) VALUES (?, ?, ?, ?, ?)")
+      let (database, insert) = try RawDatabase.openForWriting(path)
       operation = { index in
         guard !reads else {
           _ = try database.fetchAll()
@@ -26,10 +21,7 @@ extension Bench {
         try database.execute("COMMIT")
       }
     } else {
-      var options = StoreOptions()
-      options.busyTimeout = .seconds(60)
-      let container = try PersistentContainer(
-        name: "mixed", model: model, storeURL: URL(fileURLWithPath: path), options: options)
+      let container = try processContainer("mixed", path: path)
       let context = container.newBackgroundContext()
       operation = { index in
         try context.performAndWait { context in

@@ -1,31 +1,31 @@
-import CSQLite
 import Foundation
 import TypedStore
 
 // The processes of the writer rows (`Rows/WriterRows.swift`).
 
 extension Bench {
+  /// The store of a writer process of the benchmark (the writer and readers rows), with a
+  /// minute's busy timeout: many processes wait for one write lock.
+  func processContainer(_ name: String, path: String) throws -> PersistentContainer {
+    var options = StoreOptions()
+    options.busyTimeout = .seconds(60)
+    return try PersistentContainer(name: name, model: model, storeURL: URL(fileURLWithPath: path), options: options)
+  }
+
   /// A writer process: opens the store (or raw database), prints "ready", waits for the file
   /// `go`, commits `commits` transactions of `objects` new objects each, and prints the
   /// monotonic time of its last commit and the p99 of its commits' times, in nanoseconds.
   func writer(store path: String, raw: Bool, commits: Int, objects: Int, go: String) throws {
     let commit: (Int) throws -> Void
     if raw {
-      let database = try RawDatabase(existing: path)
-      sqlite3_busy_timeout(database.handle, 60_000)
-      try database.execute("PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;")
-      let statement = try database.prepare(
-        "INSERT INTO raw (number, name, category, score, created) VALUES (?, ?, ?, ?, ?)")
+      let (database, statement) = try RawDatabase.openForWriting(path)
       commit = { first in
         try database.execute("BEGIN IMMEDIATE")
         for index in first..<first + objects { try database.insert(BenchRow(index), with: statement) }
         try database.execute("COMMIT")
       }
     } else {
-      var options = StoreOptions()
-      options.busyTimeout = .seconds(60)
-      let container = try PersistentContainer(
-        name: "writer", model: model, storeURL: URL(fileURLWithPath: path), options: options)
+      let container = try processContainer("writer", path: path)
       let context = container.newBackgroundContext()
       commit = { first in
         try context.performAndWait { context in
