@@ -98,6 +98,8 @@ protocol RelationshipAccessor: AnyObject, Sendable {
   func fulfill(_ object: ManagedObject, withUnretained objects: UnsafeBufferPointer<Unmanaged<ManagedObject>>)
   func foreignKey(in object: ManagedObject) -> Int64
   func setSlot(_ slot: Int32, in object: ManagedObject)
+  /// Where the wrapper's slot number is in objects of the class (`EntityDescription.slotFields`).
+  var slotFieldOffset: Int { get }
   /// The relationship's Swift value holding `objects` (a `Set`, an array or an optional).
   func boxedValue(holding objects: [ManagedObject]) -> Any
 }
@@ -110,6 +112,7 @@ protocol RelationshipAccessor: AnyObject, Sendable {
 final class RelationshipFieldAccessor<Value: RelationshipValue>: RelationshipAccessor {
   private let valueOffset: Int
   private let slotOffset: Int
+  var slotFieldOffset: Int { slotOffset }
   private let faultOffset: Int
   private let keyOffset: Int
   private let makeValue: RelationshipValueBuilder?
