@@ -6,9 +6,11 @@ import Foundation
 /// Change rows are written set-based: one change row per entity and kind holds the keys of all
 /// its rows, whatever their number (see `HistorySchema`). A delete that keeps a tombstone is
 /// recorded with one `INSERT ... SELECT` that reads each row's preserved values by SQL before
-/// the rows go, using the same selection as the statement that deletes them. The transaction row is inserted
-/// with the first change, so a write that changes nothing leaves no history (and no gap in
-/// the numbers).
+/// the rows go, using the same selection as the statement that deletes them. The transaction's
+/// number is taken with its first change, and its row is inserted when the transaction
+/// finishes, with the range of its change rows: a write that changes nothing leaves no
+/// history (and no gap in the numbers), and a save writes its transaction row once, not
+/// inserts and then updates it.
 final class HistoryRecorder {
   private let connection: SQLiteConnection
   private let info: TransactionInfo
@@ -18,6 +20,9 @@ final class HistoryRecorder {
   /// The rowids of the transaction's first and last change rows.
   private var changeRange: ClosedRange<Int64>?
   private var changes: [RecordedChanges.Group] = []
+  /// What the writer knows without asking the database; nil inside a migration, and after
+  /// `reset()`: then everything is asked.
+  var memo: WriterMemo?
 
   init(connection: SQLiteConnection, info: TransactionInfo, isEnabled: Bool) {
     self.connection = connection
@@ -99,6 +104,7 @@ final class HistoryRecorder {
   /// Forgets what was recorded, after the caller undid the rows and their history
   /// (`SQLiteConnection.undoWrites()`).
   func reset() {
+    memo = nil  // the transaction began again: others may have committed in between
     number = nil
     changeRange = nil
     changes = []
@@ -108,12 +114,15 @@ final class HistoryRecorder {
   /// all its rows are applied; nil when it changed nothing.
   func finish(storeIdentifier: UUID) throws -> RecordedChanges? {
     guard !changes.isEmpty else { return nil }
-    if let number, let changeRange {
-      let statement = try connection.statement(
-        "UPDATE _history_transaction SET first_change = ?, last_change = ? WHERE number = ?")
-      statement.bind(changeRange.lowerBound, at: 1)
-      statement.bind(changeRange.upperBound, at: 2)
-      statement.bind(number, at: 3)
+    if let number {
+      let statement = try connection.statement(prepared: Self.insertTransactionSQL)
+      statement.bind(number, at: 1)
+      statement.bind(timestamp.timeIntervalSinceReferenceDate, at: 2)
+      if let author = info.author { statement.bind(author, at: 3) } else { statement.bindNull(3) }
+      if let name = info.contextName { statement.bind(name, at: 4) } else { statement.bindNull(4) }
+      statement.bind(Self.processIdentifier, at: 5)
+      statement.bind(changeRange?.lowerBound ?? 0, at: 6)  // 0, 0: no change row (see `HistorySchema`)
+      statement.bind(changeRange?.upperBound ?? 0, at: 7)
       try statement.run()
     }
     return RecordedChanges(
@@ -142,11 +151,9 @@ final class HistoryRecorder {
   )
     throws
   {
-    let statement = try connection.statement(
-      "INSERT INTO _history_change (transaction_number, kind, entity, pk, last_pk, keys, changed, tombstone) "
-        + "VALUES (?, ?, ?, ?, ?, ?, ?, NULL)"
-    )
-    statement.bind(try transactionNumber(), at: 1)
+    let number = try transactionNumber()
+    let statement = try connection.statement(prepared: Self.insertChangeSQL)
+    statement.bind(number, at: 1)
     statement.bind(Int64(kind.rawValue), at: 2)
     statement.bind(entity.name, at: 3)
     if primaryKeys.count == 1 {
@@ -184,19 +191,30 @@ final class HistoryRecorder {
 
   private func transactionNumber() throws -> Int64 {
     if let number { return number }
-    // One above the largest number kept, or the horizon when none is (see `HistorySchema`).
-    let statement = try connection.statement(
-      "INSERT INTO _history_transaction (number, timestamp, author, context_name, process_id, recorded_by) "
-        + "VALUES (\(HistorySchema.nextNumberSQL), ?, ?, ?, ?, \(HistorySchema.recordingFormatVersion))")
-    statement.bind(timestamp.timeIntervalSinceReferenceDate, at: 1)
-    if let author = info.author { statement.bind(author, at: 2) } else { statement.bindNull(2) }
-    if let name = info.contextName { statement.bind(name, at: 3) } else { statement.bindNull(3) }
-    statement.bind(Self.processIdentifier, at: 4)
-    try statement.run()
-    let number = connection.lastInsertRowID
+    let number: Int64
+    if let known = memo?.nextNumber {
+      number = known
+    } else {
+      let statement = try connection.statement(prepared: Self.nextNumberSQL)
+      defer { statement.reset() }
+      guard try statement.step() else { throw SQLiteError.generic("no next history transaction number") }
+      number = statement.int64(0)
+    }
     self.number = number
+    memo?.nextNumber = number + 1
     return number
   }
+
+  /// One above the largest number kept, or the horizon when none is (see `HistorySchema`).
+  private static let nextNumberSQL = PreparedSQL("SELECT " + HistorySchema.nextNumberSQL)
+
+  private static let insertTransactionSQL = PreparedSQL(
+    "INSERT INTO _history_transaction (number, timestamp, author, context_name, process_id, first_change, "
+      + "last_change, recorded_by) VALUES (?, ?, ?, ?, ?, ?, ?, \(HistorySchema.recordingFormatVersion))")
+
+  private static let insertChangeSQL = PreparedSQL(
+    "INSERT INTO _history_change (transaction_number, kind, entity, pk, last_pk, keys, changed, tombstone) "
+      + "VALUES (?, ?, ?, ?, ?, ?, ?, NULL)")
 
   /// SQL for a column's value in a tombstone: `{"integer": 1}`, `{"real": 1.5}`,
   /// `{"text": "..."}`, `{"blob": "<hex>"}`, or null; exact for every storage class.

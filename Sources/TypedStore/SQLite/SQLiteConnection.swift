@@ -40,9 +40,14 @@ final class SQLiteConnection {
 
   let handle: OpaquePointer
   let path: String
-  private var statements: [String: Statement] = [:]
+  // The mutable fields are `@exclusivity(unchecked)`: a connection is used by one thread at a
+  // time (see above) and no closure given to their mutating methods reaches them again; the
+  // run-time checks cost a one-object save about a dozen calls.
+  @exclusivity(unchecked) private var statements: [String: Statement] = [:]
+  /// The statements of `PreparedSQL` texts, by their number.
+  @exclusivity(unchecked) private var preparedStatements: [Int: Statement] = [:]
   private let walObserver = WALObserver()
-  private(set) var busyTimeout: Duration
+  @exclusivity(unchecked) private(set) var busyTimeout: Duration
   /// The busy handler: kept as long as the connection.
   private let busyWait = BusyWait(timeout: .zero)
   /// Kept until the connection is closed: see `CompanionFileCleanup`.
@@ -87,6 +92,7 @@ final class SQLiteConnection {
 
   deinit {
     statements.removeAll()
+    preparedStatements.removeAll()
     sqlite3_close_v2(handle)
   }
 
@@ -212,12 +218,29 @@ final class SQLiteConnection {
 
   /// How many statements this connection was asked for: one per query run through
   /// `statement(_:)`, which is how tests count the queries an operation makes.
-  private(set) var statementsRequested = 0
+  @exclusivity(unchecked) private(set) var statementsRequested = 0
 
   /// A prepared statement for `sql`, reset and ready to bind. Statements are cached per SQL text.
   func statement(_ sql: String) throws -> Statement {
     statementsRequested &+= 1
     return try cachedStatement(sql)
+  }
+
+  /// `statement(_:)` for a text made once (`PreparedSQL`): its statement is found by number.
+  func statement(prepared sql: PreparedSQL) throws -> Statement {
+    statementsRequested &+= 1
+    return try preparedStatement(sql)
+  }
+
+  /// `statement(prepared:)`, not counted in `statementsRequested` (see `cachedStatement(_:)`).
+  private func preparedStatement(_ sql: PreparedSQL) throws -> Statement {
+    if let cached = preparedStatements[sql.number] {
+      cached.reset()
+      return cached
+    }
+    let statement = try Statement(connection: self, sql: sql.text)
+    preparedStatements[sql.number] = statement
+    return statement
   }
 
   /// `statement(_:)` for the statements that frame a query rather than make one (`BEGIN`,
@@ -278,6 +301,15 @@ final class SQLiteConnection {
 
   var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
+  /// The main database's data version (`SQLITE_FCNTL_DATA_VERSION`): it moves with every
+  /// commit of this connection, and when the connection begins a transaction after another
+  /// connection (of any process) committed. Unlike `PRAGMA data_version`, no statement runs.
+  var fileDataVersion: UInt32 {
+    var version: UInt32 = 0
+    sqlite3_file_control(handle, "main", SQLITE_FCNTL_DATA_VERSION, &version)
+    return version
+  }
+
   func error(_ code: Int32, sql: String?) -> SQLiteError {
     SQLiteError(
       code: code, extendedCode: sqlite3_extended_errcode(handle),
@@ -292,13 +324,13 @@ final class SQLiteConnection {
   /// before it. SQLite's busy handler does most of the waiting; the loop covers the cases
   /// where SQLite reports BUSY without calling the handler.
   func writeTransaction<T>(deadline: ContinuousClock.Instant, _ body: () throws -> T) throws -> T {
-    try retryingBusy(until: deadline, sql: "BEGIN IMMEDIATE")
+    try retryingBusy(until: deadline, Self.beginImmediate)
     writeDeadline = deadline
     defer { writeDeadline = nil }
     do {
       try transactionCheck?(self)  // under the lock: nothing commits against another schema
       let result = try body()
-      try retryingBusy(until: deadline, sql: "COMMIT")
+      try retryingBusy(until: deadline, Self.commit)
       return result
     } catch {
       if isInTransaction { try? execute("ROLLBACK") }
@@ -307,9 +339,9 @@ final class SQLiteConnection {
   }
 
   /// The deadline of the `writeTransaction` running now, for `undoWrites()`.
-  private var writeDeadline: ContinuousClock.Instant?
+  @exclusivity(unchecked) private var writeDeadline: ContinuousClock.Instant?
   /// How many `savepoint(_:)` calls are running now.
-  private var savepointDepth = 0
+  @exclusivity(unchecked) private var savepointDepth = 0
 
   /// Runs `body` inside a savepoint of the current transaction: on an error, what `body` did
   /// is rolled back and the transaction goes on as it was before.
@@ -344,7 +376,7 @@ final class SQLiteConnection {
     guard let deadline = writeDeadline else { throw SQLiteError.generic("undoWrites() outside a write transaction") }
     try execute("ROLLBACK")
     // A conflict found late in a save still gets a whole busy timeout to take the lock again.
-    try retryingBusy(until: max(deadline, .now + busyTimeout), sql: "BEGIN IMMEDIATE")
+    try retryingBusy(until: max(deadline, .now + busyTimeout), Self.beginImmediate)
     try transactionCheck?(self)
   }
 
@@ -375,7 +407,10 @@ final class SQLiteConnection {
     if isInTransaction { try? cachedStatement("COMMIT").run() }
   }
 
-  private func retryingBusy(until deadline: ContinuousClock.Instant, sql: String) throws {
+  private static let beginImmediate = PreparedSQL("BEGIN IMMEDIATE")
+  private static let commit = PreparedSQL("COMMIT")
+
+  private func retryingBusy(until deadline: ContinuousClock.Instant, _ sql: PreparedSQL) throws {
     let clock = ContinuousClock()
     let original = busyTimeout
     defer { setBusyTimeout(original) }
@@ -383,7 +418,7 @@ final class SQLiteConnection {
       let remaining = clock.now.duration(to: deadline)
       setBusyTimeout(max(remaining, .milliseconds(1)))
       do {
-        try cachedStatement(sql).run()  // prepared once: `BEGIN IMMEDIATE` and `COMMIT` frame every save
+        try preparedStatement(sql).run()  // prepared once: `BEGIN IMMEDIATE` and `COMMIT` frame every save
         return
       } catch let error as SQLiteError where error.isBusy && clock.now < deadline {
         // A busy BEGIN leaves no transaction; a busy COMMIT keeps it open, so both retry as is.

@@ -246,11 +246,14 @@ extension PersistentStore {
   func reservePrimaryKeys(count: Int, root: EntityDescription, in transaction: SQLiteConnection? = nil) throws
     -> ClosedRange<Int64>
   {
-    try writer.write(TransactionInfo(), in: transaction) { connection, _ in
-      let first = try Self.nextPrimaryKey(table: root.tableName, connection: connection)
+    try writer.write(TransactionInfo(), in: transaction) { connection, history in
+      let first =
+        try history.memo?.nextKey(root: root.rootIndex)
+        ?? Self.nextPrimaryKey(of: self.layout(of: root), connection: connection)
       let keys = first...(first + Int64(count) - 1)
       // Not inserted yet: the floor keeps them from being given again meanwhile.
       try Self.raiseKeyFloor(of: root.tableName, to: keys.upperBound, connection: connection)
+      history.memo?.setNextKey(keys.upperBound + 1, root: root.rootIndex)
       return keys
     }
   }
@@ -262,13 +265,12 @@ extension PersistentStore {
   /// key be given twice, a delete of the table's largest keys (`willDelete`) and keys handed
   /// out before their rows exist (`reservePrimaryKeys`). Raising it with every insert, as
   /// Core Data's `Z_MAX` does, wrote one more page into the WAL with every save.
-  private static func nextPrimaryKey(table: String, connection: SQLiteConnection) throws -> Int64 {
-    let statement = try connection.statement(
-      "SELECT (SELECT max(pk) FROM \"\(table)\"), (SELECT key_floor FROM _primary_key WHERE entity = ?)")
+  private static func nextPrimaryKey(of layout: TableLayout, connection: SQLiteConnection) throws -> Int64 {
+    let statement = try connection.statement(prepared: layout.nextKeySQL)
     defer { statement.reset() }
-    statement.bind(table, at: 1)
+    statement.bind(layout.root.name, at: 1)
     guard try statement.step(), !statement.isNull(1) else {
-      throw SQLiteError.generic("no primary key sequence for table \(table)")
+      throw SQLiteError.generic("no primary key sequence for table \(layout.root.name)")
     }
     return max(statement.int64(0), statement.int64(1)) + 1
   }
@@ -340,7 +342,7 @@ extension PersistentStore {
           table: entity.tableName, whereClause: " WHERE _entity = ? AND pk IN (SELECT value FROM json_each(?))",
           arguments: [.integer(entity.code), .text(HistorySchema.jsonArray(keys))]),
         groups: [(entity, keys)], connection: connection, history: history)
-      let statement = try connection.statement(layout(of: entity).deleteSQL)
+      let statement = try connection.statement(prepared: layout(of: entity).deleteSQL)
       for delete in group.rows {
         statement.rewind()  // both parameters are bound again
         statement.bind(delete.primaryKey, at: 1)
@@ -388,10 +390,15 @@ extension PersistentStore {
   {
     // The first new key per table, for the inserts that have none yet (deletes of this save,
     // written before, have raised the key floor already).
-    var nextKey: [String: Int64] = [:]
+    // By the root's index; 0 until looked up.
+    var nextKey = [Int64](repeating: 0, count: model.entities.count)
     for insert in changes.inserts where insert.primaryKey == nil {
-      let table = model.entities[Int(insert.entityIndex)].tableName
-      if nextKey[table] == nil { nextKey[table] = try Self.nextPrimaryKey(table: table, connection: connection) }
+      let entity = model.entities[Int(insert.entityIndex)]
+      if nextKey[Int(entity.rootIndex)] == 0 {
+        nextKey[Int(entity.rootIndex)] =
+          try history.memo?.nextKey(root: entity.rootIndex)
+          ?? Self.nextPrimaryKey(of: layout(of: entity), connection: connection)
+      }
     }
     var applied = AppliedChanges()
     applied.insertedKeys.reserveCapacity(changes.inserts.count)
@@ -404,9 +411,10 @@ extension PersistentStore {
       var runEnd = runStart
       while runEnd < changes.inserts.count && changes.inserts[runEnd].entityIndex == entityIndex { runEnd += 1 }
       let entity = model.entities[Int(entityIndex)]
-      guard let sql = layout(of: entity).insertSQL[entity.name] else { break }
-      let statement = try connection.statement(sql)
-      var next = nextKey[entity.tableName, default: 1]
+      guard let sql = layout(of: entity).insertSQL[Int(entity.index)] else { break }
+      let statement = try connection.statement(prepared: sql)
+      let knowsNext = nextKey[Int(entity.rootIndex)] > 0  // some insert of the run needs a key
+      var next = max(nextKey[Int(entity.rootIndex)], 1)
       var keys: [Int64] = []
       keys.reserveCapacity(runEnd - runStart)
       for (offset, insert) in changes.inserts[runStart..<runEnd].enumerated() {
@@ -431,7 +439,10 @@ extension PersistentStore {
         try statement.run()
         keys.append(primaryKey)
       }
-      nextKey[entity.tableName] = next
+      if knowsNext {
+        nextKey[Int(entity.rootIndex)] = next
+        history.memo?.setNextKey(next, root: entity.rootIndex)
+      }
       applied.insertedKeys += keys
       insertedByEntity[entityIndex, default: []] += zip(changes.inserts[runStart..<runEnd], keys).filter {
         $0.0.mergedInto == nil

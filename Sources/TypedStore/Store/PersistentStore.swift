@@ -41,7 +41,8 @@ public final class PersistentStore: Sendable {
   /// For a read-only store whose opening made SQLite create the `-wal` and `-shm` files:
   /// shared by its connections, it removes them once they have all closed.
   private let companions: CompanionFileCleanup?
-  private let layouts: [String: TableLayout]
+  /// By `EntityDescription.index`: the layout of the entity's table.
+  private let layoutsByEntity: [TableLayout?]
 
   // MARK: - Opening
 
@@ -66,9 +67,11 @@ public final class PersistentStore: Sendable {
     self.model = model
     self.options = options
     let layouts = Self.layouts(of: model)
-    self.layouts = layouts
+    self.layoutsByEntity = layouts
 
-    let tables = layouts.values.sorted { $0.root.index < $1.root.index }
+    let tables = layouts.indices.compactMap { index in
+      layouts[index].flatMap { $0.root.index == Int32(index) ? $0 : nil }  // each root's, in the roots' order
+    }
     let (connection, identifier, companions) = try Self.openFile(
       path: url.path, model: model, tables: tables, options: options, migration: migration)
     self.identifier = identifier
@@ -97,18 +100,19 @@ public final class PersistentStore: Sendable {
     self.model = model
     self.options = options
     self.identifier = identifier
-    self.layouts = Self.layouts(of: model)
+    self.layoutsByEntity = Self.layouts(of: model)
     self.companions = nil
     self.modelStamp = ModelStamp(migrationStageOf: model)
     self.writer = StoreWriter(
       migrationStageAt: url.path, storeIdentifier: identifier, recordsHistory: options.recordsHistory)
   }
 
-  private static func layouts(of model: ManagedObjectModel) -> [String: TableLayout] {
-    var layouts: [String: TableLayout] = [:]
+  private static func layouts(of model: ManagedObjectModel) -> [TableLayout?] {
+    var layouts = [TableLayout?](repeating: nil, count: model.entities.count)
     for root in model.entities where root.isRoot {
       let hierarchy = model.entities.filter { $0.rootName == root.name }
-      layouts[root.name] = TableLayout(root: root, hierarchy: hierarchy, entityCount: model.entities.count)
+      let layout = TableLayout(root: root, hierarchy: hierarchy, entityCount: model.entities.count)
+      for entity in hierarchy { layouts[Int(entity.index)] = layout }
     }
     return layouts
   }
@@ -129,7 +133,9 @@ public final class PersistentStore: Sendable {
   }
 
   func layout(of entity: EntityDescription) -> TableLayout {
-    guard let layout = layouts[entity.rootName] else {
+    // By index, not by the root's name: hashing the name showed in every save's profile.
+    let index = Int(entity.index)
+    guard index < layoutsByEntity.count, let layout = layoutsByEntity[index] else {
       preconditionFailure("entity \(entity.name) has no table in this store")
     }
     return layout

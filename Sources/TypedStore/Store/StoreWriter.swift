@@ -50,6 +50,8 @@ final class StoreWriter: Sendable {
   /// Opened with `StoreOptions.isReadOnly`: every write throws before touching anything.
   let isReadOnly: Bool
   private let checkpointPending = Atomic<Bool>(false)
+  /// Used only while `connection`'s lock is held: see `WriterMemo`.
+  private let memo = Mutex(WriterMemo())
   private let checkpointQueue = DispatchQueue(label: "TypedStore.checkpoint", qos: .utility)
 
   init(
@@ -103,11 +105,21 @@ final class StoreWriter: Sendable {
     return try connection.withLock { connection in
       guard let connection else { throw StoreError.readOnly(path: path) }
       let deadline = ContinuousClock.now + busyTimeout
+      var memo: WriterMemo?
       let (result, committed) = try connection.writeTransaction(deadline: deadline) {  // 1
         let history = HistoryRecorder(connection: connection, info: info, isEnabled: recordsHistory)  // 3
+        history.memo = self.memo.withLock { $0 }.current(dataVersion: connection.fileDataVersion)
         let result = try apply(connection, history)  // 2 (and 3, group by group)
-        return (result, try history.finish(storeIdentifier: storeIdentifier))
+        let recorded = try history.finish(storeIdentifier: storeIdentifier)
+        memo = history.memo
+        return (result, recorded)
       }  // 4: committed
+      // What this commit leaves is right until another connection commits (`WriterMemo`).
+      let version = connection.fileDataVersion
+      self.memo.withLock {
+        $0 = memo ?? WriterMemo()
+        $0.validAt = memo == nil ? nil : version
+      }
       if connection.walPages >= checkpointThresholdPages { scheduleCheckpoint() }
       if let committed { publish(committed) }  // 5: still under the lock, so in commit order
       return result

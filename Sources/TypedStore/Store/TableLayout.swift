@@ -22,9 +22,12 @@ final class TableLayout: Sendable {
   private let rowReaders: [RowReader?]
   /// `SELECT pk, _version, [_entity,] <every column> FROM "<table>"`
   let selectSQL: String
-  /// For each entity, its INSERT statement: pk, then _entity, then its attributes.
-  let insertSQL: [String: String]
-  let deleteSQL: String
+  /// For each entity of the model (by `EntityDescription.index`), its INSERT statement: pk,
+  /// then _entity, then its attributes; nil for entities of other tables.
+  let insertSQL: [PreparedSQL?]
+  let deleteSQL: PreparedSQL
+  /// The table's largest key and its key floor (`PersistentStore.nextPrimaryKey`).
+  let nextKeySQL: PreparedSQL
   let createSQL: [String]
   /// The table's columns after `pk`, `_version` and `_entity`, in the order `createSQL`
   /// declares them: what a migration maps from the old table to the new.
@@ -78,22 +81,24 @@ final class TableLayout: Sendable {
     selectsEntity = hierarchy.count > 1
     let leadingColumns: Int32 = selectsEntity ? 3 : 2  // pk, _version[, _entity]
     var readers = [RowReader?](repeating: nil, count: entityCount)
-    var insertSQL: [String: String] = [:]
+    var insertSQL = [PreparedSQL?](repeating: nil, count: entityCount)
     for entity in hierarchy {
       let indexes = entity.storedAttributes.map { indexByColumn[$0.columnName] ?? 0 }
       readers[Int(entity.index)] = RowReader(
         entity: entity, positions: indexes.map { Int32($0) + leadingColumns })
       let names = entity.storedAttributes.map { "\"\($0.columnName)\"" }
       let placeholders = Array(repeating: "?", count: names.count + 2)
-      insertSQL[entity.name] =
+      insertSQL[Int(entity.index)] = PreparedSQL(
         "INSERT INTO \"\(root.name)\" (\((["pk", "_entity"] + names).joined(separator: ", "))) "
-        + "VALUES (\(placeholders.joined(separator: ", ")))"
+          + "VALUES (\(placeholders.joined(separator: ", ")))")
     }
     self.rowReaders = readers
     self.insertSQL = insertSQL
     let selectList = ["pk", "_version"] + (selectsEntity ? ["_entity"] : []) + columns.map { "\"\($0.name)\"" }
     self.selectSQL = "SELECT \(selectList.joined(separator: ", ")) FROM \"\(root.name)\""
-    self.deleteSQL = "DELETE FROM \"\(root.name)\" WHERE pk = ? AND _version = ?"
+    self.deleteSQL = PreparedSQL("DELETE FROM \"\(root.name)\" WHERE pk = ? AND _version = ?")
+    self.nextKeySQL = PreparedSQL(
+      "SELECT (SELECT max(pk) FROM \"\(root.name)\"), (SELECT key_floor FROM _primary_key WHERE entity = ?)")
     self.columns = columns + orderColumns
     self.objects = objects
     self.createSQL = [Self.tableSQL(named: root.name, columns: columns + orderColumns)] + objects.map(\.sql)

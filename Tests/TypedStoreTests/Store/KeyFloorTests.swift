@@ -104,6 +104,42 @@ import TypedStoreTesting
     #expect(try container.persistentStore.checkConsistency().problems.isEmpty)
   }
 
+  /// A writer keeps the next key and history number of its last commit (`WriterMemo`) for
+  /// as long as no other connection commits: two stores on one file, saving, reserving keys
+  /// and deleting the largest key in turn, never give a key or a number twice.
+  @Test func twoWritersTakingTurnsNeverGiveAKeyOrANumberTwice() async throws {
+    let first = try PersistentContainer.makeTest(model: notesModel)
+    let second = try PersistentContainer(name: "Second", model: notesModel, storeURL: first.persistentStore.url)
+    var keys: [Int64] = []
+    for round in 0..<4 {
+      for (index, container) in [first, second].enumerated() {
+        keys += try await saveNotes(["\(round)-\(index)-a", "\(round)-\(index)-b"], in: container).compactMap(
+          \.primaryKey)
+      }
+      let reserved = try await second.performBackgroundTask { context in
+        let note = Note(context: context)
+        note.title = "reserved \(round)"
+        try context.obtainPermanentIDs(for: [note])
+        return note.managedID
+      }
+      keys += try await saveNotes(["after reservation \(round)"], in: first).compactMap(\.primaryKey)
+      #expect(keys.last! > reserved.primaryKey!)
+      keys.append(reserved.primaryKey!)
+      let largest = try #require(keys.max())
+      try await second.performBackgroundTask { context in
+        let all = try context.fetch(FetchRequest<Note>())
+        if let note = all.first(where: { $0.managedID.primaryKey == largest }) { context.delete(note) }
+        try context.save()
+      }
+      keys += try await saveNotes(["after delete \(round)"], in: first).compactMap(\.primaryKey)
+      #expect(keys.last! > largest)
+    }
+    #expect(Set(keys).count == keys.count)
+    let numbers = try first.fetchHistory(HistoryRequest()).map(\.transactionNumber)
+    #expect(numbers == Array(1...Int64(numbers.count)))
+    #expect(try first.persistentStore.checkConsistency().problems.isEmpty)
+  }
+
   @Test func historyNumbersAreNotReusedAfterAllHistoryIsDeleted() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     _ = try await saveNotes(["a"], in: container)
