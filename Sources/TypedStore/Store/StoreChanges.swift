@@ -37,6 +37,10 @@ public struct StoreChanges: Sendable {
   public let processID: Int32
   /// The context of this process that committed it, for automatic merging.
   let origin: ObjectIdentifier?
+  /// The transaction as read from history, for changes made from one (another process's
+  /// commit, which the remote-change monitor read): a `HistoryMerger` that follows takes it
+  /// instead of reading the same history again. Nil for commits of this process.
+  let historyTransaction: HistoryTransaction?
   /// For a commit of another process: when this process's remote-change monitor woke for it,
   /// saw it (`PRAGMA data_version`) and had read its history, for the benchmark's latency
   /// stages. Not part of the API.
@@ -47,6 +51,7 @@ public struct StoreChanges: Sendable {
   private static let thisProcess = ProcessInfo.processInfo.processIdentifier
 
   init(_ committed: RecordedChanges) {
+    historyTransaction = nil
     isRemote = false
     processID = Self.thisProcess
     origin = committed.origin
@@ -87,6 +92,7 @@ public struct StoreChanges: Sendable {
   /// }
   /// ```
   public init(_ transaction: HistoryTransaction) {
+    historyTransaction = transaction
     storeIdentifier = transaction.token.storeIdentifier
     token = transaction.token
     author = transaction.author

@@ -146,6 +146,43 @@ public final class HistoryMerger: Sendable {
   private let followedEntities: Set<String>?
   private let state = Mutex(State())
   private let wakeUps = DispatchSemaphore(value: 0)
+  /// The most transactions one history read brings.
+  private static let pageSize = 500
+  /// The transactions the subscription reported with their history.
+  private let inbox = Inbox()
+
+  /// Transactions of other processes that this process's remote-change monitor read from
+  /// history and the subscription reported: the merger takes those that follow its position
+  /// instead of reading them again (a follower read each transaction twice, once to notice it
+  /// and once to merge it). Anything else (a gap left by a commit of this process, an inbox
+  /// that filled up) is read from history as before.
+  private final class Inbox: Sendable {
+    private let transactions = Mutex<[HistoryTransaction]>([])
+    /// The most kept: past it, later transactions are read from history.
+    private static let capacity = 1000
+
+    func add(_ transaction: HistoryTransaction) {
+      transactions.withLock { if $0.count < Self.capacity { $0.append(transaction) } }
+    }
+
+    /// The reported transactions that follow `position` without a gap, taken out, and
+    /// whether none is left; nil when the next one was not reported.
+    func take(after position: Int64) -> (run: [HistoryTransaction], emptied: Bool)? {
+      transactions.withLock { transactions in
+        transactions.removeAll { $0.transactionNumber <= position }
+        guard transactions.first?.transactionNumber == position + 1 else { return nil }
+        var end = 1
+        while end < transactions.count
+          && transactions[end].transactionNumber == transactions[end - 1].transactionNumber + 1
+        {
+          end += 1
+        }
+        let run = Array(transactions[..<end])
+        transactions.removeFirst(end)
+        return (run, transactions.isEmpty)
+      }
+    }
+  }
 
   /// Where the merger merges: a context, or a model actor's context, reached on its executor
   /// and waited for.
@@ -260,8 +297,11 @@ public final class HistoryMerger: Sendable {
       position = horizon
       try store.writeCheckpoint(consumer: consumer, number: position, lease: options.lease, advanced: true)
     }
-    let wakeUps = wakeUps
-    let observation = subscribe { _ in wakeUps.signal() }
+    let (wakeUps, inbox) = (wakeUps, inbox)
+    let observation = subscribe { changes in
+      if let transaction = changes.historyTransaction { inbox.add(transaction) }
+      wakeUps.signal()
+    }
     let stampObservation = store.modelStamp.observeChange { _ in wakeUps.signal() }
     state.withLock { state in
       state.position = position
@@ -321,6 +361,10 @@ public final class HistoryMerger: Sendable {
       let (pending, sinceWrite) = state.withLock { ($0.position != $0.written, ContinuousClock.now - $0.lastWrite) }
       let wait = pending ? max(.zero, options.checkpointInterval - sinceWrite) : max(.zero, heartbeat - sinceWrite)
       _ = wakeUps.wait(timeout: .now() + .milliseconds(Int(wait.inMilliseconds) + 1))
+      // One read for every wake-up already pending: a publisher reports each transaction,
+      // and a read after the last report sees them all. A report after this point wakes the
+      // next wait.
+      while wakeUps.wait(timeout: .now()) == .success {}
       guard state.withLock({ $0.isRunning }) else { break }
       do {
         try processAvailable()
@@ -353,11 +397,24 @@ public final class HistoryMerger: Sendable {
   /// Processes every transaction after the position, a page at a time.
   private func processAvailable() throws {
     let hooks = state.withLock { $0.hooks }
-    while state.withLock({ $0.isRunning }) {
-      var request = HistoryRequest(
-        after: HistoryToken(storeIdentifier: store.identifier, transactionNumber: state.withLock { $0.position }))
-      request.transactionLimit = 500
-      let page = try store.fetchHistory(request)
+    var caughtUp = false
+    while !caughtUp && state.withLock({ $0.isRunning }) {
+      let position = state.withLock { $0.position }
+      let page: [HistoryTransaction]
+      if let reported = inbox.take(after: position) {
+        page = reported.run
+        // Every transaction is reported in commit order: with none left, the merger is at
+        // the last one published, and the next commit's report wakes it again.
+        caughtUp = reported.emptied
+      } else {
+        var request = HistoryRequest(
+          after: HistoryToken(storeIdentifier: store.identifier, transactionNumber: position))
+        request.transactionLimit = Self.pageSize
+        page = try store.fetchHistory(request)
+        // A short page was all there was: the loop ends after it, without a read that finds
+        // nothing (a commit after the read wakes the merger again).
+        caughtUp = page.count < Self.pageSize
+      }
       guard let last = page.last else { return }
       guard !hooks.isEmpty else {
         // No hook to run between merges: the whole page goes into each context in one visit.

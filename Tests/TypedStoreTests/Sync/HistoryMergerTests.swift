@@ -1,4 +1,5 @@
 import Foundation
+import Spawning
 import Synchronization
 import Testing
 import TypedStoreTesting
@@ -321,5 +322,46 @@ private func eventually(_ condition: () throws -> Bool) async -> Bool {
     await merger.stop()
     try await Task.sleep(for: .milliseconds(600))
     #expect(try container.persistentStore.historyConsumers().first?.isStale() == true, "stopped: its lease runs out")
+  }
+}
+
+/// A following merger takes the transactions its process's remote-change monitor read
+/// (`HistoryMerger.Inbox`) and reads history only for the rest (this process's own commits,
+/// between them): with another process and this one saving at the same time, each
+/// transaction is still processed once, in order, and merged.
+@Suite struct HistoryMergerFollowingTests {
+  @Test func remoteAndLocalCommitsInterleavedAreEachProcessedOnceInOrder() async throws {
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
+    let start = try container.currentHistoryToken.transactionNumber
+    let context = container.newBackgroundContext()
+    let merger = try HistoryMerger(container: container, consumer: "follower", contexts: [context])
+    let log = NumberLog()
+    logging(merger, into: log)
+    try await merger.start()
+    let count = 30
+    let writer = POSIXProcess()
+    writer.executableURL = builtProduct("typedstore-test-writer")
+    writer.arguments = [container.persistentStore.url.path, "remote", String(count)]
+    try writer.run()
+    let local = container.newBackgroundContext()
+    for sequence in 0..<count {
+      try await local.perform { context in
+        let event = Event(context: context)
+        event.source = "local"
+        event.sequence = sequence
+        try context.save()
+      }
+    }
+    writer.waitUntilExit()
+    #expect(writer.terminationStatus == 0)
+    #expect(await log.wait(for: 2 * count))
+    await merger.stop()
+    #expect(log.all == Array((start + 1)...(start + Int64(2 * count))))
+    let merged = try await context.perform { context in
+      try context.fetch(FetchRequest<Event>()).map(\.source)
+    }
+    #expect(merged.filter { $0 == "remote" }.count == count)
+    #expect(
+      try container.persistentStore.historyConsumers().first?.checkpoint.transactionNumber == start + Int64(2 * count))
   }
 }
