@@ -31,6 +31,10 @@ extension ManagedObjectContext {
 
   /// Merges transactions in order, in one visit to the context's executor.
   func mergeChanges(_ transactions: [HistoryTransaction]) {
+    // With no object registered and no change observer, a merge has nothing to bring up to
+    // date and no one to tell: building each transaction's changes (sets of IDs) was most of
+    // a consumer's catch-up into a context that holds nothing.
+    guard !state.registered.isEmpty || !state.changeObservers.isEmpty else { return }
     for transaction in transactions { state.mergeChanges(StoreChanges(transaction)) }
   }
 }
