@@ -28,6 +28,11 @@ import TypedStore
 //       whose hook appends "tx <number>" to <log> ("start <pid> <checkpoint>" first). When
 //       <log>.stop exists it catches up with the store, stops, checks that its live objects
 //       equal the store's rows, prints "verified <n>" (or "mismatch …") and exits.
+//   typedstore-test-writer effects-consumer <store> <name> <stop file>
+//       a HistoryMerger named <name> from the beginning whose transactional hook inserts, for
+//       each transaction it processes, one event with source "effect" and the transaction's
+//       number as its sequence, saved with the checkpoint. When the stop file exists it
+//       catches up with the store, stops and prints "done <checkpoint>".
 //   typedstore-test-writer pruner <store> <stop file>
 //       prunes what every consumer has read, every 100 ms, until the stop file exists;
 //       prints "pruned <transactions>".
@@ -300,6 +305,45 @@ case "consumer":
           return (checked, mismatches)
         }
         say(mismatches.1.isEmpty ? "verified \(mismatches.0)" : "mismatch \(mismatches.1.prefix(5))")
+      } catch {
+        say("error: \(error)")
+      }
+      semaphore.signal()
+    }
+    semaphore.wait()
+  } catch {
+    say("error: \(error)")
+    exit(3)
+  }
+
+case "effects-consumer":
+  guard arguments.count == 4 else { fail("usage: effects-consumer <store> <name> <stop file>", code: 64) }
+  let stopFile = arguments[3]
+  do {
+    let container = try openContainer(arguments[1])
+    var options = HistoryMerger.Options()
+    options.startsAt = .beginning
+    options.checkpointInterval = .milliseconds(20)
+    let merger = try HistoryMerger(container: container, consumer: arguments[2], options: options)
+    merger.addTransactionalHook { event, context in
+      let effect = Event(context: context)
+      effect.source = "effect"
+      effect.sequence = Int(event.transaction.transactionNumber)
+    }
+    let semaphore = DispatchSemaphore(value: 0)
+    Task.detached {  // not on the main actor, whose thread waits below
+      do {
+        try await merger.start()
+        while true {
+          if let error = merger.error { throw error }
+          let current = try container.currentHistoryToken.transactionNumber
+          if FileManager.default.fileExists(atPath: stopFile) && merger.checkpoint.transactionNumber >= current {
+            break
+          }
+          try await Task.sleep(for: .milliseconds(10))
+        }
+        await merger.stop()
+        say("done \(merger.checkpoint.transactionNumber)")
       } catch {
         say("error: \(error)")
       }

@@ -175,7 +175,9 @@ extension ContextState {
   private func commit(_ changes: RowWrites) throws -> AppliedChanges {
     do {
       return try store.commit(
-        changes, info: TransactionInfo(author: transactionAuthor, contextName: name, origin: ObjectIdentifier(self)),
+        changes,
+        info: TransactionInfo(
+          author: transactionAuthor, contextName: name, origin: ObjectIdentifier(self), checkpoint: consumerCheckpoint),
         in: migrationTransaction)
     } catch StoreError.mergeConflict(let conflicts) {
       throw StoreError.mergeConflict(conflicts.map(describe))

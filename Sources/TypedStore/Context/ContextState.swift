@@ -59,6 +59,9 @@ final class ContextState: ObjectTracking {
   var shouldDeleteInaccessibleFaults = true
   /// How a save resolves conflicts (`ManagedObjectContext.mergePolicy`).
   var mergePolicy: MergePolicy = .error
+  /// Set by a `HistoryMerger` on its effects context while its transactional hooks run: the
+  /// consumer's checkpoint that the next save writes in the same transaction.
+  var consumerCheckpoint: ConsumerCheckpoint?
   /// Observed objects a fetch reloaded, with what they held before: reported once the fetch
   /// is done, not while its rows are read and its table is out of the identity map (an
   /// observer's callback, or reloading a relationship to compare it, would miss objects).

@@ -27,9 +27,36 @@ public struct HistoryChange: Sendable, Hashable {
   public let updatedProperties: [String]
   /// For a delete, the values of the attributes marked `preservedOnDeletion`.
   public let tombstone: HistoryTombstone?
+  /// The change's place in its transaction, from 0, as history stores it: the same in every
+  /// read, and kept when a filter leaves only some of a transaction's changes
+  /// (`HistoryMerger.Options.entities`). With the transaction, it makes the change's
+  /// ``HistoryChangeKey`` (`HistoryTransaction.key(for:)`).
+  public let index: Int
 
   /// The row's typed ID, or nil when the row is not `Entity` nor one of its subentities.
   public func objectID<Entity: ManagedObject>(as type: Entity.Type) -> ManagedID<Entity>? {
     objectID.typed(as: type)
   }
+}
+
+/// A key for one change of one transaction of one store, the same in every read of it: the
+/// key that makes an effect outside the store idempotent, when one transaction changes several
+/// rows (an order service that ships three orders in one save sends three messages, each
+/// with its own key).
+///
+/// ```swift
+/// for change in transaction.changes where change.changeType == .update {
+///   try outbox.send(message(for: change), idempotencyKey: transaction.key(for: change).description)
+/// }
+/// ```
+public struct HistoryChangeKey: Hashable, Sendable, Codable, CustomStringConvertible {
+  /// The store that recorded the transaction.
+  public let storeIdentifier: UUID
+  /// The transaction's number.
+  public let transactionNumber: Int64
+  /// The change's place in the transaction (`HistoryChange.index`).
+  public let changeIndex: Int
+
+  /// `<store UUID>/<transaction number>/<change index>`.
+  public var description: String { "\(storeIdentifier.uuidString)/\(transactionNumber)/\(changeIndex)" }
 }

@@ -29,6 +29,14 @@ public struct HistoryConsumer: Sendable, Equatable {
   }
 }
 
+/// A consumer's checkpoint to write inside a transaction of other writes: the effects a
+/// consumer saved for a transaction and its checkpoint past it commit together, or neither.
+struct ConsumerCheckpoint: Sendable, Equatable {
+  let name: String
+  let number: Int64
+  let lease: Duration
+}
+
 /// The consumers' table (part of the documented file format): one row per consumer, written
 /// without history of its own.
 enum HistoryConsumers {

@@ -372,7 +372,8 @@ struct TransactionCollector: HistoryVisitor {
         changeType: kind,
         objectID: AnyManagedID(storeIdentifier: storeIdentifier, entityName: entity, key: .permanent(key)),
         updatedProperties: changed,
-        tombstone: tombstone.map { HistoryTombstone(entityName: entity, json: $0, storeIdentifier: storeIdentifier) }))
+        tombstone: tombstone.map { HistoryTombstone(entityName: entity, json: $0, storeIdentifier: storeIdentifier) },
+        index: changes.count))
   }
 
   mutating func endTransaction() {

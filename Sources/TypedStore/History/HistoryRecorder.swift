@@ -264,4 +264,7 @@ struct TransactionInfo: Sendable {
   var contextName: String?
   /// The context whose save or request this is.
   var origin: ObjectIdentifier?
+  /// A consumer's checkpoint that moves in the same transaction: a `HistoryMerger`'s
+  /// transactional hooks save their effects and the consumer's progress together.
+  var checkpoint: ConsumerCheckpoint?
 }

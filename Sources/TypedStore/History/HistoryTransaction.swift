@@ -25,4 +25,15 @@ public struct HistoryTransaction: Sendable, Identifiable {
 
   /// The transaction number, as `Identifiable` wants it.
   public var id: Int64 { transactionNumber }
+
+  /// The idempotency key of one of this transaction's changes: the store, the transaction's
+  /// number and the change's place in it.
+  ///
+  /// ```swift
+  /// let key = transaction.key(for: change)   // "<store UUID>/42/0"
+  /// ```
+  public func key(for change: HistoryChange) -> HistoryChangeKey {
+    HistoryChangeKey(
+      storeIdentifier: token.storeIdentifier, transactionNumber: transactionNumber, changeIndex: change.index)
+  }
 }

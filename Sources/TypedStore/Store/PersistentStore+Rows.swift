@@ -195,26 +195,15 @@ extension PersistentStore {
     }
     do {
       return try writer.write(info, in: transaction) { connection, history in
-        do {
-          // The fast path: every update and delete checks its row version as it writes.
-          return try self.apply(changes, connection: connection, history: history)
-        } catch is VersionMismatch {
-          // Another writer changed a row: undo, resolve every conflict by the policy (under the
-          // write lock), and write the resolved change set.
-          try connection.undoWrites()
-          history.reset()
-          let (resolved, outcomes) = try self.resolveConflicts(changes, connection: connection)
-          var applied = try self.apply(resolved, connection: connection, history: history)
-          applied.insertedKeys = Array(applied.insertedKeys.prefix(changes.inserts.count))
-          applied.resolved = outcomes
-          return applied
-        } catch let error as SQLiteError where error.isUniqueConstraint && self.model.hasUniqueness {
-          // A unique index refused a row: undo, find every conflict, and merge or report them.
-          try connection.undoWrites()
-          history.reset()
-          let resolved = try self.resolveUniqueness(changes, connection: connection)
-          return try self.apply(resolved, connection: connection, history: history)
+        let applied = try self.applyResolving(changes, connection: connection, history: history)
+        if let checkpoint = info.checkpoint {
+          // A consumer's effects and its progress past the transaction they are for: one
+          // commit (`HistoryMerger.addTransactionalHook(_:)`).
+          try HistoryConsumers.write(
+            name: checkpoint.name, storeIdentifier: self.identifier, number: checkpoint.number,
+            lease: checkpoint.lease, advanced: true, connection: connection)
         }
+        return applied
       }
     } catch let error as SQLiteError where error.isUniqueConstraint || error.isPrimaryKeyConstraint {
       // SQLite says "UNIQUE constraint failed: Table.column".
@@ -223,6 +212,34 @@ extension PersistentStore {
         entity: table.flatMap { $0.split(separator: ".").first.map(String.init) } ?? "", message: error.message)
     } catch let error as SQLiteError {
       throw StoreError.sqlite(error)
+    }
+  }
+
+  /// Applies a change set inside the write transaction: the fast path, where every update
+  /// and delete checks its row version as it writes; on a conflict or a unique index's
+  /// refusal, the writes are undone and the resolved change set is applied instead.
+  private func applyResolving(_ changes: RowWrites, connection: SQLiteConnection, history: HistoryRecorder) throws
+    -> AppliedChanges
+  {
+    do {
+      // The fast path: every update and delete checks its row version as it writes.
+      return try self.apply(changes, connection: connection, history: history)
+    } catch is VersionMismatch {
+      // Another writer changed a row: undo, resolve every conflict by the policy (under the
+      // write lock), and write the resolved change set.
+      try connection.undoWrites()
+      history.reset()
+      let (resolved, outcomes) = try self.resolveConflicts(changes, connection: connection)
+      var applied = try self.apply(resolved, connection: connection, history: history)
+      applied.insertedKeys = Array(applied.insertedKeys.prefix(changes.inserts.count))
+      applied.resolved = outcomes
+      return applied
+    } catch let error as SQLiteError where error.isUniqueConstraint && self.model.hasUniqueness {
+      // A unique index refused a row: undo, find every conflict, and merge or report them.
+      try connection.undoWrites()
+      history.reset()
+      let resolved = try self.resolveUniqueness(changes, connection: connection)
+      return try self.apply(resolved, connection: connection, history: history)
     }
   }
 

@@ -114,13 +114,24 @@ public final class HistoryMerger: Sendable {
   /// A hook: called with each transaction before the default merge.
   public typealias Hook = @Sendable (inout Event) throws -> Void
 
+  /// A transactional hook: called with each transaction and the merger's effects context,
+  /// whose changes the merger saves together with its checkpoint moving past the transaction
+  /// (``addTransactionalHook(_:)``).
+  public typealias TransactionalHook = @Sendable (inout Event, isolated ManagedObjectContext) throws -> Void
+
+  /// A hook as added, in the order added.
+  enum StoredHook: Sendable {
+    case plain(Hook)
+    case transactional(TransactionalHook)
+  }
+
   /// How a merger hears of commits: it starts calling its argument after each commit, until
   /// the observation it returns is cancelled.
   public typealias Subscribe =
     @Sendable (@escaping @Sendable (StoreChanges) -> Void) -> StoreChangesObservation
 
   private struct State {
-    var hooks: [Hook] = []
+    var hooks: [StoredHook] = []
     var position: Int64 = 0
     var written: Int64 = 0
     var lastWrite = ContinuousClock.now
@@ -150,6 +161,8 @@ public final class HistoryMerger: Sendable {
   private static let pageSize = 500
   /// The transactions the subscription reported with their history.
   private let inbox = Inbox()
+  /// The context transactional hooks write in (`addTransactionalHook(_:)`).
+  let effects: ManagedObjectContext
 
   /// Transactions of other processes that this process's remote-change monitor read from
   /// history and the subscription reported: the merger takes those that follow its position
@@ -239,6 +252,9 @@ public final class HistoryMerger: Sendable {
     self.consumer = consumer
     self.options = options
     self.store = store
+    self.effects = ManagedObjectContext(store: store, name: "\(consumer) effects")
+    let author = Self.effectsAuthor(of: consumer)
+    effects.performAndWait { $0.transactionAuthor = author }
     self.subscribe = subscribe
     self.destinations = contexts.map(Destination.init) + modelActors.map { Destination($0) }
     self.followedEntities = try options.entities.map { types in
@@ -255,7 +271,19 @@ public final class HistoryMerger: Sendable {
   /// Adds a hook, called for each transaction after those added before it. Add hooks before
   /// `start()`.
   public func addHook(_ hook: @escaping Hook) {
+    addStoredHook(.plain(hook))
+  }
+
+  func addStoredHook(_ hook: StoredHook) {
     state.withLock { $0.hooks.append(hook) }
+  }
+
+  /// The checkpoint row says `number` now: it was written with that transaction's effects.
+  func checkpointSaved(_ number: Int64) {
+    state.withLock { state in
+      state.written = max(state.written, number)
+      state.lastWrite = .now
+    }
   }
 
   /// The last transaction processed (in memory; the store's row may be a little behind).
@@ -432,8 +460,7 @@ public final class HistoryMerger: Sendable {
           state.withLock { $0.position = transaction.transactionNumber }
           continue
         }
-        var event = Event(transaction: transaction, changes: StoreChanges(transaction))
-        for hook in hooks { try hook(&event) }  // a throw leaves the position before it
+        let event = try runHooks(hooks, on: transaction)  // a throw leaves the position before it
         if event.mergesIntoContexts {
           for destination in destinations { destination.merge([transaction]) }
         }
@@ -449,7 +476,9 @@ public final class HistoryMerger: Sendable {
     if transaction.changes.isEmpty && transaction.author == PersistentStore.migrationTransactionAuthor {
       return transaction  // the schema changed here: every consumer hears of it
     }
-    if let author = transaction.author, options.excludedAuthors.contains(author) { return nil }
+    if let author = transaction.author, options.excludedAuthors.contains(author) || author == effectsAuthor {
+      return nil  // excluded, or this consumer's own effects (`addTransactionalHook(_:)`)
+    }
     if let authors = options.authors, !(transaction.author.map(authors.contains) ?? false) { return nil }
     guard let followedEntities else { return transaction }
     let changes = transaction.changes.filter { followedEntities.contains($0.objectID.entityName) }
