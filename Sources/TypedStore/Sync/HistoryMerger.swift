@@ -29,7 +29,8 @@ import Synchronization
 ///
 /// The merger follows the store's change notifications (commits of this process, and of
 /// others through the remote-change monitor) as wake-ups, and reads history after its
-/// position as the truth.
+/// position as the truth; the transactions of other processes that its process's monitor
+/// read already, it takes as they were reported when they follow its position.
 ///
 /// When another process migrates the store to another model, the merger's next read of
 /// history throws `StoreError.modelChanged`: it stops with that error in `error` (and
