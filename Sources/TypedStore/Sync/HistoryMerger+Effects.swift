@@ -1,3 +1,6 @@
+import Dispatch
+import Synchronization
+
 // Exactly-once effects inside the store: hooks whose writes commit with the checkpoint.
 extension HistoryMerger {
   /// The author of the transactions a consumer's transactional hooks save:
@@ -46,6 +49,7 @@ extension HistoryMerger {
         for hook in hooks {
           switch hook {
           case .plain(let hook): try hook(&event)
+          case .async(let hook): event = try Self.awaitHook(hook, event)
           case .transactional(let hook):
             effectsRan = true
             event = try effects.performAndWait { [event] context in
@@ -67,6 +71,22 @@ extension HistoryMerger {
         throw error
       }
     }
+  }
+
+  /// Runs an async hook on a task of its own and waits for it on the merger's thread (never
+  /// a thread of the cooperative pool: `start()` runs the catch-up on the merger's thread too).
+  static func awaitHook(_ hook: @escaping AsyncHook, _ event: Event) throws -> Event {
+    let outcome = HookOutcome()
+    Task {
+      var event = event
+      do {
+        try await hook(&event)
+        outcome.finish(.success(event))
+      } catch {
+        outcome.finish(.failure(error))
+      }
+    }
+    return try outcome.wait()
   }
 
   /// How many times a transaction's hooks run when their save keeps meeting conflicts.
@@ -92,5 +112,23 @@ extension HistoryMerger {
       context.rollback()
       context.reset()
     }
+  }
+}
+
+/// What an async hook's task returned, handed to the merger's waiting thread.
+final class HookOutcome: Sendable {
+  private let result = Mutex<Result<HistoryMerger.Event, any Error>?>(nil)
+  private let done = DispatchSemaphore(value: 0)
+
+  func finish(_ outcome: Result<HistoryMerger.Event, any Error>) {
+    result.withLock { $0 = outcome }
+    done.signal()
+  }
+
+  /// Waits for `finish(_:)` and returns its event, or throws its error.
+  func wait() throws -> HistoryMerger.Event {
+    done.wait()
+    guard let outcome = result.withLock({ $0 }) else { throw CancellationError() }
+    return try outcome.get()
   }
 }

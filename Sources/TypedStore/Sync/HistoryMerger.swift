@@ -17,6 +17,9 @@ import Synchronization
 /// await merger.stop()        // writes its checkpoint
 /// ```
 ///
+/// Hooks may be `async` (awaited one at a time: back-pressure), and a transactional hook's
+/// writes to the store commit with the checkpoint, exactly once (`addTransactionalHook(_:)`).
+///
 /// For each transaction, in order: the hooks run (in the order added), then the transaction is
 /// merged into the merger's contexts (unless a hook set `mergesIntoContexts` to false), then
 /// the checkpoint moves past it. A hook that throws stops the consumer at that transaction,
@@ -120,9 +123,14 @@ public final class HistoryMerger: Sendable {
   /// (``addTransactionalHook(_:)``).
   public typealias TransactionalHook = @Sendable (inout Event, isolated ManagedObjectContext) throws -> Void
 
+  /// An async hook: called with each transaction before the default merge, and awaited
+  /// before the merger goes on (`addHook(_:)` with an async closure).
+  public typealias AsyncHook = @Sendable (inout Event) async throws -> Void
+
   /// A hook as added, in the order added.
   enum StoredHook: Sendable {
     case plain(Hook)
+    case async(AsyncHook)
     case transactional(TransactionalHook)
   }
 
@@ -275,6 +283,23 @@ public final class HistoryMerger: Sendable {
     addStoredHook(.plain(hook))
   }
 
+  /// Adds an async hook: a network call, a file write. The merger awaits it before the next
+  /// hook and transaction (its back-pressure), on a task of its own, while its thread waits:
+  /// no thread of the caller's pool and no context is held meanwhile. `stop()` waits for the
+  /// running hook to return. What throws stops the consumer at that transaction, as a plain
+  /// hook's error does.
+  ///
+  /// ```swift
+  /// merger.addHook { (event: inout HistoryMerger.Event) async throws in
+  ///   for change in event.transaction.changes {
+  ///     try await webhook.post(change, idempotencyKey: event.transaction.key(for: change))
+  ///   }
+  /// }
+  /// ```
+  public func addHook(_ hook: @escaping AsyncHook) {
+    addStoredHook(.async(hook))
+  }
+
   func addStoredHook(_ hook: StoredHook) {
     state.withLock { $0.hooks.append(hook) }
   }
@@ -341,25 +366,40 @@ public final class HistoryMerger: Sendable {
       state.observation = observation
       state.stampObservation = stampObservation
     }
-    // The catch-up, on the caller's task: its errors are start()'s.
+    // The catch-up and the following run on the merger's own thread, so that a hook (an
+    // async one too) never holds a thread of the caller's pool; the catch-up's errors are
+    // start()'s.
+    try await withCheckedThrowingContinuation { (caughtUp: CheckedContinuation<Void, any Error>) in
+      let thread = Thread { [self] in run(reporting: caughtUp) }
+      thread.name = "TypedStore.HistoryMerger.\(consumer)"
+      state.withLock { $0.thread = true }
+      thread.start()
+    }
+  }
+
+  /// The merger's thread: the catch-up (reported to `start()`), then following until `stop()`.
+  private func run(reporting caughtUp: CheckedContinuation<Void, any Error>) {
     do {
       try processAvailable()
+      try writeCheckpoint(force: true)
     } catch {
       // What was processed before the failure stays processed: a restart resumes after it.
       try? writeCheckpoint(force: true)
-      state.withLock { state in
+      let finished = state.withLock { state -> CheckedContinuation<Void, Never>? in
         state.isRunning = false
         state.observation = nil
         state.stampObservation = nil
         state.error = error
+        state.thread = false
+        defer { state.finished = nil }
+        return state.finished
       }
-      throw error
+      caughtUp.resume(throwing: error)
+      finished?.resume()
+      return
     }
-    try writeCheckpoint(force: true)
-    let thread = Thread { [self] in follow() }
-    thread.name = "TypedStore.HistoryMerger.\(consumer)"
-    state.withLock { $0.thread = true }
-    thread.start()
+    caughtUp.resume()
+    follow()
   }
 
   /// Stops following and writes the checkpoint.
