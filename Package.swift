@@ -62,11 +62,18 @@ let package = Package(
       dependencies: ["TypedStore"],
       path: "Examples/Merging"
     ),
+    // docs/merging.md's order service: exactly-once effects, an outbox, SIGTERM; the tests
+    // kill it and start it again.
+    .executableTarget(
+      name: "typedstore-order-service",
+      dependencies: ["TypedStore"],
+      path: "Examples/OrderService"
+    ),
     .testTarget(
       name: "TypedStoreTests",
       dependencies: [
         "TypedStore", "TypedStoreTesting", "ArgumentParsing", "Spawning", "typedstore", "typedstore-test-writer",
-        "typedstore-bench", "typedstore-merging-example",
+        "typedstore-bench", "typedstore-merging-example", "typedstore-order-service",
       ]
     ),
   ],

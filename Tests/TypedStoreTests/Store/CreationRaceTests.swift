@@ -121,9 +121,13 @@ struct SpawnedProcess {
   /// What `waitForLine` has read so far, for failure messages.
   let transcript = Recorder<String>()
 
-  init(_ executable: URL, _ arguments: [String]) throws {
+  /// Starts `executable`; `environment` adds to this process's.
+  init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
     process.executableURL = executable
     process.arguments = arguments
+    if !environment.isEmpty {
+      process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, added in added }
+    }
     process.standardOutput = output
     try process.run()
   }

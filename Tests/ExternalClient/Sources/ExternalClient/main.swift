@@ -138,3 +138,29 @@ let oldModelRefused = await container.viewContext.perform { context -> Bool in
 }
 require(oldModelRefused, "the version 1 container was not refused after the migration")
 print("ExternalClient: migrated through a plan to \(displayNames); version 1 refused")
+
+// A consumer, as an application writes one: a transactional hook writes one note per note the
+// importer saved, exactly once, with its checkpoint; an async hook reads each change's key.
+actor KeyLog {
+  var keys: [String] = []
+  func add(_ key: String) { keys.append(key) }
+}
+let keyLog = KeyLog()
+var consumerOptions = HistoryMerger.Options()
+consumerOptions.startsAt = .beginning
+consumerOptions.authors = ["importer"]
+let consumer = try HistoryMerger(container: migrated, consumer: "external", options: consumerOptions)
+consumer.addTransactionalHook { event, context in
+  for _ in event.inserted(Note.self) { Note(context: context).title = "effect" }
+}
+consumer.addHook { event in
+  for change in event.transaction.changes { await keyLog.add(event.transaction.key(for: change).description) }
+}
+try await consumer.start()
+await consumer.stop()
+let effects = try await migrated.viewContext.perform { context in
+  try context.count(for: FetchRequest<Note>(predicate: #Predicate { $0.title == "effect" }))
+}
+let keys = await keyLog.keys
+require(effects == 1 && keys.count == 1 && keys[0].hasSuffix("/1/0"), "consumer: \(effects) effects, keys \(keys)")
+print("ExternalClient: a consumer's effect saved once; change key \(keys[0])")
