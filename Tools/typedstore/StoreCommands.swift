@@ -9,8 +9,8 @@ enum StoreCommands {
   static func listConsumers(_ command: ParsedCommand) async throws(Failure) {
     let path = try usage { try command.required("--store") }
     let store = try openStore(path)
-    let (consumers, current) = try perform("cannot read the consumers") {
-      (try store.historyConsumers(), try store.currentHistoryToken())
+    let (consumers, current, horizon) = try perform("cannot read the consumers") {
+      (try store.historyConsumers(), try store.currentHistoryToken(), try store.historyHorizon())
     }
     let now = Date()
     if command.flag("--json") {
@@ -23,6 +23,9 @@ enum StoreCommands {
               "advancedAt": Values.timestamp(consumer.advancedAt), "seenAt": Values.timestamp(consumer.seenAt),
               "leaseSeconds": Self.seconds(consumer.lease),
               "status": consumer.isStale(at: now) ? "stale" : "live",
+              "state": Self.stateName(consumer.state(newest: current, horizon: horizon, at: now)),
+              "error": consumer.failure?.message ?? NSNull(),
+              "errorTransaction": consumer.failure.map { $0.transactionNumber as Any } ?? NSNull(),
             ]
           }))
       return
@@ -31,7 +34,7 @@ enum StoreCommands {
       print("no consumers (newest transaction \(current.transactionNumber))")
       return
     }
-    let header = ["NAME", "CHECKPOINT", "LAG", "ADVANCED", "SEEN", "LEASE", "STATUS"]
+    let header = ["NAME", "CHECKPOINT", "LAG", "ADVANCED", "SEEN", "LEASE", "STATE"]
     let rows = consumers.map { consumer in
       [
         consumer.name, String(consumer.checkpoint.transactionNumber),
@@ -39,10 +42,32 @@ enum StoreCommands {
         Values.age(since: consumer.advancedAt, now: now) + " ago",
         Values.age(since: consumer.seenAt, now: now) + " ago",
         Values.age(since: now.addingTimeInterval(-Self.seconds(consumer.lease)), now: now),
-        consumer.isStale(at: now) ? "stale" : "live",
+        Self.stateDescription(consumer.state(newest: current, horizon: horizon, at: now)),
       ]
     }
     print(table([header] + rows))
+  }
+
+  /// A consumer's state as `--json` names it.
+  static func stateName(_ state: HistoryConsumer.State) -> String {
+    switch state {
+    case .upToDate: "up-to-date"
+    case .behind: "behind"
+    case .stale: "stale"
+    case .expired: "expired"
+    case .failing: "failing"
+    }
+  }
+
+  /// A consumer's state for the table: a failing one with its transaction and error.
+  static func stateDescription(_ state: HistoryConsumer.State) -> String {
+    switch state {
+    case .upToDate: "up to date"
+    case .behind(let count): "behind (\(count))"
+    case .stale: "stale"
+    case .expired: "expired (its history was pruned)"
+    case .failing(let failure): "failing at \(failure.transactionNumber): \(failure.message)"
+    }
   }
 
   static func removeConsumer(_ command: ParsedCommand) async throws(Failure) {

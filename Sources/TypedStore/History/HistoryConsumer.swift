@@ -21,11 +21,58 @@ public struct HistoryConsumer: Sendable, Equatable {
   public let seenAt: Date
   /// How long the consumer may go unseen before it is stale.
   public let lease: Duration
+  /// The error that stopped the consumer, as its merger recorded it; nil once it processed
+  /// a transaction after it (or never failed).
+  public var failure: Failure? = nil
+
+  /// What stopped a consumer: the error's description and the transaction it stopped at.
+  public struct Failure: Sendable, Equatable, Codable {
+    /// The error, as `String(describing:)` gives it.
+    public let message: String
+    /// The transaction the consumer stopped at (not processed).
+    public let transactionNumber: Int64
+    /// When the merger recorded it.
+    public let date: Date
+  }
+
+  /// Where a consumer stands, as any process can tell from the store.
+  public enum State: Sendable, Equatable {
+    /// It has processed the newest transaction.
+    case upToDate
+    /// It has this many transactions left to process.
+    case behind(transactions: Int64)
+    /// It has not been seen within its lease: it may be gone (the pruner reports it).
+    case stale
+    /// History it had not read was deleted: it cannot go on from its checkpoint
+    /// (`HistoryError.tokenExpired` when it starts, unless it refreshes).
+    case expired
+    /// Its merger stopped with an error, and has not processed a transaction since.
+    case failing(Failure)
+  }
 
   /// Whether the consumer has not been seen within its lease: it may be gone. The pruner
   /// reports stale consumers and deletes history they have not read only when told to.
   public func isStale(at now: Date = Date()) -> Bool {
     now.timeIntervalSince(seenAt) > lease.inSeconds
+  }
+
+  /// Where the consumer stands: expired, failing, stale, behind or up to date (the first that
+  /// holds, in that order), given the store's newest transaction and its horizon.
+  ///
+  /// ```swift
+  /// let (newest, horizon) = (try store.currentHistoryToken(), try store.historyHorizon())
+  /// for consumer in try store.historyConsumers() {
+  ///   if case .failing(let failure) = consumer.state(newest: newest, horizon: horizon) {
+  ///     print("\(consumer.name) stopped at \(failure.transactionNumber): \(failure.message)")
+  ///   }
+  /// }
+  /// ```
+  public func state(newest: HistoryToken, horizon: HistoryToken, at now: Date = Date()) -> State {
+    if checkpoint.transactionNumber < horizon.transactionNumber { return .expired }
+    if let failure { return .failing(failure) }
+    if isStale(at: now) { return .stale }
+    let behind = newest.transactionNumber - checkpoint.transactionNumber
+    return behind > 0 ? .behind(transactions: behind) : .upToDate
   }
 }
 
@@ -75,7 +122,45 @@ enum HistoryConsumers {
           seenAt: Date(timeIntervalSinceReferenceDate: statement.double(4)),
           lease: .milliseconds(Int64(statement.double(5) * 1000))))
     }
-    return consumers
+    let failures = try self.failures(connection)
+    return consumers.map { consumer in
+      var consumer = consumer
+      consumer.failure = failures[consumer.name]
+      return consumer
+    }
+  }
+
+  /// The `_metadata` key of a consumer's recorded failure (a JSON `HistoryConsumer.Failure`):
+  /// kept there, not in a column, so that stores of format version 3 hold it as they are.
+  static func failureKey(_ name: String) -> String { "consumer_failure." + name }
+
+  private static func failures(_ connection: SQLiteConnection) throws -> [String: HistoryConsumer.Failure] {
+    let statement = try connection.statement(
+      "SELECT substr(key, 18), value FROM _metadata WHERE key >= 'consumer_failure.' AND key < 'consumer_failure/'")
+    defer { statement.reset() }
+    var failures: [String: HistoryConsumer.Failure] = [:]
+    while try statement.step() {
+      let failure = try? JSONDecoder().decode(HistoryConsumer.Failure.self, from: Data(statement.string(1).utf8))
+      failures[statement.string(0)] = failure
+    }
+    return failures
+  }
+
+  /// Records what stopped a consumer, in a write transaction.
+  static func recordFailure(_ failure: HistoryConsumer.Failure, name: String, connection: SQLiteConnection) throws {
+    let statement = try connection.statement("INSERT OR REPLACE INTO _metadata (key, value) VALUES (?, ?)")
+    defer { statement.reset() }
+    statement.bind(failureKey(name), at: 1)
+    statement.bind(String(decoding: try JSONEncoder().encode(failure), as: UTF8.self), at: 2)
+    try statement.run()
+  }
+
+  /// Forgets a consumer's recorded failure, in a write transaction.
+  static func clearFailure(name: String, connection: SQLiteConnection) throws {
+    let statement = try connection.statement("DELETE FROM _metadata WHERE key = ?")
+    defer { statement.reset() }
+    statement.bind(failureKey(name), at: 1)
+    try statement.run()
   }
 
   /// Writes a consumer's row; inside a write transaction. `advanced` says whether the
@@ -100,6 +185,7 @@ enum HistoryConsumers {
     statement.bind(lease.inSeconds, at: 5)
     statement.bind(Int64(advanced ? 1 : 0), at: 6)
     try statement.run()
+    if advanced { try clearFailure(name: name, connection: connection) }  // it went on past it
   }
 
   /// Deletes a consumer's row; returns whether there was one.
@@ -109,6 +195,8 @@ enum HistoryConsumers {
     defer { statement.reset() }
     statement.bind(name, at: 1)
     try statement.run()
-    return connection.changes > 0
+    let removed = connection.changes > 0
+    try clearFailure(name: name, connection: connection)
+    return removed
   }
 }

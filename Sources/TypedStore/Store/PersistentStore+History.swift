@@ -153,6 +153,15 @@ extension PersistentStore {
     }
   }
 
+  /// Records what stopped a consumer (`HistoryConsumer.failure`), without history of its own;
+  /// the consumer's next checkpoint past it clears it.
+  func recordConsumerFailure(consumer: String, message: String, transactionNumber: Int64) throws {
+    let failure = HistoryConsumer.Failure(message: message, transactionNumber: transactionNumber, date: Date())
+    try writer.write(TransactionInfo()) { connection, _ in
+      try HistoryConsumers.recordFailure(failure, name: consumer, connection: connection)
+    }
+  }
+
   /// Writes a consumer's checkpoint row, without history of its own.
   func writeCheckpoint(consumer: String, number: Int64, lease: Duration, advanced: Bool) throws {
     let identifier = identifier

@@ -139,12 +139,20 @@ public final class HistoryMerger: Sendable {
   public typealias Subscribe =
     @Sendable (@escaping @Sendable (StoreChanges) -> Void) -> StoreChangesObservation
 
-  private struct State {
+  struct State {
     var hooks: [StoredHook] = []
     var position: Int64 = 0
     var written: Int64 = 0
     var lastWrite = ContinuousClock.now
     var isRunning = false
+    /// Set once the catch-up in `start()` finished.
+    var caughtUp = false
+    /// The transaction being processed (for the failure record).
+    var processing: Int64 = 0
+    /// The transaction the merger stopped at with `error`.
+    var failedAt: Int64 = 0
+    var statusListeners: [UInt64: AsyncStream<Status>.Continuation] = [:]
+    var nextListener: UInt64 = 0
     var error: (any Error)?
     var observation: StoreChangesObservation?
     /// Wakes the merger when a transaction of this process finds the store migrated (the
@@ -164,7 +172,7 @@ public final class HistoryMerger: Sendable {
   private let destinations: [Destination]
   /// The names of the entities `Options.entities` follows; nil for every entity.
   private let followedEntities: Set<String>?
-  private let state = Mutex(State())
+  let state = Mutex(State())
   private let wakeUps = DispatchSemaphore(value: 0)
   /// The most transactions one history read brings.
   private static let pageSize = 500
@@ -362,10 +370,12 @@ public final class HistoryMerger: Sendable {
       state.written = position
       state.lastWrite = .now
       state.isRunning = true
+      state.caughtUp = false
       state.error = nil
       state.observation = observation
       state.stampObservation = stampObservation
     }
+    publishStatus()
     // The catch-up and the following run on the merger's own thread, so that a hook (an
     // async one too) never holds a thread of the caller's pool; the catch-up's errors are
     // start()'s.
@@ -390,14 +400,19 @@ public final class HistoryMerger: Sendable {
         state.observation = nil
         state.stampObservation = nil
         state.error = error
+        state.failedAt = state.processing
         state.thread = false
         defer { state.finished = nil }
         return state.finished
       }
+      recordFailure()
+      publishStatus()
       caughtUp.resume(throwing: error)
       finished?.resume()
       return
     }
+    state.withLock { $0.caughtUp = true }
+    publishStatus()
     caughtUp.resume()
     follow()
   }
@@ -444,23 +459,36 @@ public final class HistoryMerger: Sendable {
       }
     }
     try? writeCheckpoint(force: true)
+    recordFailure()
     let finished = state.withLock { state -> CheckedContinuation<Void, Never>? in
       state.thread = false
       state.isRunning = false
       defer { state.finished = nil }
       return state.finished
     }
+    publishStatus()
     finished?.resume()
   }
 
   private func fail(_ error: any Error) {
     state.withLock { state in
       state.error = error
+      state.failedAt = state.processing
       state.isRunning = false
       state.observation = nil
       state.stampObservation = nil
     }
     options.onError?(error)
+  }
+
+  /// Records in the store what stopped the merger (`HistoryConsumer.failure`), after its last
+  /// checkpoint write; best effort (the error may be that the store refuses writes).
+  private func recordFailure() {
+    guard let (error, transaction) = state.withLock({ state in state.error.map { ($0, state.failedAt) } }) else {
+      return
+    }
+    try? store.recordConsumerFailure(
+      consumer: consumer, message: String(describing: error), transactionNumber: transaction)
   }
 
   /// Processes every transaction after the position, a page at a time.
@@ -486,6 +514,7 @@ public final class HistoryMerger: Sendable {
       }
       guard let last = page.last else { return }
       guard !hooks.isEmpty else {
+        state.withLock { $0.processing = page.first?.transactionNumber ?? last.transactionNumber }
         // No hook to run between merges: the whole page goes into each context in one visit.
         let merged = page.compactMap(followed)
         if !merged.isEmpty {
@@ -497,6 +526,7 @@ public final class HistoryMerger: Sendable {
       }
       for transaction in page {
         guard state.withLock({ $0.isRunning }) else { return }
+        state.withLock { $0.processing = transaction.transactionNumber }
         guard let transaction = followed(transaction) else {
           state.withLock { $0.position = transaction.transactionNumber }
           continue
