@@ -74,4 +74,24 @@ import TypedStoreTesting
     #expect(!merger.isRunning)
     #expect(try container.persistentStore.historyConsumers().first?.checkpoint.transactionNumber == 1)
   }
+
+  @Test func underLoadEveryTransactionIsProcessedOnceInOrder() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let merger = try HistoryMerger(container: container, consumer: "busy")
+    let log = Recorder<Int64>()
+    merger.addHook { event in
+      if event.transaction.transactionNumber % 7 == 0 { try await Task.sleep(for: .milliseconds(2)) }
+      log.add(event.transaction.transactionNumber)
+    }
+    try await merger.start()
+    let start = try container.currentHistoryToken.transactionNumber
+    // Two writers at once, 150 saves each, while the hook keeps the merger behind.
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for _ in 0..<2 { group.addTask { try await saveNotes(150, in: container) } }
+      try await group.waitForAll()
+    }
+    #expect(await log.wait(for: 300))
+    await merger.stop()
+    #expect(log.all == Array((start + 1)...(start + 300)))
+  }
 }
