@@ -87,6 +87,19 @@ func save(_ context: ManagedObjectContext, author: String, sequence: Int) throws
   }
 }
 
+/// Starts `merger`, and stops it once `stopFile` exists and it has processed the store's
+/// newest transaction; throws the error that stopped it, if one did.
+func follow(_ merger: HistoryMerger, in container: PersistentContainer, until stopFile: String) async throws {
+  try await merger.start()
+  while true {
+    if let error = merger.error { throw error }
+    let current = try container.currentHistoryToken.transactionNumber
+    if FileManager.default.fileExists(atPath: stopFile) && merger.checkpoint.transactionNumber >= current { break }
+    try await Task.sleep(for: .milliseconds(10))
+  }
+  await merger.stop()
+}
+
 var arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "as-user", arguments.count > 1, let uid = UInt32(arguments[1]) {
   guard setgid(uid) == 0, setuid(uid) == 0 else { fail("cannot become user \(uid)", code: 70) }
@@ -274,17 +287,7 @@ case "consumer":
     let semaphore = DispatchSemaphore(value: 0)
     Task.detached {  // not on the main actor, whose thread waits below
       do {
-        try await merger.start()
-        while true {
-          if let error = merger.error { throw error }
-          let current = try container.currentHistoryToken.transactionNumber
-          if FileManager.default.fileExists(atPath: logPath + ".stop") && merger.checkpoint.transactionNumber >= current
-          {
-            break
-          }
-          try await Task.sleep(for: .milliseconds(20))
-        }
-        await merger.stop()
+        try await follow(merger, in: container, until: logPath + ".stop")
         // The live objects equal the store's rows; objects whose rows are gone left.
         let mismatches = try live.performAndWait { context in
           let rows = try container.newBackgroundContext().performAndWait { reader in
@@ -333,16 +336,7 @@ case "effects-consumer":
     let semaphore = DispatchSemaphore(value: 0)
     Task.detached {  // not on the main actor, whose thread waits below
       do {
-        try await merger.start()
-        while true {
-          if let error = merger.error { throw error }
-          let current = try container.currentHistoryToken.transactionNumber
-          if FileManager.default.fileExists(atPath: stopFile) && merger.checkpoint.transactionNumber >= current {
-            break
-          }
-          try await Task.sleep(for: .milliseconds(10))
-        }
-        await merger.stop()
+        try await follow(merger, in: container, until: stopFile)
         say("done \(merger.checkpoint.transactionNumber)")
       } catch {
         say("error: \(error)")

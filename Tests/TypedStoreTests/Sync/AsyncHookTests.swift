@@ -10,12 +10,7 @@ import TypedStoreTesting
 /// its transaction.
 @Suite struct AsyncHookTests {
   private func saveNotes(_ count: Int, in container: PersistentContainer) async throws {
-    for index in 0..<count {
-      try await container.performBackgroundTask { context in
-        Note(context: context).title = "n\(index)"
-        try context.save()
-      }
-    }
+    try await save((0..<count).map { "n\($0)" }, in: container)
   }
 
   @Test func asyncHooksRunOneAtATimeInOrderBeforeTheMerge() async throws {

@@ -9,12 +9,7 @@ import TypedStoreTesting
 /// `typedstore consumers list` shows it.
 @Suite struct ConsumerStatusTests {
   private func save(_ count: Int, in container: PersistentContainer) async throws {
-    for index in 0..<count {
-      try await container.performBackgroundTask { context in
-        Note(context: context).title = "n\(index)"
-        try context.save()
-      }
-    }
+    try await TypedStoreTests.save((0..<count).map { "n\($0)" }, in: container)
   }
 
   private func state(of name: String, in container: PersistentContainer) throws -> HistoryConsumer.State? {

@@ -9,7 +9,8 @@ import TypedStoreTesting
 /// Transaction numbers a hook saw, in order.
 typealias NumberLog = Recorder<Int64>
 
-private func save(_ titles: [String], in container: PersistentContainer, author: String? = nil) async throws {
+/// Saves one note per title, each in a transaction of its own.
+func save(_ titles: [String], in container: PersistentContainer, author: String? = nil) async throws {
   for title in titles {
     try await container.performBackgroundTask { context in
       context.transactionAuthor = author
