@@ -174,11 +174,13 @@ extension ContextState {
   ///   objects, or the store's error; nothing is written.
   private func commit(_ changes: RowWrites) throws -> AppliedChanges {
     do {
-      return try store.commit(
+      let applied = try store.commit(
         changes,
         info: TransactionInfo(
           author: transactionAuthor, contextName: name, origin: ObjectIdentifier(self), checkpoint: consumerCheckpoint),
         in: migrationTransaction)
+      consumerCheckpoint = nil  // written: the merger reads that it was
+      return applied
     } catch StoreError.mergeConflict(let conflicts) {
       throw StoreError.mergeConflict(conflicts.map(describe))
     } catch let clashes as UniquenessClashes {

@@ -188,6 +188,26 @@ enum HistoryConsumers {
     if advanced { try clearFailure(name: name, connection: connection) }  // it went on past it
   }
 
+  /// Moves an existing consumer's checkpoint to `number`, inside the write transaction of the
+  /// effects it saved for that transaction: only from before it, so that two mergers of one
+  /// name (in two processes, say) cannot both save effects for one transaction.
+  ///
+  /// - Throws: `HistoryError.consumerMovedOn` when the checkpoint is already at or past
+  ///   `number`, or the consumer is gone; the caller's transaction is rolled back.
+  static func advance(name: String, to number: Int64, lease: Duration, connection: SQLiteConnection) throws {
+    let statement = try connection.statement(
+      "UPDATE _history_consumer SET transaction_number = ?1, advanced_at = ?2, seen_at = ?2, lease_seconds = ?3 "
+        + "WHERE name = ?4 AND transaction_number < ?1")
+    defer { statement.reset() }
+    statement.bind(number, at: 1)
+    statement.bind(Date().timeIntervalSinceReferenceDate, at: 2)
+    statement.bind(lease.inSeconds, at: 3)
+    statement.bind(name, at: 4)
+    try statement.run()
+    guard connection.changes == 1 else { throw HistoryError.consumerMovedOn(consumer: name, transactionNumber: number) }
+    try clearFailure(name: name, connection: connection)
+  }
+
   /// Deletes a consumer's row; returns whether there was one.
   static func remove(name: String, connection: SQLiteConnection) throws -> Bool {
     guard try tableExists(connection) else { return false }

@@ -18,6 +18,10 @@ public enum HistoryError: Error, Sendable, Equatable, CustomStringConvertible {
   case unknownConsumer(String)
   /// A consumer's lease must be longer than zero.
   case invalidLease(Duration)
+  /// A transactional hook's effects were not saved: the consumer's checkpoint is already at
+  /// or past the transaction (another merger of the same name, in this process or another,
+  /// processed it), or the consumer was removed.
+  case consumerMovedOn(consumer: String, transactionNumber: Int64)
 
   /// A sentence for logs and error messages.
   public var description: String {
@@ -31,6 +35,9 @@ public enum HistoryError: Error, Sendable, Equatable, CustomStringConvertible {
     case .invalidConsumerName(let name): "\"\(name)\" is not a consumer name (1 to 200 characters)"
     case .unknownConsumer(let name): "no consumer named \"\(name)\" is registered in the store"
     case .invalidLease(let lease): "a consumer's lease must be longer than zero (got \(lease))"
+    case .consumerMovedOn(let consumer, let number):
+      "consumer \"\(consumer)\" is already at or past transaction \(number), or was removed: another merger of "
+        + "that name processed it, so its effects were not saved again"
     }
   }
 }

@@ -170,9 +170,9 @@ struct HistoryJSONExporter: HistoryVisitor {
     summary.lastToken = HistoryToken(storeIdentifier: writer.storeIdentifier, transactionNumber: header.number)
   }
 
-  mutating func change(_ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?)
-    throws
-  {
+  mutating func change(
+    _ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?, index: Int
+  ) throws {
     try writer.change(
       kind, entity: entity, key: key, changed: changed,
       tombstone: tombstone.map {

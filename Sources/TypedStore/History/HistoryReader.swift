@@ -72,14 +72,13 @@ enum HistoryReader {
       let pageSQL = sql + (filter.conditions.isEmpty ? " WHERE" : " AND") + " number > ? ORDER BY number LIMIT ?"
       let statement = try connection.statement(pageSQL)
       defer { statement.reset() }
-      var changeSQL =
+      // Every change row of the page, also those of entities the request does not select: a
+      // change's index is its place among all of its transaction's changes (`HistoryChange.index`).
+      let changes = try connection.statement(
         "SELECT transaction_number, kind, entity, pk, keys, changed, tombstone, last_pk "
-        + "FROM _history_change WHERE id BETWEEN ? AND ?"
-      if filter.entityNames != nil { changeSQL += " AND entity IN (SELECT value FROM json_each(?))" }
-      changeSQL += " ORDER BY id"
-      let changes = try connection.statement(changeSQL)
+          + "FROM _history_change WHERE id BETWEEN ? AND ? ORDER BY id")
       defer { changes.reset() }
-      var reader = ChangeReader()
+      var reader = ChangeReader(entityNames: filter.entityNames)
       var after = filter.after
       while remaining > 0 {
         let headers = try Self.headers(
@@ -90,7 +89,6 @@ enum HistoryReader {
         changes.reset()
         changes.bind(first.firstChange, at: 1)
         changes.bind(last.lastChange, at: 2)
-        if let entityNames = filter.entityNames { changes.bind(entityNames, at: 3) }
         try reader.visit(headers, changes: changes, visitor: &visitor)
         if headers.count < pageSize { return }
       }
@@ -123,8 +121,8 @@ enum HistoryReader {
     var arguments: [PrimitiveValue] = []
     /// The number the first page of transactions starts after.
     var after = Int64.min
-    /// The selected entities' names as a JSON array, when the request selects entities.
-    var entityNames: String?
+    /// The selected entities' names, when the request selects entities.
+    var entityNames: Set<String>?
 
     /// The request's start, checked against the horizon.
     init(_ request: HistoryRequest, storeIdentifier: UUID, firstKept: Int64, connection: SQLiteConnection) throws {
@@ -174,7 +172,7 @@ enum HistoryReader {
       }
       if request.entities != nil || request.entityNames != nil {
         let names = try Self.entityNames(request, model: model)
-        entityNames = HistorySchema.jsonArray(names)
+        entityNames = Set(names)
         conditions.append(
           "EXISTS (SELECT 1 FROM _history_change c WHERE c.id BETWEEN first_change AND last_change "
             + "AND c.entity IN (SELECT value FROM json_each(?)))"
@@ -210,9 +208,17 @@ enum HistoryReader {
   /// by author, are skipped). Each change is handed over once: reading costs the same per
   /// change whatever the shape of the history.
   private struct ChangeReader {
+    /// The entities whose changes are handed over; nil for all. The others are counted.
+    let entityNames: Set<String>?
     /// Updates of one save share their list of attributes: decoded once per distinct text.
     private var attributeLists: [String: [String]] = [:]
     private var entity = ""
+    /// The place of the next change in its transaction.
+    private var index = 0
+
+    init(entityNames: Set<String>?) {
+      self.entityNames = entityNames
+    }
 
     mutating func visit<Visitor: HistoryVisitor>(_ headers: [Header], changes: Statement, visitor: inout Visitor)
       throws
@@ -238,15 +244,32 @@ enum HistoryReader {
           try visitor.beginTransaction(headers[next])
           next += 1
           isOpen = true
+          index = 0
         }
         try visitChange(changes, visitor: &visitor)
       }
       try finish(before: .max)
     }
 
-    /// Hands over the rows of the current change row (one, or a run or list of keys).
+    /// Hands over the rows of the current change row (one, or a run or list of keys), each
+    /// with its index; a row of an entity not selected is only counted.
     private mutating func visitChange<Visitor: HistoryVisitor>(_ changes: Statement, visitor: inout Visitor) throws {
       if !changes.textEquals(2, entity) { entity = changes.string(2) }
+      let keys: [Int64]?  // nil: one key, or a run
+      let run: ClosedRange<Int64>
+      if !changes.isNull(4) {
+        keys = HistorySchema.integers(fromJSONArray: changes.string(4))
+        run = 0...0
+      } else if !changes.isNull(7), changes.int64(7) >= changes.int64(3) {
+        (keys, run) = (nil, changes.int64(3)...changes.int64(7))
+      } else {
+        (keys, run) = (nil, changes.int64(3)...changes.int64(3))
+      }
+      let count = keys?.count ?? run.count
+      guard entityNames?.contains(entity) ?? true else {
+        index += count
+        return
+      }
       let kind = HistoryChange.Kind(rawValue: Int(changes.int64(1))) ?? .update
       var changed: [String] = []
       if !changes.isNull(5) {
@@ -259,20 +282,17 @@ enum HistoryReader {
         }
       }
       let tombstone = changes.isNull(6) ? nil : changes.string(6)
-      if !changes.isNull(4) {
-        let keys = HistorySchema.integers(fromJSONArray: changes.string(4))
-        visitor.willVisit(changes: keys.count)
+      if count > 1 { visitor.willVisit(changes: count) }
+      if let keys {
         for key in keys {
-          try visitor.change(kind, entity: entity, key: key, changed: changed, tombstone: tombstone)
-        }
-      } else if !changes.isNull(7), changes.int64(7) >= changes.int64(3) {
-        let keys = changes.int64(3)...changes.int64(7)
-        visitor.willVisit(changes: keys.count)
-        for key in keys {
-          try visitor.change(kind, entity: entity, key: key, changed: changed, tombstone: tombstone)
+          try visitor.change(kind, entity: entity, key: key, changed: changed, tombstone: tombstone, index: index)
+          index += 1
         }
       } else {
-        try visitor.change(kind, entity: entity, key: changes.int64(3), changed: changed, tombstone: tombstone)
+        for key in run {
+          try visitor.change(kind, entity: entity, key: key, changed: changed, tombstone: tombstone, index: index)
+          index += 1
+        }
       }
     }
   }
@@ -283,6 +303,9 @@ enum HistoryReader {
   /// Runs inside a write transaction. Returns how many transactions were deleted.
   @discardableResult
   static func deleteHistory(before number: Int64, connection: SQLiteConnection) throws -> Int {
+    // Not past the next transaction: the horizon never runs ahead of the numbers given, so the
+    // next number stays one above the newest (as the writer's `WriterMemo` keeps it).
+    let number = min(number, try currentNumber(connection) + 1)
     let firstKept = try Self.firstKept(connection)
     guard number > firstKept else { return 0 }
     let latest = try connection.statement("SELECT max(timestamp) FROM _history_transaction WHERE number < ?")
@@ -331,8 +354,11 @@ enum HistoryReader {
 protocol HistoryVisitor {
   mutating func beginTransaction(_ header: HistoryReader.Header) throws
   /// One changed row. `tombstone` is the stored JSON text of a delete's tombstone.
-  mutating func change(_ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?)
-    throws
+  /// `index` is the change's place among all of its transaction's changes
+  /// (`HistoryChange.index`).
+  mutating func change(
+    _ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?, index: Int
+  ) throws
   mutating func endTransaction() throws
   /// The next `count` changes are of one change row (a group of rows): room can be made for
   /// them at once.
@@ -366,14 +392,16 @@ struct TransactionCollector: HistoryVisitor {
     if needed > changes.capacity { changes.reserveCapacity(max(needed, changes.capacity * 2)) }
   }
 
-  mutating func change(_ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?) {
+  mutating func change(
+    _ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?, index: Int
+  ) {
     changes.append(
       HistoryChange(
         changeType: kind,
         objectID: AnyManagedID(storeIdentifier: storeIdentifier, entityName: entity, key: .permanent(key)),
         updatedProperties: changed,
         tombstone: tombstone.map { HistoryTombstone(entityName: entity, json: $0, storeIdentifier: storeIdentifier) },
-        index: changes.count))
+        index: index))
   }
 
   mutating func endTransaction() {

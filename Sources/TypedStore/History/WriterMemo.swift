@@ -6,9 +6,12 @@
 /// The memo is valid only while no other connection has committed since: `validAt` is the
 /// connection's data version right after the commit that left it (`SQLiteConnection.fileDataVersion`),
 /// which SQLite moves when the connection begins a transaction after another connection's
-/// commit, in this process or another, and with every commit of its own. So a commit that
-/// does not hand the memo back (a history deletion, a consumer's checkpoint, a key
-/// reservation through another path) leaves it invalid, and the next write asks again.
+/// commit, in this process or another, and with every commit of its own. Every write through
+/// the store's writer hands the memo back at its commit: those that move what it holds keep
+/// it right (inserts, `reservePrimaryKeys`), the others leave it as it was (a checkpoint row, a
+/// history deletion, which never moves the horizon past the next number). A commit of this
+/// connection outside the writer's `write` (there is none today) would leave it invalid. A
+/// transaction that begins again after a conflict (`undoWrites`) drops it.
 ///
 /// Deletes never move what it holds: the next key is one above the largest key and the key
 /// floor, and a delete of a table's largest keys raises the floor to them.

@@ -311,7 +311,9 @@ private struct LastChangeVisitor: HistoryVisitor {
     transactions += 1
   }
 
-  mutating func change(_ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?) {
+  mutating func change(
+    _ kind: HistoryChange.Kind, entity: String, key: Int64, changed: [String], tombstone: String?, index: Int
+  ) {
     let root = roots[entity] ?? entity
     lastChanges[root, default: [:]][key] = LastChange(kind: kind, entity: entity, number: number)
   }

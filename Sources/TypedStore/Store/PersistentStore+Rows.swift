@@ -199,9 +199,8 @@ extension PersistentStore {
         if let checkpoint = info.checkpoint {
           // A consumer's effects and its progress past the transaction they are for: one
           // commit (`HistoryMerger.addTransactionalHook(_:)`).
-          try HistoryConsumers.write(
-            name: checkpoint.name, storeIdentifier: self.identifier, number: checkpoint.number,
-            lease: checkpoint.lease, advanced: true, connection: connection)
+          try HistoryConsumers.advance(
+            name: checkpoint.name, to: checkpoint.number, lease: checkpoint.lease, connection: connection)
         }
         return applied
       }

@@ -37,10 +37,11 @@ public struct StoreChanges: Sendable {
   public let processID: Int32
   /// The context of this process that committed it, for automatic merging.
   let origin: ObjectIdentifier?
-  /// The transaction as read from history, for changes made from one (another process's
-  /// commit, which the remote-change monitor read): a `HistoryMerger` that follows takes it
-  /// instead of reading the same history again. Nil for commits of this process.
-  let historyTransaction: HistoryTransaction?
+  /// The whole transaction as this process's remote-change monitor read it from history
+  /// (`init(reported:)`): a `HistoryMerger` that follows takes it instead of reading the same
+  /// history again. Nil for commits of this process and for changes made with the public
+  /// initializers (a subscriber may have filtered them).
+  private(set) var historyTransaction: HistoryTransaction?
   /// For a commit of another process: when this process's remote-change monitor woke for it,
   /// saw it (`PRAGMA data_version`) and had read its history, for the benchmark's latency
   /// stages. Not part of the API.
@@ -91,8 +92,15 @@ public struct StoreChanges: Sendable {
   ///   context.mergeChanges(StoreChanges(transaction))
   /// }
   /// ```
-  public init(_ transaction: HistoryTransaction) {
+  /// The changes of another process's transaction as the remote-change monitor read it,
+  /// whole: they carry the transaction for a following `HistoryMerger`.
+  init(reported transaction: HistoryTransaction) {
+    self.init(transaction)
     historyTransaction = transaction
+  }
+
+  public init(_ transaction: HistoryTransaction) {
+    historyTransaction = nil
     storeIdentifier = transaction.token.storeIdentifier
     token = transaction.token
     author = transaction.author

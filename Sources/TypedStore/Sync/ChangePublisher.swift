@@ -142,7 +142,7 @@ final class ChangePublisher: Sendable {
           emit(
             local.map(StoreChanges.init)
               ?? {
-                var changes = StoreChanges(transaction)
+                var changes = StoreChanges(reported: transaction)
                 changes.remoteTimings = timings
                 return changes
               }(), in: &state)

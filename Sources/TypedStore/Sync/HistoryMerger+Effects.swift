@@ -92,8 +92,9 @@ extension HistoryMerger {
   /// How many times a transaction's hooks run when their save keeps meeting conflicts.
   static let effectAttempts = 3
 
-  /// Saves the effects context with the checkpoint past `number`; returns whether there was
-  /// anything to save. The context is reset either way.
+  /// Saves the effects context with the checkpoint past `number`; returns whether a
+  /// transaction was committed (changes that undo each other commit nothing). The context
+  /// is reset either way.
   private func saveEffects(through number: Int64) throws -> Bool {
     let checkpoint = ConsumerCheckpoint(name: consumer, number: number, lease: options.lease)
     return try effects.performAndWait { context in
@@ -102,7 +103,7 @@ extension HistoryMerger {
       context.state.consumerCheckpoint = checkpoint
       defer { context.state.consumerCheckpoint = nil }
       try context.save()
-      return true
+      return context.state.consumerCheckpoint == nil  // the commit took it
     }
   }
 

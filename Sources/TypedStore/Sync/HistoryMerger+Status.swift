@@ -11,9 +11,11 @@ extension HistoryMerger {
     case catchingUp
     /// Caught up, processing new commits as they come.
     case following
-    /// Stopped by an error at a transaction (not processed): a hook's, a merge's, a
-    /// migration's (`StoreError.modelChanged`), or an expired checkpoint's. The store records
-    /// it too (`HistoryConsumer.failure`), until the consumer processes that transaction.
+    /// Stopped by an error at a transaction (not processed): a hook's, a merge's, a history
+    /// read's, a migration's (`StoreError.modelChanged`). The store records it too
+    /// (`HistoryConsumer.failure`), until the consumer processes that transaction. (An
+    /// expired checkpoint is an error `start()` throws before it starts: the status stays
+    /// `stopped`, and the store's `HistoryConsumer.state` says `expired`.)
     case failed(error: any Error, transactionNumber: Int64)
   }
 

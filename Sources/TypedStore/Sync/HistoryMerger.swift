@@ -158,7 +158,10 @@ public final class HistoryMerger: Sendable {
     /// Wakes the merger when a transaction of this process finds the store migrated (the
     /// commits it is subscribed to stop then).
     var stampObservation: ModelStampObservation?
-    var finished: CheckedContinuation<Void, Never>?
+    /// The `stop()` calls waiting for the thread to end.
+    var finished: [CheckedContinuation<Void, Never>] = []
+    /// Set while a `start()` is between its claim and its thread: a second one returns.
+    var starting = false
     var thread: Bool = false
   }
 
@@ -180,39 +183,6 @@ public final class HistoryMerger: Sendable {
   private let inbox = Inbox()
   /// The context transactional hooks write in (`addTransactionalHook(_:)`).
   let effects: ManagedObjectContext
-
-  /// Transactions of other processes that this process's remote-change monitor read from
-  /// history and the subscription reported: the merger takes those that follow its position
-  /// instead of reading them again (a follower read each transaction twice, once to notice it
-  /// and once to merge it). Anything else (a gap left by a commit of this process, an inbox
-  /// that filled up) is read from history as before.
-  private final class Inbox: Sendable {
-    private let transactions = Mutex<[HistoryTransaction]>([])
-    /// The most kept: past it, later transactions are read from history.
-    private static let capacity = 1000
-
-    func add(_ transaction: HistoryTransaction) {
-      transactions.withLock { if $0.count < Self.capacity { $0.append(transaction) } }
-    }
-
-    /// The reported transactions that follow `position` without a gap, taken out, and
-    /// whether none is left; nil when the next one was not reported.
-    func take(after position: Int64) -> (run: [HistoryTransaction], emptied: Bool)? {
-      transactions.withLock { transactions in
-        transactions.removeAll { $0.transactionNumber <= position }
-        guard transactions.first?.transactionNumber == position + 1 else { return nil }
-        var end = 1
-        while end < transactions.count
-          && transactions[end].transactionNumber == transactions[end - 1].transactionNumber + 1
-        {
-          end += 1
-        }
-        let run = Array(transactions[..<end])
-        transactions.removeFirst(end)
-        return (run, transactions.isEmpty)
-      }
-    }
-  }
 
   /// Where the merger merges: a context, or a model actor's context, reached on its executor
   /// and waited for.
@@ -294,7 +264,8 @@ public final class HistoryMerger: Sendable {
   /// Adds an async hook: a network call, a file write. The merger awaits it before the next
   /// hook and transaction (its back-pressure), on a task of its own, while its thread waits:
   /// no thread of the caller's pool and no context is held meanwhile. `stop()` waits for the
-  /// running hook to return. What throws stops the consumer at that transaction, as a plain
+  /// running hook to return (so a hook must return: give it a timeout, and never call
+  /// `stop()` from a hook). What throws stops the consumer at that transaction, as a plain
   /// hook's error does.
   ///
   /// ```swift
@@ -342,7 +313,14 @@ public final class HistoryMerger: Sendable {
   ///   horizon (unless `refreshesWhenCheckpointExpired`), or what a hook threw during the
   ///   catch-up; the merger is stopped then.
   public func start() async throws {
-    guard !isRunning else { return }
+    // One start at a time: a second call while one runs (or has started) returns at once.
+    let claimed = state.withLock { state -> Bool in
+      guard !state.isRunning && !state.starting && !state.thread else { return false }
+      state.starting = true
+      return true
+    }
+    guard claimed else { return }
+    defer { state.withLock { $0.starting = false } }
     let registered = try store.registerHistoryConsumer(
       consumer, fromBeginning: options.startsAt == .beginning, lease: options.lease)
     guard registered.checkpoint.storeIdentifier == store.identifier else {
@@ -361,7 +339,7 @@ public final class HistoryMerger: Sendable {
     }
     let (wakeUps, inbox) = (wakeUps, inbox)
     let observation = subscribe { changes in
-      if let transaction = changes.historyTransaction { inbox.add(transaction) }
+      inbox.note(changes)
       wakeUps.signal()
     }
     let stampObservation = store.modelStamp.observeChange { _ in wakeUps.signal() }
@@ -372,6 +350,7 @@ public final class HistoryMerger: Sendable {
       state.isRunning = true
       state.caughtUp = false
       state.error = nil
+      state.processing = position + 1
       state.observation = observation
       state.stampObservation = stampObservation
     }
@@ -395,20 +374,20 @@ public final class HistoryMerger: Sendable {
     } catch {
       // What was processed before the failure stays processed: a restart resumes after it.
       try? writeCheckpoint(force: true)
-      let finished = state.withLock { state -> CheckedContinuation<Void, Never>? in
+      let finished = state.withLock { state -> [CheckedContinuation<Void, Never>] in
         state.isRunning = false
         state.observation = nil
         state.stampObservation = nil
         state.error = error
         state.failedAt = state.processing
         state.thread = false
-        defer { state.finished = nil }
+        defer { state.finished = [] }
         return state.finished
       }
       recordFailure()
       publishStatus()
       caughtUp.resume(throwing: error)
-      finished?.resume()
+      for waiter in finished { waiter.resume() }
       return
     }
     state.withLock { $0.caughtUp = true }
@@ -429,7 +408,7 @@ public final class HistoryMerger: Sendable {
     await withCheckedContinuation { continuation in
       let resumeNow = state.withLock { state -> Bool in
         guard state.thread else { return true }
-        state.finished = continuation
+        state.finished.append(continuation)
         return false
       }
       wakeUps.signal()
@@ -460,14 +439,14 @@ public final class HistoryMerger: Sendable {
     }
     try? writeCheckpoint(force: true)
     recordFailure()
-    let finished = state.withLock { state -> CheckedContinuation<Void, Never>? in
+    let finished = state.withLock { state -> [CheckedContinuation<Void, Never>] in
       state.thread = false
       state.isRunning = false
-      defer { state.finished = nil }
+      defer { state.finished = [] }
       return state.finished
     }
     publishStatus()
-    finished?.resume()
+    for waiter in finished { waiter.resume() }
   }
 
   private func fail(_ error: any Error) {
@@ -496,13 +475,17 @@ public final class HistoryMerger: Sendable {
     let hooks = state.withLock { $0.hooks }
     var caughtUp = false
     while !caughtUp && state.withLock({ $0.isRunning }) {
-      let position = state.withLock { $0.position }
+      let position = state.withLock { state in
+        state.processing = state.position + 1  // what a failure of the read stops at
+        return state.position
+      }
       let page: [HistoryTransaction]
       if let reported = inbox.take(after: position) {
         page = reported.run
-        // Every transaction is reported in commit order: with none left, the merger is at
-        // the last one published, and the next commit's report wakes it again.
-        caughtUp = reported.emptied
+        // Every transaction is reported in commit order: when the run reaches the newest one
+        // reported, the merger is at the last one published, and the next commit's report
+        // wakes it again. Otherwise (a commit of this process came after it) it reads on.
+        caughtUp = reported.reachesLatest
       } else {
         var request = HistoryRequest(
           after: HistoryToken(storeIdentifier: store.identifier, transactionNumber: position))

@@ -162,3 +162,84 @@ private func eventually(_ condition: () async throws -> Bool) async -> Bool {
     #expect(effects.sorted() == written.map { Int($0.transactionNumber) }, "each writer transaction once")
   }
 }
+
+/// What the review of the first version found: two mergers of one consumer name, changes
+/// that undo each other, a filtered history read's change keys, and a follower that went
+/// idle with a commit of its own process unread.
+@Suite struct ConsumerEdgeTests {
+  @Test func twoMergersOfOneNameNeverSaveEffectsForOneTransactionTwice() async throws {
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
+    var options = HistoryMerger.Options()
+    options.startsAt = .beginning
+    let mergers = try (0..<2).map { _ in try HistoryMerger(container: container, consumer: "shipper", options: options)
+    }
+    for merger in mergers {
+      merger.addTransactionalHook { event, context in
+        let effect = Event(context: context)
+        effect.source = "effect"
+        effect.sequence = Int(event.transaction.transactionNumber)
+      }
+    }
+    for sequence in 0..<20 {
+      try await container.performBackgroundTask { context in
+        context.transactionAuthor = "api"
+        Event(context: context).sequence = sequence
+        try context.save()
+      }
+      if sequence == 5 { for merger in mergers { try? await merger.start() } }
+    }
+    try await Task.sleep(for: .milliseconds(300))
+    for merger in mergers { await merger.stop() }
+    let effects = try await container.performBackgroundTask { context in
+      try context.fetch(FetchRequest<Event>(predicate: #Predicate { $0.source == "effect" })).map(\.sequence)
+    }
+    #expect(Set(effects).count == effects.count, "no transaction's effects saved twice: \(effects.sorted())")
+    let stopped = mergers.compactMap { $0.error as? HistoryError }
+    for error in stopped {
+      guard case .consumerMovedOn = error else {
+        Issue.record("unexpected error: \(error)")
+        continue
+      }
+    }
+  }
+
+  @Test func effectsThatUndoThemselvesStillLetTheCheckpointBeWritten() async throws {
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
+    let id = try await container.performBackgroundTask { context in
+      let event = Event(context: context)
+      event.source = "api"
+      try context.save()
+      return event.managedID
+    }
+    var options = HistoryMerger.Options()
+    options.startsAt = .beginning
+    let merger = try HistoryMerger(container: container, consumer: "noop", options: options)
+    merger.addTransactionalHook { _, context in
+      let event = try context.existingObject(with: id)
+      event.sequence = 7
+      event.sequence = 0  // back as it was: the save commits nothing
+    }
+    try await merger.start()
+    await merger.stop()
+    #expect(try container.persistentStore.historyConsumers().first?.checkpoint.transactionNumber == 1)
+  }
+
+  @Test func aChangeKeepsItsIndexInAReadFilteredByEntity() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    try await container.performBackgroundTask { context in
+      Folder(context: context).name = "inbox"
+      Note(context: context).title = "a"
+      Folder(context: context).name = "archive"
+      Note(context: context).title = "b"
+      try context.save()
+    }
+    let all = try #require(try container.fetchHistory(HistoryRequest()).first)
+    var request = HistoryRequest()
+    request.entities = [Note.self]
+    let notes = try #require(try container.fetchHistory(request).first)
+    #expect(notes.changes.count == 2)
+    let expected = all.changes.filter { $0.objectID.entityName == "Note" }.map { all.key(for: $0) }
+    #expect(notes.changes.map { notes.key(for: $0) } == expected)
+    #expect(Set(all.changes.map(\.index)) == [0, 1, 2, 3])
+  }
+}

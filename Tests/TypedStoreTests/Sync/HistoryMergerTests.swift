@@ -365,4 +365,51 @@ private func eventually(_ condition: () throws -> Bool) async -> Bool {
     #expect(
       try container.persistentStore.historyConsumers().first?.checkpoint.transactionNumber == start + Int64(2 * count))
   }
+
+  /// A commit of this process right after another process's: the merger takes the remote one
+  /// from its inbox and must not take itself as caught up before it read the local one (it
+  /// would then wait for the next wake-up, a quarter of its lease at idle).
+  @Test func aLocalCommitRightAfterARemoteOneIsNotLeftUnread() async throws {
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
+    let merger = try HistoryMerger(container: container, consumer: "follower")
+    let log = NumberLog()
+    logging(merger, into: log)
+    try await merger.start()
+    let local = container.newBackgroundContext()
+    for round in 1...15 {
+      let writer = POSIXProcess()
+      writer.executableURL = builtProduct("typedstore-test-writer")
+      writer.arguments = [container.persistentStore.url.path, "remote", "1"]
+      try writer.run()
+      writer.waitUntilExit()
+      try await local.perform { context in
+        Event(context: context).sequence = round
+        try context.save()
+      }
+      let newest = try container.currentHistoryToken.transactionNumber
+      var seen = false
+      for _ in 0..<200 where !seen {  // 2 s
+        seen = log.all.last == newest
+        if !seen { try await Task.sleep(for: .milliseconds(10)) }
+      }
+      #expect(seen, "round \(round): transaction \(newest) not processed")
+      if !seen { break }
+    }
+    await merger.stop()
+  }
+
+  /// The inbox's part of the above, without the timing: a remote transaction reported with
+  /// its history, then a local one reported with its number only.
+  @Test func theInboxIsNotCaughtUpWhileALaterCommitWasReportedWithoutItsTransaction() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    try await save(["a", "b"], in: container)
+    let history = try container.fetchHistory(HistoryRequest())
+    let inbox = HistoryMerger.Inbox()
+    inbox.note(StoreChanges(reported: history[0]))  // another process's, as the monitor read it
+    inbox.note(StoreChanges(history[1]))  // one without its transaction, as this process's are
+    let taken = try #require(inbox.take(after: 0))
+    #expect(taken.run.map(\.transactionNumber) == [1])
+    #expect(!taken.reachesLatest, "transaction 2 is still to read")
+    #expect(inbox.take(after: 1) == nil)
+  }
 }
