@@ -84,6 +84,13 @@ public struct StoreChanges: Sendable {
     changedAttributes = changed
   }
 
+  /// The changes of another process's transaction as the remote-change monitor read it,
+  /// whole: they carry the transaction for a following `HistoryMerger`.
+  init(reported transaction: HistoryTransaction) {
+    self.init(transaction)
+    historyTransaction = transaction
+  }
+
   /// The changes of a transaction read from history: what its commit published, so that
   /// history merges as directly as a live notification.
   ///
@@ -92,13 +99,6 @@ public struct StoreChanges: Sendable {
   ///   context.mergeChanges(StoreChanges(transaction))
   /// }
   /// ```
-  /// The changes of another process's transaction as the remote-change monitor read it,
-  /// whole: they carry the transaction for a following `HistoryMerger`.
-  init(reported transaction: HistoryTransaction) {
-    self.init(transaction)
-    historyTransaction = transaction
-  }
-
   public init(_ transaction: HistoryTransaction) {
     historyTransaction = nil
     storeIdentifier = transaction.token.storeIdentifier
