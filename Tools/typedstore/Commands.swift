@@ -110,13 +110,25 @@ enum Commands {
     subcommands: [export, watch, prune, stats])
 
   static let consumers = ToolCommand(
-    group: "consumers", abstract: "List or remove the store's durable consumers (HistoryMerger checkpoints).",
+    group: "consumers", abstract: "List, add or remove the store's durable consumers (HistoryMerger checkpoints).",
     subcommands: [
       ToolCommand(
         CommandDescription(
           name: "list", abstract: "Each consumer's checkpoint, age, lag in transactions, and whether it is live.",
           options: [store, json]),
         run: StoreCommands.listConsumers),
+      ToolCommand(
+        CommandDescription(
+          name: "add",
+          abstract: "Declare a consumer before it first runs: history it has not read is kept for it from now on.",
+          options: [
+            store,
+            .flag("--from-beginning", help: "Start at the oldest transaction kept (default: after the newest)."),
+            .option("--after", value: "token", help: "Start after this transaction (a number or a token)."),
+            .option("--lease", value: "duration", help: "How long it may go unseen before it is stale (default 1h)."),
+            json,
+          ], positionals: [PositionalDescription("name", help: "The consumer's name (1 to 200 characters).")]),
+        run: StoreCommands.addConsumer),
       ToolCommand(
         CommandDescription(
           name: "remove", abstract: "Forget a consumer, so that its checkpoint no longer holds history back.",

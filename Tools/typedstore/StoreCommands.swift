@@ -70,6 +70,35 @@ enum StoreCommands {
     }
   }
 
+  static func addConsumer(_ command: ParsedCommand) async throws(Failure) {
+    let path = try usage { try command.required("--store") }
+    let name = command.positionals[0]
+    guard !(command.flag("--from-beginning") && command.has("--after")) else {
+      throw .usage(command.error("Give --from-beginning or --after, not both"))
+    }
+    let store = try openStore(path, writable: true)
+    var start = HistoryConsumer.Start.now
+    if command.flag("--from-beginning") {
+      start = .beginning
+    } else if let after = command.value("--after") {
+      start = .after(try Values.token(after, option: "--after", store: store, command: command))
+    }
+    var lease = Duration.seconds(3600)
+    if let text = command.value("--lease") { lease = try Values.duration(text, option: "--lease", command: command) }
+    let consumer = try perform("cannot add the consumer") { [start, lease] in
+      try store.registerHistoryConsumer(name: name, startingAt: start, lease: lease)
+    }
+    if command.flag("--json") {
+      print(
+        try Values.json([
+          "name": consumer.name, "checkpoint": consumer.checkpoint.stringRepresentation,
+          "leaseSeconds": Self.seconds(consumer.lease),
+        ]))
+      return
+    }
+    print("consumer \(consumer.name) at transaction \(consumer.checkpoint.transactionNumber)")
+  }
+
   static func removeConsumer(_ command: ParsedCommand) async throws(Failure) {
     let path = try usage { try command.required("--store") }
     let name = command.positionals[0]

@@ -25,6 +25,17 @@ public struct HistoryConsumer: Sendable, Equatable {
   /// a transaction after it (or never failed).
   public var failure: Failure? = nil
 
+  /// Where a consumer declared ahead of its first run starts
+  /// (`PersistentStore.registerHistoryConsumer(name:startingAt:lease:)`).
+  public enum Start: Sendable, Equatable {
+    /// After the newest transaction committed now.
+    case now
+    /// At the oldest transaction the store keeps.
+    case beginning
+    /// After this transaction.
+    case after(HistoryToken)
+  }
+
   /// What stopped a consumer: the error's description and the transaction it stopped at.
   public struct Failure: Sendable, Equatable, Codable {
     /// The error, as `String(describing:)` gives it.

@@ -129,6 +129,60 @@ extension PersistentStore {
     guard removed else { throw HistoryError.unknownConsumer(name) }
   }
 
+  /// Declares a consumer before it first runs, so that history it has not read is kept for
+  /// it from now on, as for a running one: a prune never deletes past its checkpoint (while it
+  /// is within its lease; past it, the pruner reports it stale, and prunes past it only when
+  /// told to). A `HistoryMerger` of that name goes on from the checkpoint when it starts. A
+  /// consumer that exists already is returned as it is.
+  ///
+  /// ```swift
+  /// // At install time, before the exporter service runs for the first time:
+  /// try store.registerHistoryConsumer(name: "exporter", startingAt: .beginning)
+  /// ```
+  ///
+  /// - Throws: `HistoryError.invalidConsumerName`, `.invalidLease`, `.foreignStore` for a
+  ///   token of another store, `.tokenExpired` for a token older than the horizon, and
+  ///   `.invalidRequest` for a token after the newest transaction; the store is unchanged.
+  @discardableResult
+  public func registerHistoryConsumer(
+    name: String, startingAt start: HistoryConsumer.Start = .now, lease: Duration = .seconds(3600)
+  ) throws -> HistoryConsumer {
+    guard !name.isEmpty, name.count <= 200 else { throw HistoryError.invalidConsumerName(name) }
+    guard lease > .zero else { throw HistoryError.invalidLease(lease) }
+    if case .after(let token) = start, token.storeIdentifier != identifier {
+      throw HistoryError.foreignStore(expected: identifier, found: token.storeIdentifier)
+    }
+    let identifier = identifier
+    return try writer.write(TransactionInfo()) { connection, _ in
+      if let existing = try HistoryConsumers.all(storeIdentifier: identifier, connection: connection)
+        .first(where: { $0.name == name })
+      {
+        return existing
+      }
+      let number: Int64
+      switch start {
+      case .now: number = try HistoryReader.currentNumber(connection)
+      case .beginning: number = try HistoryReader.firstKept(connection) - 1
+      case .after(let token):
+        let (firstKept, newest) = (try HistoryReader.firstKept(connection), try HistoryReader.currentNumber(connection))
+        guard token.transactionNumber >= firstKept - 1 else {
+          throw HistoryError.tokenExpired(
+            horizon: HistoryToken(storeIdentifier: identifier, transactionNumber: firstKept - 1))
+        }
+        guard token.transactionNumber <= newest else {
+          throw HistoryError.invalidRequest("transaction \(token.transactionNumber) is after the newest, \(newest)")
+        }
+        number = token.transactionNumber
+      }
+      try HistoryConsumers.write(
+        name: name, storeIdentifier: identifier, number: number, lease: lease, advanced: true, connection: connection)
+      return try HistoryConsumers.all(storeIdentifier: identifier, connection: connection).first { $0.name == name }
+        ?? HistoryConsumer(
+          name: name, checkpoint: HistoryToken(storeIdentifier: identifier, transactionNumber: number),
+          advancedAt: Date(), seenAt: Date(), lease: lease)
+    }
+  }
+
   /// Registers a consumer, or finds its row, in one write transaction — so that a prune
   /// (also one write transaction) either sees the row or happened before the position was
   /// taken. A new consumer starts after the newest transaction, or with `fromBeginning` at
