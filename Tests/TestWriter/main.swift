@@ -87,6 +87,21 @@ func save(_ context: ManagedObjectContext, author: String, sequence: Int) throws
   }
 }
 
+/// Runs `body` on a task off the main actor and waits for it here (the main thread): an
+/// error it throws is printed as "error: <error>".
+func waitForTask(_ body: @escaping @Sendable () async throws -> Void) {
+  let semaphore = DispatchSemaphore(value: 0)
+  Task.detached {
+    do {
+      try await body()
+    } catch {
+      say("error: \(error)")
+    }
+    semaphore.signal()
+  }
+  semaphore.wait()
+}
+
 /// Starts `merger`, and stops it once `stopFile` exists and it has processed the store's
 /// newest transaction; throws the error that stopped it, if one did.
 func follow(_ merger: HistoryMerger, in container: PersistentContainer, until stopFile: String) async throws {
@@ -284,36 +299,29 @@ case "consumer":
       }
       append("tx \(event.transaction.transactionNumber)")
     }
-    let semaphore = DispatchSemaphore(value: 0)
-    Task.detached {  // not on the main actor, whose thread waits below
-      do {
-        try await follow(merger, in: container, until: logPath + ".stop")
-        // The live objects equal the store's rows; objects whose rows are gone left.
-        let mismatches = try live.performAndWait { context in
-          let rows = try container.newBackgroundContext().performAndWait { reader in
-            Dictionary(
-              uniqueKeysWithValues: try reader.fetch(FetchRequest<Event>()).map {
-                ($0.managedID.primaryKey ?? -1, "\($0.source) \($0.sequence)")
-              })
-          }
-          var mismatches: [String] = []
-          var checked = 0
-          for case let event as Event in context.registeredObjects where !event.isFault && !event.isDeleted {
-            checked += 1
-            let key = event.managedID.primaryKey ?? -1
-            if rows[key] != "\(event.source) \(event.sequence)" {
-              mismatches.append("p\(key): live \(event.source) \(event.sequence), store \(rows[key] ?? "gone")")
-            }
-          }
-          return (checked, mismatches)
+    waitForTask {
+      try await follow(merger, in: container, until: logPath + ".stop")
+      // The live objects equal the store's rows; objects whose rows are gone left.
+      let mismatches = try live.performAndWait { context in
+        let rows = try container.newBackgroundContext().performAndWait { reader in
+          Dictionary(
+            uniqueKeysWithValues: try reader.fetch(FetchRequest<Event>()).map {
+              ($0.managedID.primaryKey ?? -1, "\($0.source) \($0.sequence)")
+            })
         }
-        say(mismatches.1.isEmpty ? "verified \(mismatches.0)" : "mismatch \(mismatches.1.prefix(5))")
-      } catch {
-        say("error: \(error)")
+        var mismatches: [String] = []
+        var checked = 0
+        for case let event as Event in context.registeredObjects where !event.isFault && !event.isDeleted {
+          checked += 1
+          let key = event.managedID.primaryKey ?? -1
+          if rows[key] != "\(event.source) \(event.sequence)" {
+            mismatches.append("p\(key): live \(event.source) \(event.sequence), store \(rows[key] ?? "gone")")
+          }
+        }
+        return (checked, mismatches)
       }
-      semaphore.signal()
+      say(mismatches.1.isEmpty ? "verified \(mismatches.0)" : "mismatch \(mismatches.1.prefix(5))")
     }
-    semaphore.wait()
   } catch {
     say("error: \(error)")
     exit(3)
@@ -333,17 +341,10 @@ case "effects-consumer":
       effect.source = "effect"
       effect.sequence = Int(event.transaction.transactionNumber)
     }
-    let semaphore = DispatchSemaphore(value: 0)
-    Task.detached {  // not on the main actor, whose thread waits below
-      do {
-        try await follow(merger, in: container, until: stopFile)
-        say("done \(merger.checkpoint.transactionNumber)")
-      } catch {
-        say("error: \(error)")
-      }
-      semaphore.signal()
+    waitForTask {
+      try await follow(merger, in: container, until: stopFile)
+      say("done \(merger.checkpoint.transactionNumber)")
     }
-    semaphore.wait()
   } catch {
     say("error: \(error)")
     exit(3)
