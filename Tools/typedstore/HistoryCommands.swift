@@ -214,10 +214,8 @@ enum HistoryCommands {
     if command.flag("--consumed") {
       policy = .consumed
     } else if let before = command.value("--before") {
-      // "Up to this token, included": the pruner keeps the token's own transaction.
-      let token = try Values.token(before, option: "--before", store: store, command: command)
-      policy = .before(
-        HistoryToken(storeIdentifier: token.storeIdentifier, transactionNumber: token.transactionNumber + 1))
+      // Strictly before, as `deleteHistory(before:)`: the token's own transaction is kept.
+      policy = .before(try Values.token(before, option: "--before", store: store, command: command))
     } else if let age = command.value("--older-than") {
       policy = .olderThan(try Values.duration(age, option: "--older-than", command: command))
     } else {

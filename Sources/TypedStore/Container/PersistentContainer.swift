@@ -280,7 +280,7 @@ public final class PersistentContainer: Sendable {
     try persistentStore.deleteHistory(before: token)
   }
 
-  /// Deletes the history committed at or before `date`.
+  /// Deletes the history committed before `date` (a transaction at exactly `date` is kept).
   ///
   /// ```swift
   /// try container.deleteHistory(before: Date().addingTimeInterval(-30 * 86_400))

@@ -340,8 +340,8 @@ enum HistoryReader {
 
   /// The number of the first transaction committed after `date` (or the next number when
   /// none was), for deleting history before a date.
-  static func firstNumber(after date: Date, connection: SQLiteConnection) throws -> Int64 {
-    let statement = try connection.statement("SELECT min(number) FROM _history_transaction WHERE timestamp > ?")
+  static func firstNumber(notBefore date: Date, connection: SQLiteConnection) throws -> Int64 {
+    let statement = try connection.statement("SELECT min(number) FROM _history_transaction WHERE timestamp >= ?")
     defer { statement.reset() }
     statement.bind(date.timeIntervalSinceReferenceDate, at: 1)
     if try statement.step(), !statement.isNull(0) { return statement.int64(0) }

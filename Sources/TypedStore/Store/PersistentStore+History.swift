@@ -90,12 +90,17 @@ extension PersistentStore {
     }
   }
 
-  /// Deletes the history committed at or before `date`. Returns the number of transactions
-  /// deleted.
+  /// Deletes the history committed before `date`; a transaction committed at exactly `date`
+  /// is kept (Core Data's rule: "before" is strictly before, for dates and tokens alike).
+  /// Returns the number of transactions deleted.
+  ///
+  /// ```swift
+  /// try store.deleteHistory(before: Date().addingTimeInterval(-30 * 86_400))
+  /// ```
   @discardableResult
   public func deleteHistory(before date: Date) throws -> Int {
     try writer.write(TransactionInfo()) { connection, _ in
-      let first = try HistoryReader.firstNumber(after: date, connection: connection)
+      let first = try HistoryReader.firstNumber(notBefore: date, connection: connection)
       return try HistoryReader.deleteHistory(before: first, connection: connection)
     }
   }

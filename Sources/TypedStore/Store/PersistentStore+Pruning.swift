@@ -55,14 +55,16 @@ extension PersistentStore {
     let now = Date()
     let stale = consumers.filter { $0.isStale(at: now) }.map(\.name)
     let holding = consumers.filter { includingStale ? !$0.isStale(at: now) : true }
+    // Strictly before the lowest checkpoint: the last transaction a consumer read is kept, as
+    // `.before(token)` keeps the token's (the checkpoint is a token), and nothing after it goes.
     if case .consumed = policy, let lowest = holding.map(\.checkpoint.transactionNumber).min() {
-      target = lowest + 1
+      target = lowest
     }
     var heldBackBy: [String] = []
-    for consumer in holding where consumer.checkpoint.transactionNumber + 1 < target {
+    for consumer in holding where consumer.checkpoint.transactionNumber < target {
       heldBackBy.append(consumer.name)
     }
-    if let lowest = holding.map(\.checkpoint.transactionNumber).min() { target = min(target, lowest + 1) }
+    if let lowest = holding.map(\.checkpoint.transactionNumber).min() { target = min(target, lowest) }
     target = min(max(target, firstKept), current + 1)
     let prunedPastStale =
       includingStale
@@ -80,7 +82,7 @@ extension PersistentStore {
       return firstKept  // raised to the consumers' checkpoints; nothing without consumers
     case .olderThan(let age):
       return try HistoryReader.firstNumber(
-        after: Date().addingTimeInterval(-age.inSeconds), connection: connection)
+        notBefore: Date().addingTimeInterval(-age.inSeconds), connection: connection)
     case .keepLast(let count):
       guard count >= 0 else { throw HistoryError.invalidRequest("keepLast needs a count of 0 or more") }
       return current - Int64(count) + 1

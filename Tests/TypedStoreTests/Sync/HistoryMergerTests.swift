@@ -211,16 +211,17 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     let pruner = HistoryPruner(container: container)
     for policy in [HistoryPruningPolicy.keepLast(0), .olderThan(.zero), .before(try container.currentHistoryToken)] {
       let report = try pruner.prune(policy, dryRun: true)
-      #expect(report.deletedTransactions == 4)
-      #expect(report.horizon.transactionNumber == 4)
+      // Strictly before the checkpoint: transaction 4, the last the consumer read, is kept.
+      #expect(report.deletedTransactions == 3)
+      #expect(report.horizon.transactionNumber == 3)
       #expect(report.heldBackBy == ["indexer"])
     }
     let report = try pruner.prune(.keepLast(0))
-    #expect(report.deletedTransactions == 4)
-    #expect(try container.fetchHistory(HistoryRequest(after: report.horizon)).map(\.transactionNumber) == Array(5...10))
+    #expect(report.deletedTransactions == 3)
+    #expect(try container.fetchHistory(HistoryRequest(after: report.horizon)).map(\.transactionNumber) == Array(4...10))
   }
 
-  @Test func consumedDeletesUpToTheLowestCheckpointAndNothingWithoutConsumers() async throws {
+  @Test func consumedDeletesBeforeTheLowestCheckpointAndNothingWithoutConsumers() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     try await save((0..<6).map { "n\($0)" }, in: container)
     let pruner = HistoryPruner(container: container)
@@ -228,8 +229,8 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     try consumer("a", at: 5, in: container)
     try consumer("b", at: 3, in: container)
     let report = try pruner.prune(.consumed)
-    #expect(report.deletedTransactions == 3)
-    #expect(report.horizon.transactionNumber == 3)
+    #expect(report.deletedTransactions == 2, "before b's checkpoint, 3, which is kept")
+    #expect(report.horizon.transactionNumber == 2)
     try pruner.store.removeHistoryConsumer(named: "b")
     #expect(try pruner.prune(.consumed).deletedTransactions == 2)
   }
@@ -237,7 +238,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
   @Test func aStaleConsumerIsReportedAndPrunedPastOnlyWhenAsked() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     try await save((0..<4).map { "n\($0)" }, in: container)
-    try consumer("gone", at: 1, lease: .milliseconds(10), in: container)
+    try consumer("gone", at: 2, lease: .milliseconds(10), in: container)
     try await Task.sleep(for: .milliseconds(50))
     let pruner = HistoryPruner(container: container)
     let held = try pruner.prune(.keepLast(0))
@@ -288,13 +289,13 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     try await save(["n4"], in: container)  // the fifth: a prune keeps the last 2
     #expect(await eventually { try container.persistentStore.historyHorizon().transactionNumber == 3 })
 
-    // A consumer that has read up to 6 holds everything after it, whatever the policy says.
+    // A consumer that has read up to 6 holds it and everything after it, whatever the policy says.
     try container.persistentStore.writeCheckpoint(consumer: "indexer", number: 6, lease: .seconds(60), advanced: true)
     try await save((5..<15).map { "n\($0)" }, in: container)  // commits 6...15: two more prunes
-    #expect(await eventually { try container.persistentStore.historyHorizon().transactionNumber == 6 })
+    #expect(await eventually { try container.persistentStore.historyHorizon().transactionNumber == 5 })
     try await Task.sleep(for: .milliseconds(100))
-    #expect(try container.persistentStore.historyHorizon().transactionNumber == 6)
-    #expect(try container.fetchHistory(HistoryRequest(after: container.persistentStore.historyHorizon())).count == 9)
+    #expect(try container.persistentStore.historyHorizon().transactionNumber == 5)
+    #expect(try container.fetchHistory(HistoryRequest(after: container.persistentStore.historyHorizon())).count == 10)
   }
 }
 
