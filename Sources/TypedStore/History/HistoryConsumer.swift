@@ -30,7 +30,9 @@ public struct HistoryConsumer: Sendable, Equatable {
   public enum Start: Sendable, Equatable {
     /// After the newest transaction committed now.
     case now
-    /// At the oldest transaction the store keeps.
+    /// Before the first transaction: every transaction is the consumer's to read. When
+    /// history was deleted already, there is no such start (`HistoryError.tokenExpired`):
+    /// declare it `.after(store.historyHorizon())` to take what is kept.
     case beginning
     /// After this transaction.
     case after(HistoryToken)

@@ -22,6 +22,10 @@ public enum HistoryError: Error, Sendable, Equatable, CustomStringConvertible {
   /// or past the transaction (another merger of the same name, in this process or another,
   /// processed it), or the consumer was removed.
   case consumerMovedOn(consumer: String, transactionNumber: Int64)
+  /// A ``HistoryMerger`` started with no context, no model actor and no hook: it would move
+  /// its checkpoint past every transaction and do nothing else. Give it contexts, or add a
+  /// hook before `start()`.
+  case nothingToMerge(consumer: String)
 
   /// A sentence for logs and error messages.
   public var description: String {
@@ -38,6 +42,9 @@ public enum HistoryError: Error, Sendable, Equatable, CustomStringConvertible {
     case .consumerMovedOn(let consumer, let number):
       "consumer \"\(consumer)\" is already at or past transaction \(number), or was removed: another merger of "
         + "that name processed it, so its effects were not saved again"
+    case .nothingToMerge(let consumer):
+      "consumer \"\(consumer)\" has no context, model actor or hook: it would pass over every transaction; "
+        + "give it contexts or add a hook before start()"
     }
   }
 }

@@ -146,7 +146,8 @@ extension PersistentStore {
   /// ```
   ///
   /// - Throws: `HistoryError.invalidConsumerName`, `.invalidLease`, `.foreignStore` for a
-  ///   token of another store, `.tokenExpired` for a token older than the horizon, and
+  ///   token of another store, `.tokenExpired` for a token older than the horizon (or
+  ///   `.beginning` of a store whose history was deleted), and
   ///   `.invalidRequest` for a token after the newest transaction; the store is unchanged.
   @discardableResult
   public func registerHistoryConsumer(
@@ -167,7 +168,7 @@ extension PersistentStore {
       let number: Int64
       switch start {
       case .now: number = try HistoryReader.currentNumber(connection)
-      case .beginning: number = try HistoryReader.firstKept(connection) - 1
+      case .beginning: number = try Self.beginning(connection, identifier: identifier)
       case .after(let token):
         let (firstKept, newest) = (try HistoryReader.firstKept(connection), try HistoryReader.currentNumber(connection))
         guard token.transactionNumber >= firstKept - 1 else {
@@ -188,20 +189,37 @@ extension PersistentStore {
     }
   }
 
+  /// The checkpoint of a consumer that starts at the beginning: 0, before the first
+  /// transaction. When history was deleted there is no such start: `tokenExpired`, never a
+  /// start at the horizon that would pass over the deleted transactions without a word.
+  static func beginning(_ connection: SQLiteConnection, identifier: UUID) throws -> Int64 {
+    let horizon = try HistoryReader.firstKept(connection) - 1
+    guard horizon == 0 else {
+      throw HistoryError.tokenExpired(horizon: HistoryToken(storeIdentifier: identifier, transactionNumber: horizon))
+    }
+    return 0
+  }
+
   /// Registers a consumer, or finds its row, in one write transaction — so that a prune
   /// (also one write transaction) either sees the row or happened before the position was
-  /// taken. A new consumer starts after the newest transaction, or with `fromBeginning` at
-  /// the horizon. Returns the consumer as stored (a row of another store is returned
-  /// unchanged, for the caller to refuse).
-  func registerHistoryConsumer(_ name: String, fromBeginning: Bool, lease: Duration) throws -> HistoryConsumer {
+  /// taken. A new consumer starts after the newest transaction, or with `fromBeginning` before
+  /// the first (`tokenExpired` if history was deleted, and nothing is written; with
+  /// `acceptsHorizon`, at the horizon). Returns the consumer as stored (a row of another store
+  /// is returned unchanged, for the caller to refuse).
+  func registerHistoryConsumer(_ name: String, fromBeginning: Bool, acceptsHorizon: Bool, lease: Duration) throws
+    -> HistoryConsumer
+  {
     let identifier = identifier
     return try writer.write(TransactionInfo()) { connection, _ in
       let existing = try HistoryConsumers.all(storeIdentifier: identifier, connection: connection)
         .first { $0.name == name }
       if let existing, existing.checkpoint.storeIdentifier != identifier { return existing }
-      let number =
-        try existing?.checkpoint.transactionNumber
-        ?? (fromBeginning ? HistoryReader.firstKept(connection) - 1 : HistoryReader.currentNumber(connection))
+      let start = { () throws -> Int64 in
+        guard fromBeginning else { return try HistoryReader.currentNumber(connection) }
+        return acceptsHorizon
+          ? try HistoryReader.firstKept(connection) - 1 : try Self.beginning(connection, identifier: identifier)
+      }
+      let number = try existing?.checkpoint.transactionNumber ?? start()
       try HistoryConsumers.write(
         name: name, storeIdentifier: identifier, number: number, lease: lease, advanced: existing == nil,
         connection: connection)

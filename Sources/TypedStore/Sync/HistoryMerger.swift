@@ -45,14 +45,24 @@ public final class HistoryMerger: Sendable {
   public struct Options: Sendable {
     /// Where a consumer new to the store starts.
     public enum Start: Sendable {
-      /// After the last transaction committed now.
+      /// After the last transaction committed now: what was committed before the consumer
+      /// first started is passed over.
       case now
-      /// At the oldest transaction the store keeps.
+      /// Before the first transaction: the consumer reads every transaction, those committed
+      /// before it first started too. If history was deleted, there is no such start:
+      /// `start()` throws `HistoryError.tokenExpired` (with `refreshesWhenCheckpointExpired`,
+      /// it starts at the horizon instead).
       case beginning
     }
 
-    /// Where a consumer new to the store starts (an existing one goes on from its checkpoint).
-    public var startsAt: Start = .now
+    /// Where a consumer new to the store starts (an existing or declared one goes on from its
+    /// checkpoint). `.beginning` by default: a consumer reads what it has not seen, as
+    /// PersistentHistoryTrackingKit's authors do.
+    ///
+    /// ```swift
+    /// options.startsAt = .now  // only what is committed from now on
+    /// ```
+    public var startsAt: Start = .beginning
     /// Transactions by these authors are passed over (the checkpoint moves past them): the
     /// consumer's own writes, say.
     public var excludedAuthors: Set<String> = []
@@ -86,8 +96,8 @@ public final class HistoryMerger: Sendable {
     /// Called, on the merger's thread, with the error that stopped it.
     public var onError: (@Sendable (any Error) -> Void)?
 
-    /// The defaults: start now, no excluded author, a lease of an hour, a checkpoint at most
-    /// every 100 ms.
+    /// The defaults: start at the beginning, no excluded author, a lease of an hour, a
+    /// checkpoint at most every 100 ms.
     public init() {}
   }
 
@@ -308,10 +318,12 @@ public final class HistoryMerger: Sendable {
   /// Registers the consumer (or reads its checkpoint), catches up with every transaction
   /// after it, then follows new commits on a thread of its own until `stop()`.
   ///
-  /// - Throws: `HistoryError.foreignStore` for a checkpoint row written for another store
-  ///   (the file was replaced), `HistoryError.tokenExpired` for a checkpoint older than the
-  ///   horizon (unless `refreshesWhenCheckpointExpired`), or what a hook threw during the
-  ///   catch-up; the merger is stopped then.
+  /// - Throws: `HistoryError.nothingToMerge` for a merger with no context, model actor or
+  ///   hook; `HistoryError.foreignStore` for a checkpoint row written for another store (the
+  ///   file was replaced); `HistoryError.tokenExpired` for a checkpoint older than the horizon,
+  ///   or a new consumer starting at `.beginning` of a store whose history was deleted (unless
+  ///   `refreshesWhenCheckpointExpired`); or what a hook threw during the catch-up. The merger
+  ///   is stopped then.
   public func start() async throws {
     // One start at a time: a second call while one runs (or has started) returns at once.
     let claimed = state.withLock { state -> Bool in
@@ -321,8 +333,12 @@ public final class HistoryMerger: Sendable {
     }
     guard claimed else { return }
     defer { state.withLock { $0.starting = false } }
+    guard !destinations.isEmpty || state.withLock({ !$0.hooks.isEmpty }) else {
+      throw HistoryError.nothingToMerge(consumer: consumer)
+    }
     let registered = try store.registerHistoryConsumer(
-      consumer, fromBeginning: options.startsAt == .beginning, lease: options.lease)
+      consumer, fromBeginning: options.startsAt == .beginning,
+      acceptsHorizon: options.refreshesWhenCheckpointExpired, lease: options.lease)
     guard registered.checkpoint.storeIdentifier == store.identifier else {
       throw HistoryError.foreignStore(expected: store.identifier, found: registered.checkpoint.storeIdentifier)
     }

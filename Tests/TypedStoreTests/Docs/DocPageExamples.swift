@@ -290,7 +290,7 @@ enum MergingPage {
     -> HistoryMerger
   {
     var options = HistoryMerger.Options()
-    options.startsAt = .beginning  // a new consumer: from the oldest kept transaction (default: .now)
+    options.startsAt = .beginning  // a new consumer reads every transaction (the default; or .now)
     options.excludedAuthors = ["indexer"]  // pass over its own writes
     options.lease = .seconds(3600)  // unseen for longer than this: stale
     let merger = try HistoryMerger(container: container, consumer: "indexer", contexts: [context], options: options)

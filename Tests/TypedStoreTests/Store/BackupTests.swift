@@ -88,7 +88,7 @@ private func transactions(_ store: PersistentStore, through token: HistoryToken?
       try context.save()
     }
     let store = container.persistentStore
-    _ = try store.registerHistoryConsumer("indexer", fromBeginning: true, lease: .seconds(60))
+    _ = try store.registerHistoryConsumer("indexer", fromBeginning: true, acceptsHorizon: false, lease: .seconds(60))
     let original = try store.currentHistoryToken()
     let url = backupURL()
     let token = try store.backup(to: url, asNewStore: true)

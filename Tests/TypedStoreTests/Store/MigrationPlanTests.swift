@@ -81,7 +81,8 @@ private func makeVersion1Store(fileID: String = #fileID, function: String = #fun
     }
     try context.save()
     let customers = try context.fetch(FetchRequest<PlanCustomerV1>(sortBy: [SortDescriptor(\.name)]))
-    _ = try container.persistentStore.registerHistoryConsumer("indexer", fromBeginning: false, lease: .seconds(60))
+    _ = try container.persistentStore.registerHistoryConsumer(
+      "indexer", fromBeginning: false, acceptsHorizon: false, lease: .seconds(60))
     customers[1].name = "Grace Brewster Hopper"
     try context.save()
     context.delete(customers[2])

@@ -28,7 +28,8 @@ private func makeVersion1Store(
     orders.first { $0.number == 1 }?.customer = "ada lovelace"
     try context.save()
   }
-  _ = try container.persistentStore.registerHistoryConsumer("indexer", fromBeginning: true, lease: .seconds(60))
+  _ = try container.persistentStore.registerHistoryConsumer(
+    "indexer", fromBeginning: true, acceptsHorizon: false, lease: .seconds(60))
   return container.persistentStore.url
 }
 
@@ -513,7 +514,8 @@ private func expectRefusal(
     options.startsAt = .beginning
     do {
       let container = try open(url, OrderV1.self)
-      let merger = try HistoryMerger(container: container, consumer: "archiver", options: options)
+      let merger = try HistoryMerger(
+        container: container, consumer: "archiver", contexts: [container.viewContext], options: options)
       try await merger.start()
       await merger.stop()
     }

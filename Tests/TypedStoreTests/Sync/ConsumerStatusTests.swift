@@ -23,7 +23,8 @@ import TypedStoreTesting
     try await save(3, in: container)
     var options = HistoryMerger.Options()
     options.startsAt = .beginning
-    let merger = try HistoryMerger(container: container, consumer: "indexer", options: options)
+    let merger = try HistoryMerger(
+      container: container, consumer: "indexer", contexts: [container.viewContext], options: options)
     let updates = merger.statusUpdates()
     let seen = Recorder<String>()
     let listener = Task {
@@ -79,7 +80,8 @@ import TypedStoreTesting
     let listed = try typedstore(["consumers", "list", "--store", container.persistentStore.url.path])
     #expect(listed.stdout.contains("failing at 2:"), "\(listed.stdout)")
     // A run that processes it clears the record.
-    let fixed = try HistoryMerger(container: container, consumer: "indexer", options: options)
+    let fixed = try HistoryMerger(
+      container: container, consumer: "indexer", contexts: [container.viewContext], options: options)
     try await fixed.start()
     await fixed.stop()
     #expect(try state(of: "indexer", in: container) == .upToDate)
@@ -91,7 +93,8 @@ import TypedStoreTesting
     try await save(2, in: container)
     var options = HistoryMerger.Options()
     options.lease = .milliseconds(100)
-    let merger = try HistoryMerger(container: container, consumer: "short", options: options)
+    let merger = try HistoryMerger(
+      container: container, consumer: "short", contexts: [container.viewContext], options: options)
     try await merger.start()
     await merger.stop()
     try await Task.sleep(for: .milliseconds(200))

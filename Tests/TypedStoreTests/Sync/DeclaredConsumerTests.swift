@@ -74,3 +74,55 @@ import TypedStoreTesting
     #expect(try container.persistentStore.historyConsumers().map(\.name) == ["exporter"])
   }
 }
+
+/// No silent no-op (issue 31, item 3): a new consumer reads what it has not seen, a consumer
+/// that cannot is told so, and a merger with nothing to merge into is refused.
+@Suite struct MergerDefaultsTests {
+  @Test func aNewConsumerReadsWhatWasCommittedBeforeItFirstStarted() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    try await save(["by the extension", "while the app", "was not running"], in: container)
+    let merger = try HistoryMerger(container: container, consumer: "app", contexts: [container.viewContext])
+    let log = NumberLog()
+    merger.addHook { event in log.add(event.transaction.transactionNumber) }
+    try await merger.start()
+    await merger.stop()
+    #expect(log.all == [1, 2, 3], "the default start is the beginning")
+  }
+
+  @Test func aNewConsumerAtTheBeginningOfAPrunedStoreIsToldItExpiredAndNothingIsWritten() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    try await save(["a", "b", "c"], in: container)
+    try container.deleteHistory(before: try container.currentHistoryToken)  // 1 and 2 go
+    let merger = try HistoryMerger(container: container, consumer: "late", contexts: [container.viewContext])
+    let horizon = HistoryToken(storeIdentifier: container.persistentStore.identifier, transactionNumber: 2)
+    await #expect(throws: HistoryError.tokenExpired(horizon: horizon)) { try await merger.start() }
+    #expect(try container.persistentStore.historyConsumers().isEmpty, "no row left behind")
+    #expect(throws: HistoryError.tokenExpired(horizon: horizon)) {
+      try container.persistentStore.registerHistoryConsumer(name: "late", startingAt: .beginning)
+    }
+    #expect(try container.persistentStore.historyConsumers().isEmpty)
+    // Taking what is kept is a choice the consumer makes: refresh, or declare after the horizon.
+    var options = HistoryMerger.Options()
+    options.refreshesWhenCheckpointExpired = true
+    let refreshing = try HistoryMerger(
+      container: container, consumer: "late", contexts: [container.viewContext], options: options)
+    let log = NumberLog()
+    refreshing.addHook { event in log.add(event.transaction.transactionNumber) }
+    try await refreshing.start()
+    await refreshing.stop()
+    #expect(log.all == [3])
+    let declared = try container.persistentStore.registerHistoryConsumer(name: "other", startingAt: .after(horizon))
+    #expect(declared.checkpoint == horizon)
+  }
+
+  @Test func aMergerWithNothingToMergeIntoIsRefusedAtStart() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let idle = try HistoryMerger(container: container, consumer: "idle")
+    await #expect(throws: HistoryError.nothingToMerge(consumer: "idle")) { try await idle.start() }
+    #expect(try container.persistentStore.historyConsumers().isEmpty)
+    let hooked = try HistoryMerger(container: container, consumer: "hooked")
+    hooked.addHook { _ in }
+    try await hooked.start()
+    await hooked.stop()
+  }
+}

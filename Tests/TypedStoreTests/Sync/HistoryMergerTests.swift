@@ -25,11 +25,13 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
 }
 
 @Suite struct HistoryMergerTests {
-  @Test func aNewConsumerStartsNowAndProcessesEveryLaterCommitOnceInOrder() async throws {
+  @Test func aNewConsumerStartsNowWhenAskedAndProcessesEveryLaterCommitOnceInOrder() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     try await save(["before"], in: container)
     let start = try container.currentHistoryToken.transactionNumber
-    let merger = try HistoryMerger(container: container, consumer: "indexer")
+    var options = HistoryMerger.Options()
+    options.startsAt = .now
+    let merger = try HistoryMerger(container: container, consumer: "indexer", options: options)
     let log = NumberLog()
     logging(merger, into: log)
     try await merger.start()
@@ -46,7 +48,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
 
   @Test func aRestartedConsumerCatchesUpFromItsCheckpointInStart() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
-    let first = try HistoryMerger(container: container, consumer: "indexer")
+    let first = try HistoryMerger(container: container, consumer: "indexer", contexts: [container.viewContext])
     try await first.start()
     try await save(["a", "b"], in: container)
     try await Task.sleep(for: .milliseconds(100))
@@ -161,12 +163,12 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
   @Test func aCheckpointOlderThanTheHorizonThrowsOrRefreshesAndGoesOnFromTheHorizon() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let ids = try await saveNotes(["a"], in: container)
-    let merger = try HistoryMerger(container: container, consumer: "slow")
+    let merger = try HistoryMerger(container: container, consumer: "slow", contexts: [container.viewContext])
     try await merger.start()
     await merger.stop()
     try await save(["b", "c"], in: container)
     try container.deleteHistory(before: try container.currentHistoryToken)  // past the consumer
-    let expired = try HistoryMerger(container: container, consumer: "slow")
+    let expired = try HistoryMerger(container: container, consumer: "slow", contexts: [container.viewContext])
     await #expect(throws: HistoryError.self) { try await expired.start() }
     let live = container.newBackgroundContext()
     try await live.perform { context in _ = try context.existingObject(with: ids[0]).title }
@@ -190,7 +192,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
           + "('copied', '\(other.uuidString)', 7, 0, \(Date().timeIntervalSinceReferenceDate), 60)"
       )
     }
-    let merger = try HistoryMerger(container: container, consumer: "copied")
+    let merger = try HistoryMerger(container: container, consumer: "copied", contexts: [container.viewContext])
     await #expect(throws: HistoryError.foreignStore(expected: container.persistentStore.identifier, found: other)) {
       try await merger.start()
     }
@@ -314,7 +316,8 @@ private func eventually(_ condition: () throws -> Bool) async -> Bool {
     let container = try PersistentContainer.makeTest(model: notesModel)
     var options = HistoryMerger.Options()
     options.lease = .milliseconds(400)
-    let merger = try HistoryMerger(container: container, consumer: "idle", options: options)
+    let merger = try HistoryMerger(
+      container: container, consumer: "idle", contexts: [container.viewContext], options: options)
     try await merger.start()
     let first = try #require(try container.persistentStore.historyConsumers().first)
     try await Task.sleep(for: .milliseconds(1_000))  // no commit at all: more than two leases
