@@ -106,3 +106,13 @@ final class Recorder<Element: Sendable>: Sendable {
     return all.count >= count
   }
 }
+
+/// Polls `condition` until it holds (false after 10 s); a throw counts as not yet.
+func eventually(_ condition: () async throws -> Bool) async -> Bool {
+  let deadline = ContinuousClock.now + .seconds(10)
+  while ContinuousClock.now < deadline {
+    if (try? await condition()) == true { return true }
+    try? await Task.sleep(for: .milliseconds(5))
+  }
+  return false
+}

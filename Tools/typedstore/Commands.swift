@@ -89,12 +89,15 @@ enum Commands {
       options: [
         store,
         .flag("--consumed", help: "Everything every consumer has read."),
-        .option("--before", value: "token", help: "Transactions up to this token, included."),
+        .option("--before", value: "token", help: "Transactions before this token's (which is kept)."),
         .option("--older-than", value: "duration", help: "Transactions older than this (90s, 30m, 12h, 7d)."),
         .option("--keep-last", value: "n", help: "All but the newest n transactions."),
         .option(
           "--archive", value: "file", help: "First write what goes to this file (NDJSON; gzip when it ends in .gz)."),
         .flag("--include-stale", help: "Prune past stale consumers' checkpoints (they are named)."),
+        .option(
+          "--author", value: "name",
+          help: "Only delete this author's transactions (repeatable); stops at another author's.", repeating: true),
         .flag("--dry-run", help: "Say what would go; change nothing."),
         json,
       ]), run: HistoryCommands.prune)
@@ -123,7 +126,7 @@ enum Commands {
           abstract: "Declare a consumer before it first runs: history it has not read is kept for it from now on.",
           options: [
             store,
-            .flag("--from-beginning", help: "Start at the oldest transaction kept (default: after the newest)."),
+            .flag("--from-beginning", help: "Start before the first transaction (default: after the newest)."),
             .option("--after", value: "token", help: "Start after this transaction (a number or a token)."),
             .option("--lease", value: "duration", help: "How long it may go unseen before it is stale (default 1h)."),
             json,

@@ -239,8 +239,10 @@ enum HistoryCommands {
     }
     let report: HistoryPruningReport
     do {
+      let authors = command.values("--author")
       report = try pruner.prune(
-        policy, includingStale: command.flag("--include-stale"), dryRun: dryRun, archive: write, willDelete: finish)
+        policy, includingStale: command.flag("--include-stale"), authors: authors.isEmpty ? nil : Set(authors),
+        dryRun: dryRun, archive: write, willDelete: finish)
     } catch {
       archive?.discard()
       throw .failed("nothing was pruned: \((error as? Failure)?.message ?? "\(error)")")

@@ -26,6 +26,9 @@ public enum HistoryError: Error, Sendable, Equatable, CustomStringConvertible {
   /// its checkpoint past every transaction and do nothing else. Give it contexts, or add a
   /// hook before `start()`.
   case nothingToMerge(consumer: String)
+  /// `HistoryMerger.addHook(before:_:)` named a hook the merger does not have (it was
+  /// removed).
+  case unknownHook(String)
 
   /// A sentence for logs and error messages.
   public var description: String {
@@ -42,6 +45,7 @@ public enum HistoryError: Error, Sendable, Equatable, CustomStringConvertible {
     case .consumerMovedOn(let consumer, let number):
       "consumer \"\(consumer)\" is already at or past transaction \(number), or was removed: another merger of "
         + "that name processed it, so its effects were not saved again"
+    case .unknownHook(let hook): "the merger has no \(hook): it was removed, or added to another merger"
     case .nothingToMerge(let consumer):
       "consumer \"\(consumer)\" has no context, model actor or hook: it would pass over every transaction; "
         + "give it contexts or add a hook before start()"

@@ -6,14 +6,18 @@ extension PersistentStore {
   /// Deletes the history `policy` selects, capped at the consumers' checkpoints, in one write
   /// transaction (a dry run: one read transaction, deleting nothing).
   func pruneHistory(
-    _ policy: HistoryPruningPolicy, includingStale: Bool, dryRun: Bool,
+    _ policy: HistoryPruningPolicy, includingStale: Bool, authors: Set<String>? = nil, dryRun: Bool,
     archive: (@Sendable (HistoryTransaction) throws -> Void)?,
     willDelete: (@Sendable (HistoryPruningReport) throws -> Void)? = nil
   ) throws -> HistoryPruningReport {
     // A prune is one write transaction; a dry run reads the same in one read transaction,
     // which sees one snapshot as consistent, and so runs on a store opened read-only too.
     let plan: @Sendable (SQLiteConnection) throws -> HistoryPruningReport = { [self] connection in
-      let bounds = try pruneBounds(policy, includingStale: includingStale, connection: connection)
+      var bounds = try pruneBounds(policy, includingStale: includingStale, connection: connection)
+      if let authors {
+        bounds.target = min(
+          bounds.target, try Self.firstTransaction(notBy: authors, from: bounds.firstKept, connection: connection))
+      }
       let deleted = try archiveHistory(bounds, archive: archive, connection: connection)
       let report = HistoryPruningReport(
         deletedTransactions: deleted,
@@ -71,6 +75,23 @@ extension PersistentStore {
       ? consumers.filter { $0.isStale(at: now) && $0.checkpoint.transactionNumber + 1 < target }.map(\.name) : []
     return PruneBounds(
       firstKept: firstKept, target: target, heldBackBy: heldBackBy, stale: stale, prunedPastStale: prunedPastStale)
+  }
+
+  /// The first transaction at or after `first` whose author is not one of `authors` (or that
+  /// has no author): a prune limited to those authors keeps it and everything after it, so
+  /// that history stays complete after its horizon. `Int64.max` when there is none.
+  private static func firstTransaction(notBy authors: Set<String>, from first: Int64, connection: SQLiteConnection)
+    throws -> Int64
+  {
+    let statement = try connection.statement(
+      "SELECT min(number) FROM _history_transaction WHERE number >= ? "
+        + "AND (author IS NULL OR author NOT IN (SELECT value FROM json_each(?)))")
+    defer { statement.reset() }
+    statement.bind(first, at: 1)
+    let list = try JSONEncoder().encode(authors.sorted())
+    statement.bind(String(decoding: list, as: UTF8.self), at: 2)
+    guard try statement.step(), !statement.isNull(0) else { return .max }
+    return statement.int64(0)
   }
 
   /// The first transaction to keep as `policy` alone asks.

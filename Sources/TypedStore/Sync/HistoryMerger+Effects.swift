@@ -32,37 +32,44 @@ extension HistoryMerger {
   /// another writer is undone and the transaction's hooks run again, up to three times; a
   /// hook that throws, or a save that fails otherwise, stops the consumer at that transaction
   /// with nothing of it saved, as a plain hook's error does. Hooks run in the order added,
-  /// plain and transactional alike, on the effects context's executor for this kind. Add
-  /// hooks before `start()`.
-  public func addTransactionalHook(_ hook: @escaping TransactionalHook) {
-    addStoredHook(.transactional(hook))
+  /// plain and transactional alike, on the effects context's executor for this kind.
+  /// Returns the hook's id (``HookID``).
+  @discardableResult
+  public func addTransactionalHook(_ hook: @escaping TransactionalHook) -> HookID {
+    register(.transactional(hook))
   }
 
-  /// Runs a transaction's hooks; when transactional hooks changed the effects context, saves
-  /// it with the checkpoint past the transaction (`checkpointSaved` then) and resets it.
-  func runHooks(_ hooks: [StoredHook], on transaction: HistoryTransaction) throws -> Event {
+  /// Runs the hooks on a batch of transactions (one, unless a batch hook is registered), in
+  /// their order: a per-transaction hook on each transaction still in the pipeline, a batch
+  /// hook once on those. When transactional hooks changed the effects context, saves it with
+  /// the checkpoint past the batch (`checkpointSaved` then) and resets it. Returns the
+  /// transactions to merge into the contexts.
+  func runPipeline(_ hooks: [RegisteredHook], on batch: [HistoryTransaction]) throws -> [HistoryTransaction] {
+    guard let last = batch.last else { return [] }
     var attempt = 1
     while true {
-      var event = Event(transaction: transaction, changes: StoreChanges(transaction))
+      var events = batch.map { Event(transaction: $0, changes: StoreChanges($0)) }
       do {
         var effectsRan = false
-        for hook in hooks {
-          switch hook {
-          case .plain(let hook): try hook(&event)
-          case .async(let hook): event = try Self.awaitHook(hook, event)
-          case .transactional(let hook):
-            effectsRan = true
-            event = try effects.performAndWait { [event] context in
-              var event = event
-              try hook(&event, context)
-              return event
+        var batchMerges = true
+        for registered in hooks {
+          if registered.hook.isBatch {
+            guard let merges = try runBatchHook(registered.hook, on: &events) else {
+              batchMerges = false
+              break  // the batch's pipeline ended
             }
+            batchMerges = batchMerges && merges
+            continue
+          }
+          for index in events.indices where !events[index].isFinished {
+            if let scope = registered.scope, !scope.matches(events[index].transaction) { continue }
+            effectsRan = try runHook(registered.hook, on: &events[index]) || effectsRan
           }
         }
-        if effectsRan, try saveEffects(through: transaction.transactionNumber) {
-          checkpointSaved(transaction.transactionNumber)
+        if effectsRan, try saveEffects(through: last.transactionNumber) {
+          checkpointSaved(last.transactionNumber)
         }
-        return event
+        return batchMerges ? events.filter(\.mergesIntoContexts).map(\.transaction) : []
       } catch StoreError.mergeConflict where attempt < Self.effectAttempts {
         discardEffects()
         attempt += 1
@@ -73,15 +80,48 @@ extension HistoryMerger {
     }
   }
 
+  /// Runs a per-transaction hook; returns whether it was a transactional one.
+  private func runHook(_ hook: StoredHook, on event: inout Event) throws -> Bool {
+    switch hook {
+    case .plain(let hook): try hook(&event)
+    case .async(let hook): event = try Self.awaitHook(event) { try await hook(&$0) }
+    case .transactional(let hook):
+      event = try effects.performAndWait { [event] context in
+        var event = event
+        try hook(&event, context)
+        return event
+      }
+      return true
+    case .batch, .asyncBatch: break
+    }
+    return false
+  }
+
+  /// Runs a batch hook on the transactions still in the pipeline; returns whether the batch
+  /// is merged into the contexts, or nil when the hook ended the batch's pipeline.
+  private func runBatchHook(_ hook: StoredHook, on events: inout [Event]) throws -> Bool? {
+    let open = events.filter { !$0.isFinished }.map(\.transaction)
+    guard !open.isEmpty else { return true }
+    var batch = BatchEvent(transactions: open)
+    switch hook {
+    case .batch(let hook): try hook(&batch)
+    case .asyncBatch(let hook): batch = try Self.awaitHook(batch) { try await hook(&$0) }
+    case .plain, .async, .transactional: break
+    }
+    return batch.isFinished ? nil : batch.mergesIntoContexts
+  }
+
   /// Runs an async hook on a task of its own and waits for it on the merger's thread (never
   /// a thread of the cooperative pool: `start()` runs the catch-up on the merger's thread too).
-  static func awaitHook(_ hook: @escaping AsyncHook, _ event: Event) throws -> Event {
-    let outcome = HookOutcome()
+  static func awaitHook<Value: Sendable>(
+    _ value: Value, _ hook: @escaping @Sendable (inout Value) async throws -> Void
+  ) throws -> Value {
+    let outcome = HookOutcome<Value>()
     Task {
-      var event = event
+      var value = value
       do {
-        try await hook(&event)
-        outcome.finish(.success(event))
+        try await hook(&value)
+        outcome.finish(.success(value))
       } catch {
         outcome.finish(.failure(error))
       }
@@ -117,17 +157,17 @@ extension HistoryMerger {
 }
 
 /// What an async hook's task returned, handed to the merger's waiting thread.
-final class HookOutcome: Sendable {
-  private let result = Mutex<Result<HistoryMerger.Event, any Error>?>(nil)
+final class HookOutcome<Value: Sendable>: Sendable {
+  private let result = Mutex<Result<Value, any Error>?>(nil)
   private let done = DispatchSemaphore(value: 0)
 
-  func finish(_ outcome: Result<HistoryMerger.Event, any Error>) {
+  func finish(_ outcome: Result<Value, any Error>) {
     result.withLock { $0 = outcome }
     done.signal()
   }
 
-  /// Waits for `finish(_:)` and returns its event, or throws its error.
-  func wait() throws -> HistoryMerger.Event {
+  /// Waits for `finish(_:)` and returns its value, or throws its error.
+  func wait() throws -> Value {
     done.wait()
     guard let outcome = result.withLock({ $0 }) else { throw CancellationError() }
     return try outcome.get()

@@ -95,6 +95,12 @@ public final class HistoryMerger: Sendable {
     public var refreshesWhenCheckpointExpired = false
     /// Called, on the merger's thread, with the error that stopped it.
     public var onError: (@Sendable (any Error) -> Void)?
+    /// Pruning after merges (none by default): a process that only merges prunes too.
+    ///
+    /// ```swift
+    /// options.pruning = HistoryMerger.Pruning(.consumed, .afterMerges(1_000))
+    /// ```
+    public var pruning: Pruning?
 
     /// The defaults: start at the beginning, no excluded author, a lease of an hour, a
     /// checkpoint at most every 100 ms.
@@ -110,6 +116,22 @@ public final class HistoryMerger: Sendable {
     /// Whether the merger merges the transaction into its contexts after the hooks; a hook
     /// that does its own merging sets it to false.
     public var mergesIntoContexts = true
+    /// Whether a hook ended the pipeline for the transaction (`finish()`).
+    public private(set) var isFinished = false
+
+    /// Ends the pipeline for this transaction: no later hook runs for it, and it is not merged
+    /// into the contexts; the checkpoint still moves past it (PersistentHistoryTrackingKit's
+    /// `.finish`).
+    ///
+    /// ```swift
+    /// merger.addHook { event in
+    ///   if event.transaction.author == "importer" { event.finish() }  // handled elsewhere
+    /// }
+    /// ```
+    public mutating func finish() {
+      isFinished = true
+      mergesIntoContexts = false
+    }
 
     /// The inserted objects of `Entity` (and its subentities).
     public func inserted<Entity: ManagedObject>(_ type: Entity.Type) -> Set<ManagedID<Entity>> {
@@ -137,11 +159,20 @@ public final class HistoryMerger: Sendable {
   /// before the merger goes on (`addHook(_:)` with an async closure).
   public typealias AsyncHook = @Sendable (inout Event) async throws -> Void
 
-  /// A hook as added, in the order added.
+  /// A hook as added.
   enum StoredHook: Sendable {
     case plain(Hook)
     case async(AsyncHook)
     case transactional(TransactionalHook)
+    case batch(BatchHook)
+    case asyncBatch(AsyncBatchHook)
+
+    var isBatch: Bool {
+      switch self {
+      case .batch, .asyncBatch: true
+      case .plain, .async, .transactional: false
+      }
+    }
   }
 
   /// How a merger hears of commits: it starts calling its argument after each commit, until
@@ -150,7 +181,13 @@ public final class HistoryMerger: Sendable {
     @Sendable (@escaping @Sendable (StoreChanges) -> Void) -> StoreChangesObservation
 
   struct State {
-    var hooks: [StoredHook] = []
+    /// The hooks, in the order they run.
+    var hooks: [RegisteredHook] = []
+    var nextHookID: UInt64 = 1
+    /// The position at the last prune (`Options.pruning`), and when it ran.
+    var prunedThrough: Int64 = 0
+    var lastPruneTime: ContinuousClock.Instant?
+    var lastPruning: HistoryPruningReport?
     var position: Int64 = 0
     var written: Int64 = 0
     var lastWrite = ContinuousClock.now
@@ -265,34 +302,6 @@ public final class HistoryMerger: Sendable {
     }
   }
 
-  /// Adds a hook, called for each transaction after those added before it. Add hooks before
-  /// `start()`.
-  public func addHook(_ hook: @escaping Hook) {
-    addStoredHook(.plain(hook))
-  }
-
-  /// Adds an async hook: a network call, a file write. The merger awaits it before the next
-  /// hook and transaction (its back-pressure), on a task of its own, while its thread waits:
-  /// no thread of the caller's pool and no context is held meanwhile. `stop()` waits for the
-  /// running hook to return (so a hook must return: give it a timeout, and never call
-  /// `stop()` from a hook). What throws stops the consumer at that transaction, as a plain
-  /// hook's error does.
-  ///
-  /// ```swift
-  /// merger.addHook { (event: inout HistoryMerger.Event) async throws in
-  ///   for change in event.transaction.changes {
-  ///     try await webhook.post(change, idempotencyKey: event.transaction.key(for: change))
-  ///   }
-  /// }
-  /// ```
-  public func addHook(_ hook: @escaping AsyncHook) {
-    addStoredHook(.async(hook))
-  }
-
-  func addStoredHook(_ hook: StoredHook) {
-    state.withLock { $0.hooks.append(hook) }
-  }
-
   /// The checkpoint row says `number` now: it was written with that transaction's effects.
   func checkpointSaved(_ number: Int64) {
     state.withLock { state in
@@ -367,6 +376,7 @@ public final class HistoryMerger: Sendable {
       state.caughtUp = false
       state.error = nil
       state.processing = position + 1
+      state.prunedThrough = position
       state.observation = observation
       state.stampObservation = stampObservation
     }
@@ -387,6 +397,7 @@ public final class HistoryMerger: Sendable {
     do {
       try processAvailable()
       try writeCheckpoint(force: true)
+      pruneIfDue()
     } catch {
       // What was processed before the failure stays processed: a restart resumes after it.
       try? writeCheckpoint(force: true)
@@ -448,6 +459,7 @@ public final class HistoryMerger: Sendable {
       do {
         try processAvailable()
         try writeCheckpoint(force: false)
+        pruneIfDue()
       } catch {
         fail(error)
         break
@@ -488,7 +500,6 @@ public final class HistoryMerger: Sendable {
 
   /// Processes every transaction after the position, a page at a time.
   private func processAvailable() throws {
-    let hooks = state.withLock { $0.hooks }
     var caughtUp = false
     while !caughtUp && state.withLock({ $0.isRunning }) {
       let position = state.withLock { state in
@@ -511,32 +522,46 @@ public final class HistoryMerger: Sendable {
         // nothing (a commit after the read wakes the merger again).
         caughtUp = page.count < Self.pageSize
       }
-      guard let last = page.last else { return }
-      guard !hooks.isEmpty else {
-        state.withLock { $0.processing = page.first?.transactionNumber ?? last.transactionNumber }
-        // No hook to run between merges: the whole page goes into each context in one visit.
-        let merged = page.compactMap(followed)
-        if !merged.isEmpty {
-          for destination in destinations { destination.merge(merged) }
-        }
-        state.withLock { $0.position = last.transactionNumber }
-        try writeCheckpoint(force: false)
+      guard !page.isEmpty else { return }
+      // The hooks as they are now: one added or removed meanwhile counts from the next page.
+      let hooks = state.withLock { $0.hooks }
+      if hooks.isEmpty || hooks.contains(where: \.hook.isBatch) {
+        try process(batch: page, hooks: hooks)
+      } else {
+        try process(eachOf: page, hooks: hooks)
+      }
+    }
+  }
+
+  /// Processes a page as one batch: the hooks (none, or a batch hook among them), then the
+  /// default merge of the page into each context in one visit, then the checkpoint past it.
+  private func process(batch page: [HistoryTransaction], hooks: [RegisteredHook]) throws {
+    guard let first = page.first, let last = page.last else { return }
+    state.withLock { $0.processing = first.transactionNumber }  // a throw leaves the position before it
+    let followed = page.compactMap(followed)
+    let merged = hooks.isEmpty ? followed : try runPipeline(hooks, on: followed)
+    if !merged.isEmpty {
+      for destination in destinations { destination.merge(merged) }
+    }
+    state.withLock { $0.position = last.transactionNumber }
+    try writeCheckpoint(force: false)
+  }
+
+  /// Processes a page a transaction at a time: its hooks, its merge, the checkpoint past it.
+  private func process(eachOf page: [HistoryTransaction], hooks: [RegisteredHook]) throws {
+    for transaction in page {
+      guard state.withLock({ $0.isRunning }) else { return }
+      state.withLock { $0.processing = transaction.transactionNumber }
+      guard let transaction = followed(transaction) else {
+        state.withLock { $0.position = transaction.transactionNumber }
         continue
       }
-      for transaction in page {
-        guard state.withLock({ $0.isRunning }) else { return }
-        state.withLock { $0.processing = transaction.transactionNumber }
-        guard let transaction = followed(transaction) else {
-          state.withLock { $0.position = transaction.transactionNumber }
-          continue
-        }
-        let event = try runHooks(hooks, on: transaction)  // a throw leaves the position before it
-        if event.mergesIntoContexts {
-          for destination in destinations { destination.merge([transaction]) }
-        }
-        state.withLock { $0.position = transaction.transactionNumber }
-        try writeCheckpoint(force: false)
+      let merged = try runPipeline(hooks, on: [transaction])  // a throw leaves the position before it
+      if !merged.isEmpty {
+        for destination in destinations { destination.merge(merged) }
       }
+      state.withLock { $0.position = transaction.transactionNumber }
+      try writeCheckpoint(force: false)
     }
   }
 
@@ -562,7 +587,7 @@ public final class HistoryMerger: Sendable {
 
   /// Writes the checkpoint when it moved and the interval passed (or `force`), and the
   /// heartbeat when a quarter of the lease passed without a write.
-  private func writeCheckpoint(force: Bool) throws {
+  func writeCheckpoint(force: Bool) throws {
     let (position, written, sinceWrite) = state.withLock {
       ($0.position, $0.written, ContinuousClock.now - $0.lastWrite)
     }

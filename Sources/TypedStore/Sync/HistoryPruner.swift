@@ -39,6 +39,10 @@ public struct HistoryPruner: Sendable {
   ///   - policy: what to delete (``HistoryPruningPolicy``); never more than the consumers have read.
   ///   - includingStale: whether consumers past their lease are ignored, so that their unread
   ///     history may go too.
+  ///   - authors: when given, only transactions by these authors are deleted: the prune stops
+  ///     at the first transaction of another author (or of none), which is kept with everything
+  ///     after it, so that history after the horizon stays complete. Keeps a system author's
+  ///     history (a CloudKit-style mirror) while the app's own goes.
   ///   - dryRun: report what would go, delete nothing: the store is only read (one read
   ///     transaction), so a dry run works on a store opened with `StoreOptions.isReadOnly`.
   ///   - archive: called with each transaction before it is deleted, in order; if it throws,
@@ -50,12 +54,13 @@ public struct HistoryPruner: Sendable {
   ///   or `willDelete` throws; nothing is deleted then.
   @discardableResult
   public func prune(
-    _ policy: HistoryPruningPolicy, includingStale: Bool = false, dryRun: Bool = false,
+    _ policy: HistoryPruningPolicy, includingStale: Bool = false, authors: Set<String>? = nil, dryRun: Bool = false,
     archive: (@Sendable (HistoryTransaction) throws -> Void)? = nil,
     willDelete: (@Sendable (HistoryPruningReport) throws -> Void)? = nil
   ) throws -> HistoryPruningReport {
     guard store.options.recordsHistory else { throw HistoryError.historyNotRecorded }
     return try store.pruneHistory(
-      policy, includingStale: includingStale, dryRun: dryRun, archive: archive, willDelete: willDelete)
+      policy, includingStale: includingStale, authors: authors, dryRun: dryRun, archive: archive,
+      willDelete: willDelete)
   }
 }

@@ -114,14 +114,6 @@ import TypedStoreTesting
   }
 }
 
-private func eventually(_ condition: () async throws -> Bool) async -> Bool {
-  for _ in 0..<500 {
-    if (try? await condition()) == true { return true }
-    try? await Task.sleep(for: .milliseconds(10))
-  }
-  return false
-}
-
 /// The Done-when of exactly-once effects: writer processes commit while a consumer process,
 /// whose transactional hook records one effect per transaction, is killed with SIGKILL at
 /// random moments and restarted; at the end every writer transaction has exactly one effect.

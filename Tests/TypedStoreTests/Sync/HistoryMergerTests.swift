@@ -301,16 +301,6 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
   }
 }
 
-/// Polls `condition` until it holds (false after 10 s).
-private func eventually(_ condition: () throws -> Bool) async -> Bool {
-  let deadline = ContinuousClock.now + .seconds(10)
-  while ContinuousClock.now < deadline {
-    if (try? condition()) == true { return true }
-    try? await Task.sleep(for: .milliseconds(5))
-  }
-  return false
-}
-
 @Suite struct MergerLeaseTests {
   @Test func anIdleRunningMergerRenewsItsLeaseSoItIsNeverStale() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
