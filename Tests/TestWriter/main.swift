@@ -33,6 +33,9 @@ import TypedStore
 //       each transaction it processes, one event with source "effect" and the transaction's
 //       number as its sequence, saved with the checkpoint. When the stop file exists it
 //       catches up with the store, stops and prints "done <checkpoint>".
+//   typedstore-test-writer app <store> <name> <log> [<prune after n merges>]
+//       the app of an app-and-extension pair, as a PersistentHistoryTrackingKit user writes
+//       it: default merger options, a hook registry with finish() (AppRole.swift).
 //   typedstore-test-writer pruner <store> <stop file>
 //       prunes what every consumer has read, every 100 ms, until the stop file exists;
 //       prints "pruned <transactions>".
@@ -381,6 +384,14 @@ case "open":
   } catch {
     say("open failed: \(error)")
   }
+
+case "app":
+  guard arguments.count == 4 || arguments.count == 5 else {
+    fail("usage: app <store> <name> <log> [<prune after n merges>]", code: 64)
+  }
+  runApp(
+    path: arguments[1], name: arguments[2], logPath: arguments[3],
+    pruneAfter: arguments.dropFirst(4).first.flatMap { Int($0) })
 
 case "graph-writer":
   guard arguments.count == 4, let seconds = Double(arguments[3]) else {
