@@ -301,6 +301,28 @@ enum MergingPage {
     return merger
   }
 
+  static func pipeline(merger: HistoryMerger, index: Index) throws {
+    let logging = merger.addHook { event in print("transaction", event.transaction.transactionNumber) }
+    try merger.addHook(before: logging) { event in
+      if event.transaction.author == "importer" { event.finish() }  // no later hook, no merge
+    }
+    try merger.addHook(for: Note.self, operation: .insert) { event in
+      for id in event.inserted(Note.self) { try index.add(id, key: event.transaction.transactionNumber) }
+    }
+    merger.addBatchHook { batch in
+      print(batch.transactions.count, "transactions,", batch.updated(Note.self).count, "notes updated")
+    }
+    merger.removeHooks(for: Note.self, operation: .insert)
+    merger.removeHook(logging)
+  }
+
+  static func mergerPruning(container: PersistentContainer) throws -> HistoryMerger.Options {
+    var options = HistoryMerger.Options()
+    options.pruning = HistoryMerger.Pruning(.consumed, .atMostEvery(.seconds(60)))
+    try HistoryPruner(container: container).prune(.consumed, authors: ["app", "widget"])
+    return options
+  }
+
   static func pruning(container: PersistentContainer) throws -> StoreOptions {
     let report = try HistoryPruner(container: container).prune(.olderThan(.seconds(7 * 86_400)))
     print(report.deletedTransactions, report.horizon, report.heldBackBy, report.staleConsumers)

@@ -129,7 +129,7 @@ import TypedStoreTesting
   @Test func aNewAppReadsWhatTheExtensionWroteAndOneAfterAPruneIsToldItExpired() async throws {
     let (container, folder) = try freshStore("defaults")
     let path = container.persistentStore.url.path
-    let (first, late, listed) = try await offThePool { () throws -> (String, String, String) in
+    let (first, late, listed) = try await offThePool { () throws -> (String, String, ToolRun) in
       _ = try SpawnedProcess(helper, [path, "extension", "20"]).finish()
       // An app never declared, with the default options: it reads what the extension wrote.
       let appLog = folder.appendingPathComponent("app.log").path
@@ -142,12 +142,17 @@ import TypedStoreTesting
       let lateLog = folder.appendingPathComponent("late.log").path
       _ = FileManager.default.createFile(atPath: lateLog + ".stop", contents: nil)
       let late = try SpawnedProcess(helper, ["app", path, "late", lateLog]).finish()
-      let listed = try typedstore(["consumers", "list", "--store", path]).stdout
-      return (first + log, late, listed)
+      // Declaring one from the beginning is refused as well, with the store as it was.
+      let declared = try typedstore(["consumers", "add", "later", "--store", path, "--from-beginning"])
+      let listed = try typedstore(["consumers", "list", "--store", path])
+      return (first + log, late, ToolRun(status: declared.status, stdout: listed.stdout, stderr: declared.stderr))
     }
     #expect(first.contains("start") && first.contains("tx 1\n") && first.contains("tx 20\n"), "\(first)")
     #expect(first.contains("verified 20"), "\(first)")
     #expect(late.contains("error: the history asked for was deleted"), "\(late)")
-    #expect(listed.contains("app") && !listed.contains("late"), "the refused consumer left no row: \(listed)")
+    #expect(listed.status == 1 && listed.stderr.contains("the history asked for was deleted"), "\(listed.stderr)")
+    #expect(
+      listed.stdout.contains("app") && !listed.stdout.contains("late"),
+      "the refused consumers left no row: \(listed.stdout)")
   }
 }

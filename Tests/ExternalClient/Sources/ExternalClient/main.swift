@@ -164,3 +164,32 @@ let effects = try await migrated.viewContext.perform { context in
 let keys = await keyLog.keys
 require(effects == 1 && keys.count == 1 && keys[0].hasSuffix("/1/0"), "consumer: \(effects) effects, keys \(keys)")
 print("ExternalClient: a consumer's effect saved once; change key \(keys[0])")
+
+// The hook registry and pruning after merges, as a PersistentHistoryTrackingKit user ports
+// them: an entity hook put before another, a hook that ends the pipeline, a batch hook.
+actor Seen {
+  var lines: [String] = []
+  func add(_ line: String) { lines.append(line) }
+}
+let seen = Seen()
+var registryOptions = HistoryMerger.Options()
+registryOptions.pruning = HistoryMerger.Pruning(.consumed, .afterMerges(1))
+let registry = try HistoryMerger(
+  container: migrated, consumer: "registry", contexts: [migrated.viewContext], options: registryOptions)
+let last = registry.addHook { (event: inout HistoryMerger.Event) async in
+  await seen.add("last \(event.transaction.transactionNumber)")
+}
+try registry.addHook(for: Note.self, operation: .insert, before: last) { event in
+  if event.transaction.author != "importer" { event.finish() }
+}
+registry.addBatchHook { (batch: inout HistoryMerger.BatchEvent) async in
+  await seen.add("batch \(batch.transactions.count)")
+}
+try await registry.start()
+await registry.stop()
+let registrySaw = await seen.lines
+require(
+  registrySaw.contains("last 1") && registrySaw.last?.hasPrefix("batch") == true && registry.lastPruning != nil,
+  "registry: \(registrySaw), pruning \(String(describing: registry.lastPruning))")
+require(registry.removeHooks(for: Note.self) == 1 && registry.removeHook(last), "registry: removal")
+print("ExternalClient: a hook registry with finish() and a batch hook; pruned after merges")
