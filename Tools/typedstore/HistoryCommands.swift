@@ -255,6 +255,9 @@ enum HistoryCommands {
           "horizon": report.horizon.stringRepresentation, "heldBackBy": report.heldBackBy,
           "staleConsumers": report.staleConsumers, "prunedPastStale": report.prunedPastStale,
           "archived": archived.load(ordering: .relaxed),
+          "heldBackByTransaction": report.heldBackByTransaction.map { held -> [String: Any] in
+            ["transactionNumber": held.transactionNumber, "author": held.author ?? NSNull()]
+          } ?? NSNull(),
         ]))
       return
     }
@@ -264,6 +267,11 @@ enum HistoryCommands {
     }
     if !report.heldBackBy.isEmpty {
       print("held back by consumers that have not read further: \(report.heldBackBy.joined(separator: ", "))")
+    }
+    if let held = report.heldBackByTransaction {
+      print(
+        "held back by transaction \(held.transactionNumber), whose author (\(held.author ?? "none")) is not an --author; "
+          + "it and what follows are kept")
     }
     let staleHolding = report.staleConsumers.filter { !report.prunedPastStale.contains($0) }
     if !report.prunedPastStale.isEmpty {

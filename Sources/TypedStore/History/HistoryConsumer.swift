@@ -93,6 +93,9 @@ public struct HistoryConsumer: Sendable, Equatable {
 /// consumer saved for a transaction and its checkpoint past it commit together, or neither.
 struct ConsumerCheckpoint: Sendable, Equatable {
   let name: String
+  /// The first transaction the effects are for (the batch's first, or the one transaction).
+  let first: Int64
+  /// Where the checkpoint moves: the last transaction the effects are for.
   let number: Int64
   let lease: Duration
 }
@@ -202,22 +205,26 @@ enum HistoryConsumers {
   }
 
   /// Moves an existing consumer's checkpoint to `number`, inside the write transaction of the
-  /// effects it saved for that transaction: only from before it, so that two mergers of one
-  /// name (in two processes, say) cannot both save effects for one transaction.
+  /// effects it saved for the transactions `first...number`: only from before `first`, so that
+  /// two mergers of one name (in two processes, say, reading batches that end in different
+  /// places) cannot both save effects for one transaction.
   ///
   /// - Throws: `HistoryError.consumerMovedOn` when the checkpoint is already at or past
-  ///   `number`, or the consumer is gone; the caller's transaction is rolled back.
-  static func advance(name: String, to number: Int64, lease: Duration, connection: SQLiteConnection) throws {
+  ///   `first`, or the consumer is gone; the caller's transaction is rolled back.
+  static func advance(
+    name: String, from first: Int64, to number: Int64, lease: Duration, connection: SQLiteConnection
+  ) throws {
     let statement = try connection.statement(
       "UPDATE _history_consumer SET transaction_number = ?1, advanced_at = ?2, seen_at = ?2, lease_seconds = ?3 "
-        + "WHERE name = ?4 AND transaction_number < ?1")
+        + "WHERE name = ?4 AND transaction_number < ?5")
     defer { statement.reset() }
     statement.bind(number, at: 1)
     statement.bind(Date().timeIntervalSinceReferenceDate, at: 2)
     statement.bind(lease.inSeconds, at: 3)
     statement.bind(name, at: 4)
+    statement.bind(first, at: 5)
     try statement.run()
-    guard connection.changes == 1 else { throw HistoryError.consumerMovedOn(consumer: name, transactionNumber: number) }
+    guard connection.changes == 1 else { throw HistoryError.consumerMovedOn(consumer: name, transactionNumber: first) }
     try clearFailure(name: name, connection: connection)
   }
 

@@ -1,5 +1,5 @@
 /// What a prune did (or, for a dry run, would do): see
-/// ``HistoryPruner/prune(_:includingStale:dryRun:archive:willDelete:)``.
+/// ``HistoryPruner/prune(_:includingStale:authors:dryRun:archive:willDelete:)``.
 ///
 /// ```swift
 /// let report = try HistoryPruner(container: container).prune(.consumed, dryRun: true)
@@ -18,4 +18,16 @@ public struct HistoryPruningReport: Sendable, Equatable {
   public var prunedPastStale: [String]
   /// Whether nothing was deleted because this was a dry run.
   public var isDryRun: Bool
+  /// For a prune limited to some authors (`authors:`): the transaction of another author (or
+  /// of none) that stopped it short of what the policy asked. It is kept, with everything
+  /// after it, until a prune without the limit, or one that lists its author, deletes it.
+  public var heldBackByTransaction: HeldBackTransaction? = nil
+
+  /// A transaction that stopped a prune limited to some authors.
+  public struct HeldBackTransaction: Sendable, Equatable {
+    /// Its number.
+    public var transactionNumber: Int64
+    /// Its author; nil for a transaction without one.
+    public var author: String?
+  }
 }

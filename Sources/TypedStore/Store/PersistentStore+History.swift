@@ -204,29 +204,34 @@ extension PersistentStore {
   /// (also one write transaction) either sees the row or happened before the position was
   /// taken. A new consumer starts after the newest transaction, or with `fromBeginning` before
   /// the first (`tokenExpired` if history was deleted, and nothing is written; with
-  /// `acceptsHorizon`, at the horizon). Returns the consumer as stored (a row of another store
-  /// is returned unchanged, for the caller to refuse).
+  /// `acceptsHorizon`, at the horizon, which `tookHorizon` says). Returns the consumer as
+  /// stored (a row of another store is returned unchanged, for the caller to refuse).
   func registerHistoryConsumer(_ name: String, fromBeginning: Bool, acceptsHorizon: Bool, lease: Duration) throws
-    -> HistoryConsumer
+    -> (consumer: HistoryConsumer, tookHorizon: Bool)
   {
     let identifier = identifier
     return try writer.write(TransactionInfo()) { connection, _ in
       let existing = try HistoryConsumers.all(storeIdentifier: identifier, connection: connection)
         .first { $0.name == name }
-      if let existing, existing.checkpoint.storeIdentifier != identifier { return existing }
+      if let existing, existing.checkpoint.storeIdentifier != identifier { return (existing, false) }
+      var tookHorizon = false
       let start = { () throws -> Int64 in
         guard fromBeginning else { return try HistoryReader.currentNumber(connection) }
-        return acceptsHorizon
-          ? try HistoryReader.firstKept(connection) - 1 : try Self.beginning(connection, identifier: identifier)
+        let horizon = try HistoryReader.firstKept(connection) - 1
+        guard acceptsHorizon else { return try Self.beginning(connection, identifier: identifier) }
+        tookHorizon = horizon > 0
+        return horizon
       }
       let number = try existing?.checkpoint.transactionNumber ?? start()
       try HistoryConsumers.write(
         name: name, storeIdentifier: identifier, number: number, lease: lease, advanced: existing == nil,
         connection: connection)
-      return try HistoryConsumers.all(storeIdentifier: identifier, connection: connection).first { $0.name == name }
+      let consumer =
+        try HistoryConsumers.all(storeIdentifier: identifier, connection: connection).first { $0.name == name }
         ?? HistoryConsumer(
           name: name, checkpoint: HistoryToken(storeIdentifier: identifier, transactionNumber: number),
           advancedAt: Date(), seenAt: Date(), lease: lease)
+      return (consumer, tookHorizon)
     }
   }
 

@@ -13,18 +13,14 @@ extension PersistentStore {
     // A prune is one write transaction; a dry run reads the same in one read transaction,
     // which sees one snapshot as consistent, and so runs on a store opened read-only too.
     let plan: @Sendable (SQLiteConnection) throws -> HistoryPruningReport = { [self] connection in
-      var bounds = try pruneBounds(policy, includingStale: includingStale, connection: connection)
-      if let authors {
-        bounds.target = min(
-          bounds.target, try Self.firstTransaction(notBy: authors, from: bounds.firstKept, connection: connection))
-      }
+      let bounds = try pruneBounds(policy, includingStale: includingStale, authors: authors, connection: connection)
       let deleted = try archiveHistory(bounds, archive: archive, connection: connection)
       let report = HistoryPruningReport(
         deletedTransactions: deleted,
         horizon: HistoryToken(
           storeIdentifier: identifier, transactionNumber: max(bounds.firstKept, bounds.target) - 1),
         heldBackBy: bounds.heldBackBy.sorted(), staleConsumers: bounds.stale,
-        prunedPastStale: bounds.prunedPastStale, isDryRun: dryRun)
+        prunedPastStale: bounds.prunedPastStale, isDryRun: dryRun, heldBackByTransaction: bounds.heldBackByTransaction)
       try willDelete?(report)
       if !dryRun && bounds.target > bounds.firstKept {
         try HistoryReader.deleteHistory(before: bounds.target, connection: connection)
@@ -46,12 +42,13 @@ extension PersistentStore {
     var heldBackBy: [String]
     var stale: [String]
     var prunedPastStale: [String]
+    var heldBackByTransaction: HistoryPruningReport.HeldBackTransaction?
   }
 
   /// The first transaction to keep, as the policy asks, then capped at the checkpoints.
-  private func pruneBounds(_ policy: HistoryPruningPolicy, includingStale: Bool, connection: SQLiteConnection)
-    throws -> PruneBounds
-  {
+  private func pruneBounds(
+    _ policy: HistoryPruningPolicy, includingStale: Bool, authors: Set<String>?, connection: SQLiteConnection
+  ) throws -> PruneBounds {
     let firstKept = try HistoryReader.firstKept(connection)
     let current = try HistoryReader.currentNumber(connection)
     var target = try policyTarget(policy, firstKept: firstKept, current: current, connection: connection)
@@ -70,28 +67,37 @@ extension PersistentStore {
     }
     if let lowest = holding.map(\.checkpoint.transactionNumber).min() { target = min(target, lowest) }
     target = min(max(target, firstKept), current + 1)
+    var heldBackByTransaction: HistoryPruningReport.HeldBackTransaction?
+    if let authors, let other = try Self.firstTransaction(notBy: authors, from: firstKept, connection: connection),
+      other.transactionNumber < target
+    {
+      target = other.transactionNumber
+      heldBackByTransaction = other
+    }
     let prunedPastStale =
       includingStale
       ? consumers.filter { $0.isStale(at: now) && $0.checkpoint.transactionNumber + 1 < target }.map(\.name) : []
     return PruneBounds(
-      firstKept: firstKept, target: target, heldBackBy: heldBackBy, stale: stale, prunedPastStale: prunedPastStale)
+      firstKept: firstKept, target: target, heldBackBy: heldBackBy, stale: stale, prunedPastStale: prunedPastStale,
+      heldBackByTransaction: heldBackByTransaction)
   }
 
   /// The first transaction at or after `first` whose author is not one of `authors` (or that
   /// has no author): a prune limited to those authors keeps it and everything after it, so
-  /// that history stays complete after its horizon. `Int64.max` when there is none.
+  /// that history stays complete after its horizon. Nil when there is none.
   private static func firstTransaction(notBy authors: Set<String>, from first: Int64, connection: SQLiteConnection)
-    throws -> Int64
+    throws -> HistoryPruningReport.HeldBackTransaction?
   {
     let statement = try connection.statement(
-      "SELECT min(number) FROM _history_transaction WHERE number >= ? "
-        + "AND (author IS NULL OR author NOT IN (SELECT value FROM json_each(?)))")
+      "SELECT number, author FROM _history_transaction WHERE number >= ? "
+        + "AND (author IS NULL OR author NOT IN (SELECT value FROM json_each(?))) ORDER BY number LIMIT 1")
     defer { statement.reset() }
     statement.bind(first, at: 1)
     let list = try JSONEncoder().encode(authors.sorted())
     statement.bind(String(decoding: list, as: UTF8.self), at: 2)
-    guard try statement.step(), !statement.isNull(0) else { return .max }
-    return statement.int64(0)
+    guard try statement.step() else { return nil }
+    return HistoryPruningReport.HeldBackTransaction(
+      transactionNumber: statement.int64(0), author: statement.isNull(1) ? nil : statement.string(1))
   }
 
   /// The first transaction to keep as `policy` alone asks.

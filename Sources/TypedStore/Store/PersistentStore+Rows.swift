@@ -200,7 +200,8 @@ extension PersistentStore {
           // A consumer's effects and its progress past the transaction they are for: one
           // commit (`HistoryMerger.addTransactionalHook(_:)`).
           try HistoryConsumers.advance(
-            name: checkpoint.name, to: checkpoint.number, lease: checkpoint.lease, connection: connection)
+            name: checkpoint.name, from: checkpoint.first, to: checkpoint.number, lease: checkpoint.lease,
+            connection: connection)
         }
         return applied
       }

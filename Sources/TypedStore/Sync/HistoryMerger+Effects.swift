@@ -66,7 +66,7 @@ extension HistoryMerger {
             effectsRan = try runHook(registered.hook, on: &events[index]) || effectsRan
           }
         }
-        if effectsRan, try saveEffects(through: last.transactionNumber) {
+        if effectsRan, try saveEffects(from: batch[0].transactionNumber, through: last.transactionNumber) {
           checkpointSaved(last.transactionNumber)
         }
         return batchMerges ? events.filter(\.mergesIntoContexts).map(\.transaction) : []
@@ -132,11 +132,12 @@ extension HistoryMerger {
   /// How many times a transaction's hooks run when their save keeps meeting conflicts.
   static let effectAttempts = 3
 
-  /// Saves the effects context with the checkpoint past `number`; returns whether a
+  /// Saves the effects context, the effects for transactions `first...number`, with the
+  /// checkpoint past `number`, provided it is still before `first`; returns whether a
   /// transaction was committed (changes that undo each other commit nothing). The context
   /// is reset either way.
-  private func saveEffects(through number: Int64) throws -> Bool {
-    let checkpoint = ConsumerCheckpoint(name: consumer, number: number, lease: options.lease)
+  private func saveEffects(from first: Int64, through number: Int64) throws -> Bool {
+    let checkpoint = ConsumerCheckpoint(name: consumer, first: first, number: number, lease: options.lease)
     return try effects.performAndWait { context in
       defer { context.reset() }
       guard context.hasChanges else { return false }

@@ -13,6 +13,8 @@ extension HistoryMerger {
   /// merger.removeHook(audit)
   /// ```
   public struct HookID: Hashable, Sendable, CustomStringConvertible {
+    /// The merger that gave it (`HistoryMerger.hookOwner`): an id is never another merger's.
+    let owner: UUID
     let value: UInt64
 
     /// "hook 3".
@@ -84,7 +86,8 @@ extension HistoryMerger {
 
   /// Adds a hook, called for each transaction after those added before it, before the
   /// default merge. Returns its id. Hooks may be added and removed while the merger runs;
-  /// the change takes effect from the next transactions it reads.
+  /// the change takes effect from the next transaction (in a merger with a batch hook, from
+  /// the next batch).
   ///
   /// ```swift
   /// let id = merger.addHook { event in
@@ -182,12 +185,20 @@ extension HistoryMerger {
   }
 
   /// Adds a batch hook: called once per batch of transactions (those one read of history
-  /// brings, up to 500; PersistentHistoryTrackingKit's groups) instead of once per
-  /// transaction. A merger with a batch hook processes batches: each hook in its order, a
-  /// per-transaction hook for each transaction of the batch in turn, a batch hook once; then
-  /// the default merge of the batch; then the checkpoint moves past it. A hook that throws
-  /// stops the consumer before the batch (processed again after a restart), and
-  /// transactional hooks' effects commit once per batch, with the checkpoint. Returns its id.
+  /// brings: a page of up to 500 while catching up, or the run of transactions a wake-up
+  /// found; PersistentHistoryTrackingKit's groups) instead of once per transaction. Returns
+  /// its id.
+  ///
+  /// A merger with a batch hook processes batches, which changes how its other hooks run:
+  /// - each hook in its order, a per-transaction hook on each transaction of the batch in
+  ///   turn, a batch hook once; then the default merge of the batch; then the checkpoint
+  ///   past it. Nothing of the batch reaches the contexts before all its hooks ran.
+  /// - A hook that throws stops the consumer before the batch, which is processed again
+  ///   after a restart, all of it.
+  /// - Transactional hooks write the effects of the whole batch in one effects context,
+  ///   saved once with the checkpoint (the context is reset per batch, not per transaction);
+  ///   a conflict runs the batch's hooks again.
+  /// - `stop()` waits for the batch being processed.
   ///
   /// ```swift
   /// merger.addBatchHook { batch in
@@ -225,8 +236,10 @@ extension HistoryMerger {
 
   // MARK: - Removing
 
-  /// Removes a hook; returns whether there was one with that id. A hook running now
-  /// finishes its transaction.
+  /// Removes a hook; returns whether there was one with that id (an id another merger gave
+  /// is never one). The hooks of the transaction being processed run to its end, and in a
+  /// merger with a batch hook, to the end of the batch: free what a hook uses only after
+  /// that (`stop()` first, say).
   ///
   /// ```swift
   /// merger.removeHook(id)
@@ -275,7 +288,7 @@ extension HistoryMerger {
 
   func register(_ hook: StoredHook, scope: HookScope? = nil) -> HookID {
     state.withLock { state in
-      let id = HookID(value: state.nextHookID)
+      let id = HookID(owner: hookOwner, value: state.nextHookID)
       state.nextHookID += 1
       state.hooks.append(RegisteredHook(id: id, hook: hook, scope: scope))
       return id
@@ -285,7 +298,7 @@ extension HistoryMerger {
   func register(_ hook: StoredHook, scope: HookScope? = nil, before next: HookID) throws(HistoryError) -> HookID {
     let id = state.withLock { state -> HookID? in
       guard let index = state.hooks.firstIndex(where: { $0.id == next }) else { return nil }
-      let id = HookID(value: state.nextHookID)
+      let id = HookID(owner: hookOwner, value: state.nextHookID)
       state.nextHookID += 1
       state.hooks.insert(RegisteredHook(id: id, hook: hook, scope: scope), at: index)
       return id

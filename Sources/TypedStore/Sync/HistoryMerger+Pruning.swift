@@ -26,8 +26,11 @@ extension HistoryMerger {
     public var policy: HistoryPruningPolicy
     /// When a prune runs.
     public var schedule: Schedule
-    /// When given, only transactions by these authors are deleted (the prune stops at the
-    /// first transaction of another author: `HistoryPruner.prune(_:includingStale:authors:dryRun:archive:willDelete:)`).
+    /// When given, only transactions by these authors are deleted: the prune stops at the
+    /// first transaction of another author (or of none), which it keeps with everything after
+    /// it, and says so in `lastPruning?.heldBackByTransaction`
+    /// (`HistoryPruner.prune(_:includingStale:authors:dryRun:archive:willDelete:)`). List the
+    /// authors of every process that writes, and prune without the limit from time to time.
     public var authors: Set<String>?
     /// Called, on the merger's thread, with the error of a prune that failed; the merger goes
     /// on, and prunes again when the schedule says so next.
@@ -62,8 +65,9 @@ extension HistoryMerger {
 
   /// Prunes when `Options.pruning`'s schedule says so, after the merger processed
   /// transactions; writes the checkpoint first, so that what the merger just processed is
-  /// its to give up.
-  func pruneIfDue() {
+  /// its to give up. A prune's error goes to `Pruning.onError`; the checkpoint's, which stops
+  /// the merger, is thrown.
+  func pruneIfDue() throws {
     guard let pruning = options.pruning else { return }
     let due = state.withLock { state -> Bool in
       let processed = state.position - state.prunedThrough
@@ -74,8 +78,8 @@ extension HistoryMerger {
       }
     }
     guard due else { return }
+    try writeCheckpoint(force: true)
     do {
-      try writeCheckpoint(force: true)
       let report = try store.pruneHistory(
         pruning.policy, includingStale: false, authors: pruning.authors, dryRun: false, archive: nil)
       state.withLock { $0.lastPruning = report }

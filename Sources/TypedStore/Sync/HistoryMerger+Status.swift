@@ -43,7 +43,8 @@ extension HistoryMerger {
   }
 
   /// The merger's lag behind the store's newest transaction: how many transactions, and
-  /// since when (read from the store now).
+  /// since when (read from the store now; no date when history the merger has not read was
+  /// pruned).
   ///
   /// ```swift
   /// let lag = try merger.lag()
@@ -55,7 +56,14 @@ extension HistoryMerger {
     guard newest.transactionNumber > position.transactionNumber else { return Lag(transactions: 0, oldestUnread: nil) }
     var request = HistoryRequest(after: position)
     request.transactionLimit = 1
-    let oldest = try? store.fetchHistory(request).first?.timestamp
+    // History the merger has not read may have been pruned past (a stale consumer): then the
+    // date is unknown, not an error of the lag; any other failure to read is.
+    let oldest: Date?
+    do {
+      oldest = try store.fetchHistory(request).first?.timestamp
+    } catch HistoryError.tokenExpired {
+      oldest = nil
+    }
     return Lag(transactions: newest.transactionNumber - position.transactionNumber, oldestUnread: oldest)
   }
 

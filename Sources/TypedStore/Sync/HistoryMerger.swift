@@ -230,6 +230,9 @@ public final class HistoryMerger: Sendable {
   private let inbox = Inbox()
   /// The context transactional hooks write in (`addTransactionalHook(_:)`).
   let effects: ManagedObjectContext
+  /// What this merger's hook ids carry, so that another merger's id is never taken for one of
+  /// its own.
+  let hookOwner = UUID()
 
   /// Where the merger merges: a context, or a model actor's context, reached on its executor
   /// and waited for.
@@ -345,9 +348,12 @@ public final class HistoryMerger: Sendable {
     guard !destinations.isEmpty || state.withLock({ !$0.hooks.isEmpty }) else {
       throw HistoryError.nothingToMerge(consumer: consumer)
     }
-    let registered = try store.registerHistoryConsumer(
+    let (registered, tookHorizon) = try store.registerHistoryConsumer(
       consumer, fromBeginning: options.startsAt == .beginning,
       acceptsHorizon: options.refreshesWhenCheckpointExpired, lease: options.lease)
+    // A new consumer that could not start at the beginning of a pruned store recovers as an
+    // expired one does: its contexts are refreshed, and it goes on from the horizon.
+    if tookHorizon { for destination in destinations { destination.refreshAllObjects() } }
     guard registered.checkpoint.storeIdentifier == store.identifier else {
       throw HistoryError.foreignStore(expected: store.identifier, found: registered.checkpoint.storeIdentifier)
     }
@@ -397,7 +403,7 @@ public final class HistoryMerger: Sendable {
     do {
       try processAvailable()
       try writeCheckpoint(force: true)
-      pruneIfDue()
+      try pruneIfDue()
     } catch {
       // What was processed before the failure stays processed: a restart resumes after it.
       try? writeCheckpoint(force: true)
@@ -459,7 +465,7 @@ public final class HistoryMerger: Sendable {
       do {
         try processAvailable()
         try writeCheckpoint(force: false)
-        pruneIfDue()
+        try pruneIfDue()
       } catch {
         fail(error)
         break
@@ -523,12 +529,13 @@ public final class HistoryMerger: Sendable {
         caughtUp = page.count < Self.pageSize
       }
       guard !page.isEmpty else { return }
-      // The hooks as they are now: one added or removed meanwhile counts from the next page.
       let hooks = state.withLock { $0.hooks }
+      // Every hook removed while it runs, and nothing to merge into: refused, as at start().
+      guard !hooks.isEmpty || !destinations.isEmpty else { throw HistoryError.nothingToMerge(consumer: consumer) }
       if hooks.isEmpty || hooks.contains(where: \.hook.isBatch) {
         try process(batch: page, hooks: hooks)
       } else {
-        try process(eachOf: page, hooks: hooks)
+        try process(eachOf: page)
       }
     }
   }
@@ -547,11 +554,16 @@ public final class HistoryMerger: Sendable {
     try writeCheckpoint(force: false)
   }
 
-  /// Processes a page a transaction at a time: its hooks, its merge, the checkpoint past it.
-  private func process(eachOf page: [HistoryTransaction], hooks: [RegisteredHook]) throws {
+  /// Processes a page a transaction at a time: its hooks (as they are when it starts: one
+  /// added or removed meanwhile counts from the next transaction), its merge, the checkpoint
+  /// past it. A batch hook added meanwhile sees the rest of the page a transaction at a time.
+  private func process(eachOf page: [HistoryTransaction]) throws {
     for transaction in page {
-      guard state.withLock({ $0.isRunning }) else { return }
-      state.withLock { $0.processing = transaction.transactionNumber }
+      let (running, hooks) = state.withLock { state in
+        state.processing = transaction.transactionNumber
+        return (state.isRunning, state.hooks)
+      }
+      guard running else { return }
       guard let transaction = followed(transaction) else {
         state.withLock { $0.position = transaction.transactionNumber }
         continue

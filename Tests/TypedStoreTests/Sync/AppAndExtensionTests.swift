@@ -94,7 +94,8 @@ import TypedStoreTesting
     let consumers = try container.persistentStore.historyConsumers()
     let horizon = try container.persistentStore.historyHorizon().transactionNumber
     #expect(horizon > 0, "the pruner deleted what every consumer read")
-    for consumer in consumers { #expect(consumer.checkpoint.transactionNumber >= horizon, "\(consumer.name)") }
+    // Strictly before each checkpoint: the transaction a consumer read last is kept.
+    for consumer in consumers { #expect(consumer.checkpoint.transactionNumber > horizon, "\(consumer.name)") }
   }
 
   /// Every run ("start <pid> <checkpoint>") logs the transactions after its checkpoint one after
@@ -129,12 +130,14 @@ import TypedStoreTesting
   @Test func aNewAppReadsWhatTheExtensionWroteAndOneAfterAPruneIsToldItExpired() async throws {
     let (container, folder) = try freshStore("defaults")
     let path = container.persistentStore.url.path
-    let (first, late, listed) = try await offThePool { () throws -> (String, String, ToolRun) in
+    let (first, late, listed, pruned) = try await offThePool { () throws -> (String, String, ToolRun, Int64) in
       _ = try SpawnedProcess(helper, [path, "extension", "20"]).finish()
-      // An app never declared, with the default options: it reads what the extension wrote.
+      // An app never declared, with the default options: it reads what the extension wrote,
+      // and, pruning after every 5 merges, deletes what it read though it never writes.
       let appLog = folder.appendingPathComponent("app.log").path
       _ = FileManager.default.createFile(atPath: appLog + ".stop", contents: nil)
-      let first = try SpawnedProcess(helper, ["app", path, "app", appLog]).finish()
+      let first = try SpawnedProcess(helper, ["app", path, "app", appLog, "5"]).finish()
+      let pruned = try container.persistentStore.historyHorizon().transactionNumber
       let log = (try? String(contentsOfFile: appLog, encoding: .utf8)) ?? ""
       // Then another process prunes all but what the app read last ...
       _ = try typedstore(["history", "prune", "--store", path, "--keep-last", "0"])
@@ -145,10 +148,13 @@ import TypedStoreTesting
       // Declaring one from the beginning is refused as well, with the store as it was.
       let declared = try typedstore(["consumers", "add", "later", "--store", path, "--from-beginning"])
       let listed = try typedstore(["consumers", "list", "--store", path])
-      return (first + log, late, ToolRun(status: declared.status, stdout: listed.stdout, stderr: declared.stderr))
+      return (
+        first + log, late, ToolRun(status: declared.status, stdout: listed.stdout, stderr: declared.stderr), pruned
+      )
     }
     #expect(first.contains("start") && first.contains("tx 1\n") && first.contains("tx 20\n"), "\(first)")
     #expect(first.contains("verified 20"), "\(first)")
+    #expect(pruned == 19, "the app pruned what it read, all but its checkpoint's transaction")
     #expect(late.contains("error: the history asked for was deleted"), "\(late)")
     #expect(listed.status == 1 && listed.stderr.contains("the history asked for was deleted"), "\(listed.stderr)")
     #expect(

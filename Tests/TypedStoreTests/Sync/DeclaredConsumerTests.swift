@@ -104,13 +104,22 @@ import TypedStoreTesting
     // Taking what is kept is a choice the consumer makes: refresh, or declare after the horizon.
     var options = HistoryMerger.Options()
     options.refreshesWhenCheckpointExpired = true
-    let refreshing = try HistoryMerger(
-      container: container, consumer: "late", contexts: [container.viewContext], options: options)
+    let live = container.newBackgroundContext()
+    let held = try await live.perform { context in
+      try #require(try context.fetch(FetchRequest<Note>(predicate: #Predicate { $0.title == "a" })).first).managedID
+    }
+    // A change no history records: only a refresh shows it to the live object.
+    try container.persistentStore.writer.withConnection { connection in
+      try connection.execute("UPDATE Note SET title = 'changed unseen' WHERE title = 'a'")
+    }
+    let refreshing = try HistoryMerger(container: container, consumer: "late", contexts: [live], options: options)
     let log = NumberLog()
     refreshing.addHook { event in log.add(event.transaction.transactionNumber) }
     try await refreshing.start()
     await refreshing.stop()
     #expect(log.all == [3])
+    let title = try await live.perform { context in try context.registeredObject(for: held)?.title }
+    #expect(title == "changed unseen", "the contexts were refreshed")
     let declared = try container.persistentStore.registerHistoryConsumer(name: "other", startingAt: .after(horizon))
     #expect(declared.checkpoint == horizon)
   }

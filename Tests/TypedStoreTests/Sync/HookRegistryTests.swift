@@ -147,3 +147,71 @@ import TypedStoreTesting
     #expect(title == "a", "a finished batch is not merged")
   }
 }
+
+/// Batch hooks with transactional effects, and what two mergers of one name may not do.
+@Suite struct BatchEffectsTests {
+  private func effects(in container: PersistentContainer) async throws -> Int {
+    try await container.viewContext.perform { context in
+      try context.count(for: FetchRequest<Note>(predicate: #Predicate { $0.title == "effect" }))
+    }
+  }
+
+  private func effectsMerger(_ container: PersistentContainer) throws -> HistoryMerger {
+    let merger = try HistoryMerger(container: container, consumer: "dup")
+    merger.addTransactionalHook { event, context in
+      for _ in event.inserted(Note.self) { Note(context: context).title = "effect" }
+    }
+    merger.addBatchHook { _ in }
+    return merger
+  }
+
+  @Test func aBatchsEffectsCommitOnceWithTheCheckpointPastIt() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    try await save(["a", "b", "c", "d"], in: container, author: "writer")
+    let merger = try effectsMerger(container)
+    try await merger.start()  // one batch: 1...4
+    await merger.stop()
+    #expect(try await effects(in: container) == 4)
+    let history = try container.fetchHistory(HistoryRequest())
+    #expect(history.filter { $0.author == merger.effectsAuthor }.count == 1, "one commit for the batch")
+    #expect(try container.persistentStore.historyConsumers().first?.checkpoint.transactionNumber == 5)
+  }
+
+  @Test func twoMergersOfOneNameNeverSaveABatchsEffectsTwiceWhateverTheirBatches() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    try await save(["a", "b", "c", "d", "e"], in: container, author: "writer")
+    _ = try container.persistentStore.registerHistoryConsumer(name: "dup", startingAt: .beginning)
+    let history = try container.fetchHistory(HistoryRequest())
+    // One process read 1...3 and saved their effects; another read 1...5 at the same time.
+    let first = try effectsMerger(container)
+    _ = try first.runPipeline(first.state.withLock { $0.hooks }, on: Array(history.prefix(3)))
+    #expect(try await effects(in: container) == 3)
+    let second = try effectsMerger(container)
+    #expect(throws: HistoryError.consumerMovedOn(consumer: "dup", transactionNumber: 1)) {
+      _ = try second.runPipeline(second.state.withLock { $0.hooks }, on: history)
+    }
+    #expect(try await effects(in: container) == 3, "1...3 would have had their effects twice")
+  }
+
+  @Test func anIdOfAnotherMergerRemovesNothing() throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let one = try HistoryMerger(container: container, consumer: "one")
+    let two = try HistoryMerger(container: container, consumer: "two")
+    let id = one.addHook { _ in }
+    two.addHook { _ in }
+    #expect(!two.removeHook(id))
+    #expect(throws: HistoryError.self) { try two.addHook(before: id) { _ in } }
+    #expect(one.removeHook(id))
+  }
+
+  @Test func removingEveryHookOfAMergerWithNoContextStopsItWithATypedError() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let merger = try HistoryMerger(container: container, consumer: "emptied")
+    merger.addHook { _ in }
+    try await merger.start()
+    merger.removeAllHooks()
+    try await save(["a"], in: container)
+    #expect(await eventually { merger.error as? HistoryError == .nothingToMerge(consumer: "emptied") })
+    #expect(merger.checkpoint.transactionNumber == 0, "it passed over nothing")
+  }
+}

@@ -44,6 +44,20 @@ import TypedStoreTesting
     await merger.stop()
   }
 
+  @Test func aMergerPruningSomeAuthorsSaysWhichTransactionHeldItBack() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    for author in ["app", "mirror", "app"] { try await save([author], in: container, author: author) }
+    var options = HistoryMerger.Options()
+    options.pruning = HistoryMerger.Pruning(.consumed, .afterMerges(1), authors: ["app"])
+    let merger = try HistoryMerger(
+      container: container, consumer: "app", contexts: [container.viewContext], options: options)
+    try await merger.start()
+    await merger.stop()
+    let report = try #require(merger.lastPruning)
+    #expect(report.deletedTransactions == 1 && report.horizon.transactionNumber == 1)
+    #expect(report.heldBackByTransaction == .init(transactionNumber: 2, author: "mirror"))
+  }
+
   @Test func aPruneLimitedToSomeAuthorsKeepsTheOthersAndWhatFollowsThem() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     for author in ["app", "widget", "mirror", "app"] { try await save([author], in: container, author: author) }
@@ -57,6 +71,7 @@ import TypedStoreTesting
       "history", "prune", "--store", container.persistentStore.url.path, "--keep-last", "0", "--author", "app",
     ])
     #expect(run.status == 0 && run.stdout.contains("deleted 0 transactions; horizon 2"), "\(run.stdout)")
+    #expect(run.stdout.contains("held back by transaction 3, whose author (mirror) is not an --author"))
     #expect(try pruner.prune(.keepLast(0)).deletedTransactions == 2, "without the limit, 3 and 4 go")
   }
 }
