@@ -13,9 +13,11 @@ extension ContextState {
       if let existingEntity = existing.entity,
         existing.isFault || (!existing.hasChanges && existing.rowVersion != row.version)
       {
-        let snapshot = existing.isFault ? nil : existing.observationSnapshot()
+        let wasFault = existing.isFault
+        let snapshot = wasFault ? nil : existing.observationSnapshot()
         try row.decode(into: existing, entity: existingEntity)
         if let snapshot { refetchedObservations.append((existing, snapshot)) }
+        if wasFault { existing.listMembership |= ManagedObject.awaitsAwakeFromFetch }
       }
       return existing
     }
@@ -35,6 +37,7 @@ extension ContextState {
       try row.decode(into: object, entity: concrete, assigningSlots: true)
     }
     table.insert(object, key: primaryKey, at: slot)  // registered once its values are loaded
+    object.listMembership = ManagedObject.awaitsAwakeFromFetch
     return object
   }
 
@@ -57,6 +60,9 @@ extension ContextState {
         var objects: [Unmanaged<ManagedObject>] = []
         while try rows.next() {
           let object = try materialize(rows.row, requested: entity, reader: rowReader, table: &table)
+          if object.listMembership & ManagedObject.awaitsAwakeFromFetch != 0 {
+            awakening.append(.passUnretained(object))
+          }
           if Swift.type(of: object) == Object.self || object is Object { objects.append(.passUnretained(object)) }
         }
         return objects
@@ -83,7 +89,11 @@ extension ContextState {
     try withFetchTable(of: entity) { table in
       try store.withRows(of: entity, clauses: clauses, arguments: arguments, connection: reader()) { rows in
         while try rows.next() {
-          try visit(try materialize(rows.row, requested: entity, reader: rowReader, table: &table))
+          let object = try materialize(rows.row, requested: entity, reader: rowReader, table: &table)
+          if object.listMembership & ManagedObject.awaitsAwakeFromFetch != 0 {
+            awakening.append(.passUnretained(object))
+          }
+          try visit(object)
         }
       }
     }
@@ -99,9 +109,47 @@ extension ContextState {
     defer {
       registered.restore(table, root: entity.rootIndex)
       reportRefetchedObservations()
+      awakeFetchedObjects()
     }
-    _ = table.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
+    _ = table.dropUnreferenced(where: \.isDroppable)
     return try body(&table)
+  }
+
+  /// Calls `awakeFromFetch()` on the objects the last fetch made or fulfilled. They are held
+  /// unretained (a retain and a release per object were most of what an empty hook cost):
+  /// an object awaiting its call is never dropped from the identity map, and what a hook
+  /// removes from the map (a reset, a merged delete) is kept alive until the calls are done.
+  func awakeFetchedObjects() {
+    guard !awakening.isEmpty else { return }
+    let objects = awakening
+    awakening.removeAll(keepingCapacity: true)
+    awakeningDepth += 1
+    defer {
+      awakeningDepth -= 1
+      if awakeningDepth == 0 { keptWhileAwakening.removeAll() }
+    }
+    for object in objects {
+      object._withUnsafeGuaranteedRef { object in
+        guard object.listMembership & ManagedObject.awaitsAwakeFromFetch != 0 else { return }
+        guard object.lifecycle == .persisted else {  // a hook reset the context meanwhile
+          object.listMembership &= ~ManagedObject.awaitsAwakeFromFetch
+          return
+        }
+        awake(fetched: object)
+      }
+    }
+  }
+
+  /// Calls `awakeFromFetch()` with change processing off, as Core Data does: what it sets
+  /// marks nothing updated (the object had no change before: it was just loaded). While it
+  /// runs, nothing drops the object, and a fetch it makes does not awake it again.
+  func awake(fetched object: ManagedObject) {
+    object.listMembership = object.listMembership & ~ManagedObject.awaitsAwakeFromFetch | ManagedObject.inAwakeFromFetch
+    object.awakeFromFetch()
+    object.listMembership &= ~ManagedObject.inAwakeFromFetch
+    guard !object.committedValues.isEmpty else { return }
+    object.committedValues.removeAll()
+    updated.remove(object)
   }
 
   func reportRefetchedObservations() {

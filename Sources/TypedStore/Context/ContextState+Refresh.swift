@@ -13,6 +13,8 @@ extension ContextState {
   /// is gone is marked deleted (or, with `shouldDeleteInaccessibleFaults` off, stays a fault).
   func refresh(_ object: ManagedObject, mergeChanges: Bool) {
     guard object.trackerLink === link, object.lifecycle == .persisted, let entity = object.entity else { return }
+    let wasLoaded = !object.isFault
+    if wasLoaded { object.willTurnIntoFault() }
     // Observers hear what changed once the new values are in (or, for an object left a
     // fault, that everything they saw may have).
     let snapshot = object.observationSnapshot()
@@ -35,6 +37,7 @@ extension ContextState {
     object.committedValues.removeAll()
     object.isFault = true
     object.makeRelationshipsFaults()
+    if wasLoaded { object.didTurnIntoFault() }
     guard mergeChanges else { return }
     do {
       try load(object)

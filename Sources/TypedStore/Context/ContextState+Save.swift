@@ -8,6 +8,7 @@ extension ContextState {
   /// pending.
   func save() throws {
     try applyDeleteRulesInMemory()
+    try callWillSave()
     let updatedObjects = updated.filter { !$0.isDeleted && $0.lifecycle == .persisted }
     let deletedObjects = deleted.filter { $0.lifecycle == .persisted }
     try validate(inserted + updatedObjects)
@@ -29,12 +30,17 @@ extension ContextState {
     // The inserted objects' IDs are permanent now. (Taken here, before the objects nobody
     // holds are let go below.)
     if !changeObservers.isEmpty { saved.inserted = Set(inserted.compactMap(anyID)) }
+    var insertedObjects = inserted
     clearPendingChanges()
     apply(outcome)
+    Self.forEachHeld(insertedObjects) { $0.didSave() }
+    Self.forEachHeld(updatedObjects) { $0.didSave() }
+    Self.forEachHeld(deletedObjects) { $0.didSave() }
+    insertedObjects = []  // not held while the unreferenced objects go, below
     if !changeObservers.isEmpty { saved.add(outcome.propagation, storeIdentifier: store.identifier) }
     // Saved objects nobody else holds go, as Core Data releases them: an import loop that
     // saves every 10,000 objects keeps one batch in memory, not all of them.
-    registered.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
+    registered.dropUnreferenced(where: \.isDroppable)
     if !changeObservers.isEmpty { notifyChanges(saved) }
   }
 
@@ -45,6 +51,57 @@ extension ContextState {
   }
 
   // MARK: - Before the write
+
+  /// Step 0: Core Data's `willSave()`, once per object the save writes. What the calls change
+  /// is saved too; an object that became changed only through them gets its own call (and a
+  /// delete among them runs the delete rules again), until a round changes no new object.
+  private func callWillSave() throws {
+    // The first round walks the lists themselves (copies share their storage). Objects only
+    // join a list at its end, so lists whose counts and last objects did not move hold no
+    // object without its call: the usual case, with no set and no array made.
+    let (firstInserted, firstUpdated, firstDeleted) = (inserted, updated, deleted)
+    Self.forEachHeld(firstInserted) { $0.willSave() }
+    Self.forEachHeld(firstUpdated.objects) { if !$0.isDeleted { $0.willSave() } }
+    Self.forEachHeld(firstDeleted.objects) { $0.willSave() }
+    if deleted.count != firstDeleted.count { try applyDeleteRulesInMemory() }
+    guard
+      inserted.count != firstInserted.count || inserted.last !== firstInserted.last
+        || updated.count != firstUpdated.count || updated.last !== firstUpdated.last
+        || deleted.count != firstDeleted.count || deleted.last !== firstDeleted.last
+    else { return }
+    var called = Set(firstInserted.map(ObjectIdentifier.init))
+    for object in firstUpdated where !object.isDeleted { called.insert(ObjectIdentifier(object)) }
+    for object in firstDeleted { called.insert(ObjectIdentifier(object)) }
+    var round = pendingObjects().filter { !called.contains(ObjectIdentifier($0)) }
+    while !round.isEmpty {
+      let deletedBefore = deleted.count
+      for object in round { object.willSave() }
+      if deleted.count != deletedBefore { try applyDeleteRulesInMemory() }
+      called.formUnion(round.map(ObjectIdentifier.init))
+      round = pendingObjects().filter { !called.contains(ObjectIdentifier($0)) }
+    }
+  }
+
+  /// Calls `body` with each object of `objects`, which holds them all meanwhile: without a
+  /// retain and a release per object, which were most of what calling an empty hook cost.
+  @inline(__always)
+  static func forEachHeld(_ objects: [ManagedObject], _ body: (ManagedObject) -> Void) {
+    objects.withUnsafeBufferPointer { buffer in
+      for index in buffer.indices {
+        Unmanaged.passUnretained(buffer[index])._withUnsafeGuaranteedRef(body)
+      }
+    }
+  }
+
+  /// The objects a save would write now: inserted, updated, deleted.
+  private func pendingObjects() -> [ManagedObject] {
+    var objects: [ManagedObject] = []
+    objects.reserveCapacity(inserted.count + updated.count + deleted.count)
+    objects += inserted
+    for object in updated where !object.isDeleted { objects.append(object) }
+    for object in deleted { objects.append(object) }
+    return objects
+  }
 
   /// Step 1: the model's validation rules, over the objects the save writes.
   ///

@@ -66,6 +66,13 @@ final class ContextState: ObjectTracking {
   /// is done, not while its rows are read and its table is out of the identity map (an
   /// observer's callback, or reloading a relationship to compare it, would miss objects).
   var refetchedObservations: [(ManagedObject, ObservationSnapshot)] = []
+  /// The objects a fetch made or whose faults it fulfilled: their `awakeFromFetch()` runs
+  /// once the fetch is done and its table is back in the identity map.
+  @exclusivity(unchecked) var awakening: [Unmanaged<ManagedObject>] = []
+  /// While `awakeFetchedObjects` calls hooks (nested calls counted): the objects a hook took
+  /// out of the identity map, kept alive until the calls are done.
+  var awakeningDepth = 0
+  var keptWhileAwakening: [ManagedObject] = []
 
   /// The entity of the last object inserted.
   private var lastInsertedEntity: EntityDescription?
@@ -214,6 +221,7 @@ final class ContextState: ObjectTracking {
       status: .inserted)
     inserted.append(object)
     if !entity.relationships.isEmpty { linkRelationshipsOfInserted(object) }
+    object.awakeFromInsert()
   }
 
   func delete(_ object: ManagedObject) {
@@ -221,7 +229,10 @@ final class ContextState: ObjectTracking {
     // delete objects in other contexts"); saving would otherwise silently delete nothing.
     precondition(
       object.trackerLink === link || object.tracker == nil, refusal("cannot delete", of: object))
-    guard object.trackerLink === link, object.lifecycle != .invalidated, !object.isDeleted else { return }
+    guard object.trackerLink === link, object.lifecycle != .invalidated else { return }
+    // Core Data's hook, before the delete rules run, and again on a repeated delete.
+    object.prepareForDeletion()
+    guard !object.isDeleted else { return }
     // A fault (never loaded, or refreshed) carries no snapshot to check the delete against:
     // load it, so that the delete conflicts only with a change made after this point, as an
     // update of the same object would. A row already gone stays for the save to report.
@@ -263,6 +274,11 @@ final class ContextState: ObjectTracking {
 
   /// Forgets every registered object; they must not be used afterwards.
   func reset() {
+    for object in registered.values where !object.isFault && object.lifecycle == .persisted {
+      object.willTurnIntoFault()
+      object.didTurnIntoFault()
+    }
+    if awakeningDepth > 0 { keptWhileAwakening += registered.values }
     for object in registered.values {
       object.lifecycle = .invalidated
       object.trackerLink = nil
@@ -279,6 +295,7 @@ final class ContextState: ObjectTracking {
   /// Drops an object whose row another transaction deleted: it leaves the identity map and
   /// every pending set, and must not be used afterwards.
   func forgetDeleted(_ object: ManagedObject) {
+    if awakeningDepth > 0 { keptWhileAwakening.append(object) }
     unlinkFromGraph(object)
     if let key = object.objectKey { registered[key] = nil }
     updated.remove(object)

@@ -16,6 +16,10 @@ struct ObjectList: Sequence {
   }
 
   var isEmpty: Bool { list.isEmpty }
+  var count: Int { list.count }
+  var last: ManagedObject? { list.last }
+  /// The objects, in the order they joined.
+  var objects: [ManagedObject] { list }
 
   func contains(_ object: ManagedObject) -> Bool { object.listMembership & kind.rawValue != 0 }
 

@@ -47,8 +47,21 @@ open class ManagedObject: Hashable {
   /// 0 for no key, 1 for a permanent one, 2 for a temporary one.
   @exclusivity(unchecked) private final var keyState: UInt8 = 0
   @exclusivity(unchecked) final var lifecycle: ObjectStatus = .detached
-  /// The context lists (updated, deleted) the object is in, one bit each.
+  /// The context lists (updated, deleted) the object is in, one bit each; and
+  /// `ManagedObject.awaitsAwakeFromFetch`.
   @exclusivity(unchecked) final var listMembership: UInt8 = 0
+  /// The bit of `listMembership` a fetch sets on the objects it made or fulfilled, cleared when
+  /// their `awakeFromFetch()` runs.
+  static let awaitsAwakeFromFetch: UInt8 = 4
+  /// The bit of `listMembership` set while the object's `awakeFromFetch()` runs.
+  static let inAwakeFromFetch: UInt8 = 8
+
+  /// Whether the identity map may let the object go when nothing else holds it: saved,
+  /// unchanged, and not awaiting (or in) its `awakeFromFetch()`.
+  final var isDroppable: Bool {
+    lifecycle == .persisted && !hasChanges
+      && listMembership & (Self.awaitsAwakeFromFetch | Self.inAwakeFromFetch) == 0
+  }
   /// True for an object of an entity that declares `Observable`: its reads are reported.
   @exclusivity(unchecked) final var observesAccess = false
 
@@ -140,6 +153,94 @@ open class ManagedObject: Hashable {
   /// Every entity class needs this initializer: the store creates objects with it when it
   /// fetches rows. Subclasses that declare initializers of their own must also provide it.
   public required init() {}
+
+  // MARK: - Life cycle
+  // Core Data's hooks, with its names and timing (docs/lifecycle.md). Each runs on the
+  // context's executor; the base implementations do nothing. Batch requests call none of
+  // them, as in Core Data.
+
+  /// Called once, when the object is inserted into a context (not when it is fetched): the
+  /// place for defaults computed at insert. Changes made here are the insert's.
+  ///
+  /// ```swift
+  /// override func awakeFromInsert() {
+  ///   super.awakeFromInsert()
+  ///   createdAt = Date()
+  /// }
+  /// ```
+  open func awakeFromInsert() {}
+
+  /// Called when a fetched object's values are loaded: when a fetch makes it, or when a fault
+  /// is fulfilled (again after a refresh). Changes made here are not changes of the object:
+  /// they mark nothing updated and are not saved, as Core Data's change processing is off
+  /// around this call; use it for caches and transient values. Do not fetch or change
+  /// relationships here.
+  ///
+  /// ```swift
+  /// override func awakeFromFetch() {
+  ///   super.awakeFromFetch()
+  ///   searchKey = title.lowercased()   // a transient cache
+  /// }
+  /// ```
+  open func awakeFromFetch() {}
+
+  /// Called for each inserted, updated or deleted object a save is about to write, in the
+  /// saving context, before validation: what it changes is saved in the same transaction.
+  /// It runs once per object per save: an object it changes (itself or another) is saved as
+  /// changed, and one that only then became changed gets its own call.
+  ///
+  /// ```swift
+  /// override func willSave() {
+  ///   super.willSave()
+  ///   if !isDeleted && isUpdated && modifiedAt != now { modifiedAt = now }
+  /// }
+  /// ```
+  open func willSave() {}
+
+  /// Called for each object a save wrote (inserted, updated or deleted), after the commit.
+  ///
+  /// ```swift
+  /// override func didSave() {
+  ///   super.didSave()
+  ///   if isDeleted { thumbnailCache.remove(title) }
+  /// }
+  /// ```
+  open func didSave() {}
+
+  /// Called when the object is deleted (`context.delete(_:)`, again on each repeated call, and
+  /// for each object a cascade deletes in the context), before the delete rules run: the
+  /// place for clean-up and custom propagation.
+  ///
+  /// ```swift
+  /// override func prepareForDeletion() {
+  ///   super.prepareForDeletion()
+  ///   folder?.noteCount -= 1
+  /// }
+  /// ```
+  open func prepareForDeletion() {}
+
+  /// Called before a loaded object becomes a fault or is reloaded: a refresh
+  /// (`refresh(_:mergeChanges:)`, `refreshAllObjects()`, a merge that refreshes it) or a
+  /// `reset()`.
+  ///
+  /// ```swift
+  /// override func willTurnIntoFault() {
+  ///   super.willTurnIntoFault()
+  ///   observer?.cancel()
+  /// }
+  /// ```
+  open func willTurnIntoFault() {}
+
+  /// Called after the object became a fault (or was reloaded), for the same events as
+  /// ``willTurnIntoFault()``.
+  ///
+  /// ```swift
+  /// override func didTurnIntoFault() {
+  ///   super.didTurnIntoFault()
+  ///   searchKey = nil
+  /// }
+  /// ```
+  open func didTurnIntoFault() {}
 
   // MARK: - State
 

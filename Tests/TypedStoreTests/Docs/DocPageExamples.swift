@@ -451,3 +451,37 @@ enum RelationshipsPage {
     _ = try QueriesPage.NoteWatcher(container: container, id: noteID)
   }
 }
+
+/// docs/lifecycle.md's and docs/queries.md's examples, compiled.
+enum LifecycleDocExamples {
+  final class Journal: ManagedObject {
+    @Attribute var title: String = ""
+    @Attribute var createdAt: Date? = nil
+    @Attribute var modifiedAt: Date? = nil
+    @Attribute var searchKey: String = ""
+
+    override func awakeFromInsert() {
+      super.awakeFromInsert()
+      createdAt = Date()
+    }
+
+    override func awakeFromFetch() {
+      super.awakeFromFetch()
+      searchKey = title.lowercased()  // a cache: not a change, never saved by itself
+    }
+
+    override func willSave() {
+      super.willSave()
+      if isUpdated && !isDeleted { modifiedAt = Date() }
+    }
+  }
+
+  static func helpers(context: isolated ManagedObjectContext) throws {
+    let drafts = try Note.fetch(
+      in: context, where: #Predicate { $0.title.contains("draft") }, sortBy: [SortDescriptor(\.title)])
+    let newest = try Note.first(in: context, sortBy: [SortDescriptor(\.createdAt, order: .reverse)])
+    let total = try Note.count(in: context)
+    let first = try context.fetchFirst(Note.fetchRequest(where: #Predicate { $0.title == "Inbox" }))
+    print(drafts.count, newest?.title ?? "", total, first?.title ?? "")
+  }
+}

@@ -1,0 +1,272 @@
+import Foundation
+import Testing
+import TypedStoreTesting
+
+@testable import TypedStore
+
+/// Every hook call, as "<hook> <title>", across all tests: each test's titles carry a tag of
+/// its own, and it reads the entries with that tag.
+private let hookLog = Recorder<String>()
+
+private func calls(_ tag: String) -> [String] {
+  hookLog.all.filter { $0.hasSuffix(tag) || $0.contains("\(tag)/") }
+}
+
+/// A journal whose hooks log, as a Core Data user writes them.
+final class Journal: ManagedObject {
+  @Attribute var title: String = ""
+  @Attribute var createdAt: Date? = nil
+  @Attribute var saves: Int = 0
+  /// A cache awakeFromFetch fills: set there, it is not a change.
+  @Attribute var searchKey: String = ""
+  @Relationship(deleteRule: .cascade) var entries: Set<Entry>
+  /// The title as the hooks last saw it loaded: a fault's hooks log it without firing it.
+  var logName = ""
+
+  override func awakeFromInsert() {
+    super.awakeFromInsert()
+    createdAt = Date(timeIntervalSinceReferenceDate: 0)
+    hookLog.add("awakeFromInsert \(title)")
+  }
+  override func awakeFromFetch() {
+    super.awakeFromFetch()
+    searchKey = title.lowercased()
+    logName = title
+    hookLog.add("awakeFromFetch \(title)")
+  }
+  override func willSave() {
+    super.willSave()
+    hookLog.add("willSave \(title)")
+    // A derived field kept current: saved in the same transaction, without calling willSave
+    // endlessly (changed only when it differs, as Core Data asks; and once per save anyway).
+    if !isDeleted { saves += 1 }
+    if title.hasPrefix("spawns"), !isDeleted, entries.isEmpty {
+      let entry = Entry()  // inserted into the context with the relationship
+      entry.text = "spawned \(title)"
+      entries.insert(entry)
+    }
+  }
+  override func didSave() {
+    super.didSave()
+    hookLog.add("didSave \(title)")
+  }
+  override func prepareForDeletion() {
+    super.prepareForDeletion()
+    hookLog.add("prepareForDeletion \(title)")
+  }
+  override func willTurnIntoFault() {
+    super.willTurnIntoFault()
+    logName = title
+    hookLog.add("willTurnIntoFault \(title)")
+  }
+  override func didTurnIntoFault() {
+    super.didTurnIntoFault()
+    hookLog.add("didTurnIntoFault \(logName)")  // reading an attribute here would fire the fault
+  }
+}
+
+final class Entry: ManagedObject {
+  @Attribute var text: String = ""
+  @Relationship(inverse: \Journal.entries, deleteRule: .nullify) var journal: Journal?
+
+  override func willSave() {
+    super.willSave()
+    hookLog.add("willSave \(text)")
+  }
+  override func prepareForDeletion() {
+    super.prepareForDeletion()
+    hookLog.add("prepareForDeletion \(text)")
+  }
+}
+
+/// An object whose `awakeFromFetch()` does what the docs ask it not to: fetch, or reset its
+/// context. Nothing may crash or call a hook on an object the context let go.
+final class Nosy: ManagedObject {
+  @Attribute var name: String = ""
+
+  override func awakeFromFetch() {
+    super.awakeFromFetch()
+    hookLog.add("awakeFromFetch \(name)")
+    guard let context = managedObjectContext else { return }
+    let name = name
+    context.assumeIsolated { context in
+      if name.hasSuffix("fetches") { _ = try? context.fetch(FetchRequest<Nosy>()) }
+      if name.hasSuffix("resets") { context.reset() }
+    }
+  }
+}
+
+private let journalModel: ManagedObjectModel = {
+  do { return try ManagedObjectModel(Journal.self, Entry.self, Nosy.self) } catch {
+    fatalError("fixture model: \(error)")
+  }
+}()
+
+@Suite struct LifecycleHookTests {
+  @Test func insertSaveFetchAndFaultCallTheHooksInCoreDatasOrder() async throws {
+    let container = try PersistentContainer.makeTest(model: journalModel)
+    let tag = "t1"
+    let id = try await container.performBackgroundTask { context in
+      let journal = Journal(context: context)  // awakeFromInsert runs before the title is set
+      journal.title = tag
+      #expect(journal.createdAt != nil, "a default computed at insert")
+      try context.save()
+      #expect(journal.saves == 1, "willSave's change is saved, once")
+      return journal.managedID
+    }
+    #expect(calls(tag) == ["willSave t1", "didSave t1"])
+    #expect(hookLog.all.contains("awakeFromInsert "), "awakeFromInsert ran before the title was set")
+
+    try await container.performBackgroundTask { context in
+      let journal = try #require(try Journal.first(in: context, where: #Predicate { $0.title == "t1" }))
+      #expect(journal.searchKey == "t1" && !journal.hasChanges, "awakeFromFetch's cache is not a change")
+      #expect(journal.saves == 1)
+      context.refresh(journal, mergeChanges: false)
+      _ = journal.title  // the fault fires
+      context.reset()
+      _ = id
+    }
+    #expect(
+      calls(tag).dropFirst(2) == [
+        "awakeFromFetch t1", "willTurnIntoFault t1", "didTurnIntoFault t1", "awakeFromFetch t1",
+        "willTurnIntoFault t1", "didTurnIntoFault t1",
+      ])
+  }
+
+  @Test func willSaveRunsOncePerObjectAndForWhatItMakes() async throws {
+    let container = try PersistentContainer.makeTest(model: journalModel)
+    try await container.performBackgroundTask { context in
+      let journal = Journal(context: context)
+      journal.title = "spawns t2"
+      try context.save()
+      #expect(journal.entries.count == 1, "the entry willSave made is saved in the same transaction")
+      #expect(journal.saves == 1)
+      journal.title = "spawns t2/renamed"
+      try context.save()
+      #expect(journal.saves == 2)
+    }
+    let history = try container.fetchHistory(HistoryRequest())
+    #expect(history.count == 2, "one transaction per save")
+    #expect(history[0].changes.count == 2, "the journal and the entry willSave made")
+    #expect(
+      calls("t2") == [
+        "willSave spawns t2", "willSave spawned spawns t2", "didSave spawns t2", "willSave spawns t2/renamed",
+        "didSave spawns t2/renamed",
+      ])
+  }
+
+  @Test func prepareForDeletionRunsOnEachDeleteAndForWhatACascadeDeletes() async throws {
+    let container = try PersistentContainer.makeTest(model: journalModel)
+    try await container.performBackgroundTask { context in
+      let journal = Journal(context: context)
+      journal.title = "t3"
+      let entry = Entry(context: context)
+      entry.text = "entry t3"
+      journal.entries.insert(entry)
+      try context.save()
+      context.delete(journal)
+      context.delete(journal)  // again: Core Data calls it again
+      try context.save()
+      #expect(journal.managedObjectContext == nil && entry.managedObjectContext == nil)
+    }
+    #expect(
+      calls("t3") == [
+        "willSave t3", "willSave entry t3", "didSave t3", "prepareForDeletion t3", "prepareForDeletion t3",
+        "prepareForDeletion entry t3", "willSave t3", "willSave entry t3", "didSave t3",
+      ])
+  }
+
+  @Test func anAwakeFromFetchThatFetchesOrResetsBreaksNothing() async throws {
+    let container = try PersistentContainer.makeTest(model: journalModel)
+    try await container.performBackgroundTask { context in
+      for index in 0..<300 { Nosy(context: context).name = "t6 \(index)" }
+      Nosy(context: context).name = "t6 fetches"
+      Nosy(context: context).name = "t6 resets"
+      try context.save()
+    }
+    try await container.performBackgroundTask { context in
+      let all = try context.fetch(FetchRequest<Nosy>(sortBy: [SortDescriptor(\.name)]))
+      #expect(all.count == 302)
+      // The reset came from one of the hooks: the objects after it were let go, unawoken.
+      #expect(context.state.registered.values.isEmpty)
+    }
+    let awoken = hookLog.all.filter { $0.hasPrefix("awakeFromFetch t6") }
+    #expect(awoken.contains("awakeFromFetch t6 fetches") && awoken.contains("awakeFromFetch t6 resets"))
+    #expect(awoken.count <= 302 + 302, "the nested fetch awakes nothing twice")
+  }
+
+  @Test func batchRequestsCallNoHook() async throws {
+    let container = try PersistentContainer.makeTest(model: journalModel)
+    try await container.performBackgroundTask { context in
+      _ = try context.execute(BatchInsertRequest<Journal>(count: 3) { index, journal in journal.title = "t4 \(index)" })
+      _ = try context.execute(BatchUpdateRequest<Journal>(propertiesToUpdate: [.set(\.saves, 9)]))
+      _ = try context.execute(BatchDeleteRequest<Journal>())
+    }
+    #expect(calls("t4").isEmpty)
+  }
+
+  @Test func aMergeThatRefreshesAnObjectTurnsItIntoAFaultAndBack() async throws {
+    let container = try PersistentContainer.makeTest(model: journalModel)
+    let id = try await container.performBackgroundTask { context in
+      let journal = Journal(context: context)
+      journal.title = "t5"
+      try context.save()
+      return journal.managedID
+    }
+    let live = container.newBackgroundContext()
+    try await live.perform { context in _ = try context.existingObject(with: id).title }
+    try await container.performBackgroundTask { context in
+      try context.existingObject(with: id).saves = 7
+      try context.save()
+    }
+    let changes = try container.fetchHistory(HistoryRequest()).map { StoreChanges($0) }
+    try await live.perform { context in
+      _ = context.mergeChanges(try #require(changes.last))
+      #expect(try context.existingObject(with: id).saves == 8, "7, and willSave counted the save")
+    }
+    #expect(calls("t5").suffix(3) == ["willTurnIntoFault t5", "didTurnIntoFault t5", "awakeFromFetch t5"])
+  }
+}
+
+/// The Fetchable helpers (issue 25, item 6): typed statics on the entity, and one-row fetches.
+@Suite struct FetchableTests {
+  @Test func theEntityFetchesCountsAndFindsItsFirstWithoutACast() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    _ = try await saveNotes(["b", "a", "c"], in: container)
+    try await container.performBackgroundTask { context in
+      let sorted = try Note.fetch(in: context, sortBy: [SortDescriptor(\.title)])
+      #expect(sorted.map(\.title) == ["a", "b", "c"])
+      #expect(try Note.fetch(in: context, where: #Predicate { $0.title != "b" }).count == 2)
+      #expect(try Note.first(in: context, sortBy: [SortDescriptor(\.title, order: .reverse)])?.title == "c")
+      #expect(try Note.first(in: context, where: #Predicate { $0.title == "z" }) == nil)
+      #expect(try Note.count(in: context) == 3)
+      #expect(try Note.count(in: context, where: #Predicate { $0.title < "c" }) == 2)
+      #expect(Note.fetchRequest(where: #Predicate { $0.title == "a" }).predicate != nil)
+      #expect(Note.entityName == "Note")
+      // A subentity's statics are its own: Checklist.fetch returns [Checklist].
+      let lists: [Checklist] = try Checklist.fetch(in: context)
+      #expect(lists.isEmpty)
+    }
+  }
+
+  @Test func fetchFirstReadsOneRow() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    _ = try await saveNotes((0..<50).map { "n\($0)" }, in: container)
+    try await container.performBackgroundTask { context in
+      let before = context.state.registered.values.count
+      let first = try context.fetchFirst(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]))
+      #expect(first?.title == "n0")
+      #expect(context.state.registered.values.count - before == 1, "one object made: one row read")
+    }
+  }
+
+  @Test func theHelpersWorkInAModelActor() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    _ = try await saveNotes(["x", "y"], in: container)
+    let context = container.newModelContext(name: "actor")
+    #expect(try Note.count(in: context) == 2)
+    #expect(try Note.first(in: context, sortBy: [SortDescriptor(\.title)])?.title == "x")
+    #expect(try Note.fetch(in: context, where: #Predicate { $0.title == "y" }).count == 1)
+    #expect(try context.fetchFirst(Note.fetchRequest())?.title != nil)
+  }
+}
