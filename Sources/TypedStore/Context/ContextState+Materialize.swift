@@ -13,11 +13,10 @@ extension ContextState {
       if let existingEntity = existing.entity,
         existing.isFault || (!existing.hasChanges && existing.rowVersion != row.version)
       {
-        let wasFault = existing.isFault
-        let snapshot = wasFault ? nil : existing.observationSnapshot()
+        let snapshot = existing.isFault ? nil : existing.observationSnapshot()
         try row.decode(into: existing, entity: existingEntity)
         if let snapshot { refetchedObservations.append((existing, snapshot)) }
-        if wasFault { existing.listMembership |= ManagedObject.awaitsAwakeFromFetch }
+        existing.listMembership |= ManagedObject.awaitsAwakeFromFetch  // loaded (again)
       }
       return existing
     }
@@ -50,7 +49,7 @@ extension ContextState {
     _ type: Object.Type, of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue]
   ) throws -> [Object] {
     let rowReader = store.layout(of: entity).reader(for: entity)
-    return try withFetchTable(of: entity) { table in
+    let fetched = try withFetchTable(of: entity) { table in
       // The loop collects unretained references: every object it returns is held by `table`
       // until the result below holds it too. Appending to an `[Object]` in the loop looked
       // its generic metadata up on every row (as costly as the identity map); one conversion
@@ -60,20 +59,32 @@ extension ContextState {
         var objects: [Unmanaged<ManagedObject>] = []
         while try rows.next() {
           let object = try materialize(rows.row, requested: entity, reader: rowReader, table: &table)
-          if object.listMembership & ManagedObject.awaitsAwakeFromFetch != 0 {
-            awakening.append(.passUnretained(object))
+          if Swift.type(of: object) == Object.self || object is Object {
+            objects.append(.passUnretained(object))
+          } else if object.listMembership & ManagedObject.awaitsAwakeFromFetch != 0 {
+            awakening.append(object)  // not in the result: held here until its hook ran
           }
-          if Swift.type(of: object) == Object.self || object is Object { objects.append(.passUnretained(object)) }
         }
         return objects
       }
-      return [Object](unsafeUninitializedCapacity: objects.count) { buffer, initialized in
+      let result = [Object](unsafeUninitializedCapacity: objects.count) { buffer, initialized in
         for (index, object) in objects.enumerated() {
           buffer.initializeElement(at: index, to: unsafeDowncast(object.takeUnretainedValue(), to: Object.self))
         }
         initialized = objects.count
       }
+      return (result, objects)
     }
+    // Once the table is back in the identity map, the hook may read the context. The result
+    // holds every one of these objects until the caller lets it go, so the unretained
+    // references stay good whatever the hooks do (no retain and release per object: an
+    // entity with no hook pays a test and an empty call per object).
+    for object in fetched.1 {
+      object._withUnsafeGuaranteedRef { object in
+        if object.listMembership & ManagedObject.awaitsAwakeFromFetch != 0 { awake(fetched: object) }
+      }
+    }
+    return fetched.0
   }
 
   /// Calls `visit` with the object for each row a SELECT over `entity`'s table returns, as
@@ -90,9 +101,7 @@ extension ContextState {
       try store.withRows(of: entity, clauses: clauses, arguments: arguments, connection: reader()) { rows in
         while try rows.next() {
           let object = try materialize(rows.row, requested: entity, reader: rowReader, table: &table)
-          if object.listMembership & ManagedObject.awaitsAwakeFromFetch != 0 {
-            awakening.append(.passUnretained(object))
-          }
+          if object.listMembership & ManagedObject.awaitsAwakeFromFetch != 0 { awakening.append(object) }
           try visit(object)
         }
       }
@@ -111,45 +120,32 @@ extension ContextState {
       reportRefetchedObservations()
       awakeFetchedObjects()
     }
-    _ = table.dropUnreferenced(where: \.isDroppable)
+    _ = table.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
     return try body(&table)
   }
 
-  /// Calls `awakeFromFetch()` on the objects the last fetch made or fulfilled. They are held
-  /// unretained (a retain and a release per object were most of what an empty hook cost):
-  /// an object awaiting its call is never dropped from the identity map, and what a hook
-  /// removes from the map (a reset, a merged delete) is kept alive until the calls are done.
+  /// Calls `awakeFromFetch()` on the objects the last fetch made or fulfilled that are not in
+  /// its result (prefetched, or of another class), held by `awakening` meanwhile.
   func awakeFetchedObjects() {
     guard !awakening.isEmpty else { return }
     let objects = awakening
-    awakening.removeAll(keepingCapacity: true)
-    awakeningDepth += 1
-    defer {
-      awakeningDepth -= 1
-      if awakeningDepth == 0 { keptWhileAwakening.removeAll() }
-    }
-    for object in objects {
-      object._withUnsafeGuaranteedRef { object in
-        guard object.listMembership & ManagedObject.awaitsAwakeFromFetch != 0 else { return }
-        guard object.lifecycle == .persisted else {  // a hook reset the context meanwhile
-          object.listMembership &= ~ManagedObject.awaitsAwakeFromFetch
-          return
-        }
-        awake(fetched: object)
-      }
+    awakening.removeAll()
+    for object in objects where object.listMembership & ManagedObject.awaitsAwakeFromFetch != 0 {
+      awake(fetched: object)
     }
   }
 
-  /// Calls `awakeFromFetch()` with change processing off, as Core Data does: what it sets
-  /// marks nothing updated (the object had no change before: it was just loaded). While it
-  /// runs, nothing drops the object, and a fetch it makes does not awake it again.
+  /// Calls `awakeFromFetch()` on a loaded object with change processing off, as Core Data
+  /// does: what it sets is not recorded as a change (`ManagedObject._willChangeValue`). An
+  /// object a reset or a refresh took away meanwhile (invalidated, or a fault again) is
+  /// passed over: it is awoken when it is loaded again.
   func awake(fetched object: ManagedObject) {
-    object.listMembership = object.listMembership & ~ManagedObject.awaitsAwakeFromFetch | ManagedObject.inAwakeFromFetch
+    object.listMembership &= ~ManagedObject.awaitsAwakeFromFetch
+    guard object.lifecycle == .persisted, !object.isFault else { return }
+    let wasAwakening = object.listMembership & ManagedObject.inAwakeFromFetch != 0
+    object.listMembership |= ManagedObject.inAwakeFromFetch
     object.awakeFromFetch()
-    object.listMembership &= ~ManagedObject.inAwakeFromFetch
-    guard !object.committedValues.isEmpty else { return }
-    object.committedValues.removeAll()
-    updated.remove(object)
+    if !wasAwakening { object.listMembership &= ~ManagedObject.inAwakeFromFetch }
   }
 
   func reportRefetchedObservations() {

@@ -11,7 +11,7 @@ extension ContextState {
     try callWillSave()
     let updatedObjects = updated.filter { !$0.isDeleted && $0.lifecycle == .persisted }
     let deletedObjects = deleted.filter { $0.lifecycle == .persisted }
-    try validate(inserted + updatedObjects)
+    try validate(inserted: inserted, updated: updatedObjects, deleted: deletedObjects)
     try obtainKeysForReferencedInserts(among: inserted + updatedObjects)
     var saved = ContextChanges()
     if !changeObservers.isEmpty {
@@ -35,12 +35,18 @@ extension ContextState {
     apply(outcome)
     Self.forEachHeld(insertedObjects) { $0.didSave() }
     Self.forEachHeld(updatedObjects) { $0.didSave() }
-    Self.forEachHeld(deletedObjects) { $0.didSave() }
+    // As in Core Data, a deleted object says so in its didSave().
+    Self.forEachHeld(deletedObjects) { object in
+      let wasDeleted = object.isDeleted
+      object.isDeleted = true
+      object.didSave()
+      object.isDeleted = wasDeleted
+    }
     insertedObjects = []  // not held while the unreferenced objects go, below
     if !changeObservers.isEmpty { saved.add(outcome.propagation, storeIdentifier: store.identifier) }
     // Saved objects nobody else holds go, as Core Data releases them: an import loop that
     // saves every 10,000 objects keeps one batch in memory, not all of them.
-    registered.dropUnreferenced(where: \.isDroppable)
+    registered.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
     if !changeObservers.isEmpty { notifyChanges(saved) }
   }
 
@@ -69,8 +75,10 @@ extension ContextState {
         || updated.count != firstUpdated.count || updated.last !== firstUpdated.last
         || deleted.count != firstDeleted.count || deleted.last !== firstDeleted.last
     else { return }
+    // Every object of the first lists had its call (an updated one deleted since, through
+    // the deleted list or the updated one).
     var called = Set(firstInserted.map(ObjectIdentifier.init))
-    for object in firstUpdated where !object.isDeleted { called.insert(ObjectIdentifier(object)) }
+    for object in firstUpdated { called.insert(ObjectIdentifier(object)) }
     for object in firstDeleted { called.insert(ObjectIdentifier(object)) }
     var round = pendingObjects().filter { !called.contains(ObjectIdentifier($0)) }
     while !round.isEmpty {
@@ -103,13 +111,35 @@ extension ContextState {
     return objects
   }
 
-  /// Step 1: the model's validation rules, over the objects the save writes.
+  /// Step 1: the model's validation rules, then each object's own validation
+  /// (`validateForInsert()`, `validateForUpdate()` or `validateForDelete()`), over the
+  /// objects the save writes.
   ///
   /// - Throws: `StoreError.validationFailed` with every failure.
-  private func validate(_ objects: [ManagedObject]) throws {
-    guard model.hasValidationRules else { return }
-    let failures = validationFailures(objects)
+  func validate(inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]) throws {
+    var failures = model.hasValidationRules ? validationFailures(inserted + updated) : []
+    func check(_ object: ManagedObject, _ property: String, _ body: () throws -> Void) {
+      do {
+        try body()
+      } catch {
+        guard let id = anyID(of: object) else { return }
+        failures.append(
+          ValidationFailure(
+            objectID: id, property: property, reason: .rejected(String(describing: error)), error: error))
+      }
+    }
+    Self.forEachHeld(inserted) { object in check(object, "") { try object.validateForInsert() } }
+    Self.forEachHeld(updated) { object in check(object, "") { try object.validateForUpdate() } }
+    Self.forEachHeld(deleted) { object in check(object, "") { try object.validateForDelete() } }
     if !failures.isEmpty { throw StoreError.validationFailed(failures) }
+  }
+
+  /// Runs the validation a save would run over the pending changes, writing nothing
+  /// (`ManagedObjectContext.validate()`).
+  func validatePendingChanges() throws {
+    try validate(
+      inserted: inserted, updated: updated.filter { !$0.isDeleted && $0.lifecycle == .persisted },
+      deleted: deleted.filter { $0.lifecycle == .persisted })
   }
 
   /// Step 2: inserted objects that others point at need their primary keys before the rows

@@ -68,11 +68,7 @@ final class ContextState: ObjectTracking {
   var refetchedObservations: [(ManagedObject, ObservationSnapshot)] = []
   /// The objects a fetch made or whose faults it fulfilled: their `awakeFromFetch()` runs
   /// once the fetch is done and its table is back in the identity map.
-  @exclusivity(unchecked) var awakening: [Unmanaged<ManagedObject>] = []
-  /// While `awakeFetchedObjects` calls hooks (nested calls counted): the objects a hook took
-  /// out of the identity map, kept alive until the calls are done.
-  var awakeningDepth = 0
-  var keptWhileAwakening: [ManagedObject] = []
+  @exclusivity(unchecked) var awakening: [ManagedObject] = []
 
   /// The entity of the last object inserted.
   private var lastInsertedEntity: EntityDescription?
@@ -278,7 +274,6 @@ final class ContextState: ObjectTracking {
       object.willTurnIntoFault()
       object.didTurnIntoFault()
     }
-    if awakeningDepth > 0 { keptWhileAwakening += registered.values }
     for object in registered.values {
       object.lifecycle = .invalidated
       object.trackerLink = nil
@@ -295,7 +290,6 @@ final class ContextState: ObjectTracking {
   /// Drops an object whose row another transaction deleted: it leaves the identity map and
   /// every pending set, and must not be used afterwards.
   func forgetDeleted(_ object: ManagedObject) {
-    if awakeningDepth > 0 { keptWhileAwakening.append(object) }
     unlinkFromGraph(object)
     if let key = object.objectKey { registered[key] = nil }
     updated.remove(object)

@@ -192,6 +192,17 @@ public actor ManagedObjectContext {
   ///   `StoreError.danglingReference`, or `StoreError.sqlite`.
   public func save() throws { try state.save() }
 
+  /// Runs the validation a save would run over the pending changes (the model's rules, then
+  /// each object's `validateForInsert()`, `validateForUpdate()` or `validateForDelete()`),
+  /// and writes nothing.
+  ///
+  /// ```swift
+  /// do { try context.validate() } catch StoreError.validationFailed(let failures) { show(failures) }
+  /// ```
+  ///
+  /// - Throws: `StoreError.validationFailed` with every failure.
+  public func validate() throws { try state.validatePendingChanges() }
+
   /// Discards every pending change: inserted objects are dropped, updated objects get their
   /// saved values back, deleted objects are kept.
   public func rollback() { state.rollback() }

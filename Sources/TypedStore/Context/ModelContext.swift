@@ -128,6 +128,14 @@ public final class ModelContext {
     try state.save()
   }
 
+  /// Runs the validation a save would run over the pending changes, writing nothing; see
+  /// `ManagedObjectContext.validate()`.
+  ///
+  /// ```swift
+  /// try modelContext.validate()
+  /// ```
+  public func validate() throws { try state.validatePendingChanges() }
+
   /// Discards every pending change.
   public func rollback() { state.rollback() }
   /// Forgets every object.

@@ -53,15 +53,9 @@ open class ManagedObject: Hashable {
   /// The bit of `listMembership` a fetch sets on the objects it made or fulfilled, cleared when
   /// their `awakeFromFetch()` runs.
   static let awaitsAwakeFromFetch: UInt8 = 4
-  /// The bit of `listMembership` set while the object's `awakeFromFetch()` runs.
+  /// The bit of `listMembership` set while the object's `awakeFromFetch()` runs: its changes
+  /// are not recorded then (Core Data's change processing is off around the call).
   static let inAwakeFromFetch: UInt8 = 8
-
-  /// Whether the identity map may let the object go when nothing else holds it: saved,
-  /// unchanged, and not awaiting (or in) its `awakeFromFetch()`.
-  final var isDroppable: Bool {
-    lifecycle == .persisted && !hasChanges
-      && listMembership & (Self.awaitsAwakeFromFetch | Self.inAwakeFromFetch) == 0
-  }
   /// True for an object of an entity that declares `Observable`: its reads are reported.
   @exclusivity(unchecked) final var observesAccess = false
 
@@ -242,6 +236,43 @@ open class ManagedObject: Hashable {
   /// ```
   open func didTurnIntoFault() {}
 
+  // MARK: - Validation
+  // Called by `save()` (and `context.validate()`) after `willSave()`, for the objects it
+  // writes. Every failure of every object is collected into one
+  // `StoreError.validationFailed`, and nothing is written.
+
+  /// Validates the object about to be inserted: throw to refuse it (`changedAttributeNames`
+  /// says what it sets).
+  ///
+  /// ```swift
+  /// override func validateForInsert() throws {
+  ///   try super.validateForInsert()
+  ///   if endDate < startDate { throw EventError.endsBeforeItStarts }
+  /// }
+  /// ```
+  open func validateForInsert() throws {}
+
+  /// Validates the object about to be updated: throw to refuse it (`changedAttributeNames`
+  /// says what changed).
+  ///
+  /// ```swift
+  /// override func validateForUpdate() throws {
+  ///   try super.validateForUpdate()
+  ///   if isArchived && isPinned { throw NoteError.pinnedAndArchived }
+  /// }
+  /// ```
+  open func validateForUpdate() throws {}
+
+  /// Validates the object about to be deleted.
+  ///
+  /// ```swift
+  /// override func validateForDelete() throws {
+  ///   try super.validateForDelete()
+  ///   if isLocked { throw NoteError.locked }
+  /// }
+  /// ```
+  open func validateForDelete() throws {}
+
   // MARK: - State
 
   /// True for an object inserted into its context and not saved yet.
@@ -307,7 +338,9 @@ open class ManagedObject: Hashable {
     if isFault { tracker.fulfillFault(of: self) }
     let observed = observation != nil
     if observed { observationWillSet(slot: slot) }
-    guard lifecycle == .persisted, committedValues[slot] == nil, let entity else { return observed }
+    guard lifecycle == .persisted, committedValues[slot] == nil, listMembership & Self.inAwakeFromFetch == 0,
+      let entity
+    else { return observed }
     let wasUpdated = !committedValues.isEmpty
     committedValues[slot] = (try? entity.accessors[Int(slot)].encode(self)) ?? .null
     if !wasUpdated { tracker.objectDidBecomeUpdated(self) }

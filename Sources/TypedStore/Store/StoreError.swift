@@ -77,8 +77,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   /// the constraint and both objects. Nothing was written.
   case uniquenessConflict([UniquenessConflict])
   /// A save met objects that break their model's rules (a required to-one that is nil, a
-  /// to-many with too few or too many objects): every failure, not only the first. Nothing
-  /// was written.
+  /// to-many with too few or too many objects, a value out of bounds) or that their own
+  /// validation rejected (`validateForInsert()`, `validateForUpdate()`,
+  /// `validateForDelete()`): every failure, not only the first, as
+  /// Core Data's multiple-validation error. Nothing was written.
   case validationFailed([ValidationFailure])
   /// SQLite reported an error.
   case sqlite(SQLiteError)

@@ -48,7 +48,7 @@ final class Journal: ManagedObject {
   }
   override func didSave() {
     super.didSave()
-    hookLog.add("didSave \(title)")
+    hookLog.add(isDeleted ? "didSave deleted \(title)" : "didSave \(title)")
   }
   override func prepareForDeletion() {
     super.prepareForDeletion()
@@ -115,7 +115,6 @@ private let journalModel: ManagedObjectModel = {
       return journal.managedID
     }
     #expect(calls(tag) == ["willSave t1", "didSave t1"])
-    #expect(hookLog.all.contains("awakeFromInsert "), "awakeFromInsert ran before the title was set")
 
     try await container.performBackgroundTask { context in
       let journal = try #require(try Journal.first(in: context, where: #Predicate { $0.title == "t1" }))
@@ -172,27 +171,29 @@ private let journalModel: ManagedObjectModel = {
     #expect(
       calls("t3") == [
         "willSave t3", "willSave entry t3", "didSave t3", "prepareForDeletion t3", "prepareForDeletion t3",
-        "prepareForDeletion entry t3", "willSave t3", "willSave entry t3", "didSave t3",
+        "prepareForDeletion entry t3", "willSave t3", "willSave entry t3", "didSave deleted t3",
       ])
   }
 
   @Test func anAwakeFromFetchThatFetchesOrResetsBreaksNothing() async throws {
     let container = try PersistentContainer.makeTest(model: journalModel)
     try await container.performBackgroundTask { context in
-      for index in 0..<300 { Nosy(context: context).name = "t6 \(index)" }
+      // More than the identity map's threshold (4,096), so that the nested fetch's scan for
+      // objects nobody holds runs while objects still await their hook.
+      for index in 0..<5_000 { Nosy(context: context).name = "t6 \(index)" }
       Nosy(context: context).name = "t6 fetches"
       Nosy(context: context).name = "t6 resets"
       try context.save()
     }
     try await container.performBackgroundTask { context in
       let all = try context.fetch(FetchRequest<Nosy>(sortBy: [SortDescriptor(\.name)]))
-      #expect(all.count == 302)
+      #expect(all.count == 5_002)
       // The reset came from one of the hooks: the objects after it were let go, unawoken.
       #expect(context.state.registered.values.isEmpty)
     }
     let awoken = hookLog.all.filter { $0.hasPrefix("awakeFromFetch t6") }
     #expect(awoken.contains("awakeFromFetch t6 fetches") && awoken.contains("awakeFromFetch t6 resets"))
-    #expect(awoken.count <= 302 + 302, "the nested fetch awakes nothing twice")
+    #expect(Set(awoken).count == awoken.count, "no object awoken twice (the nested fetch loads none again)")
   }
 
   @Test func batchRequestsCallNoHook() async throws {

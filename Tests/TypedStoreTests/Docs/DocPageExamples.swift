@@ -476,6 +476,16 @@ enum LifecycleDocExamples {
     }
   }
 
+  final class Booking: ManagedObject {
+    @Attribute var start: Int = 0
+    @Attribute var end: Int = 0
+
+    override func validateForInsert() throws {
+      try super.validateForInsert()
+      if end < start { throw BookingError.endsBeforeStart }
+    }
+  }
+
   static func helpers(context: isolated ManagedObjectContext) throws {
     let drafts = try Note.fetch(
       in: context, where: #Predicate { $0.title.contains("draft") }, sortBy: [SortDescriptor(\.title)])

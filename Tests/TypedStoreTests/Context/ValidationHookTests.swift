@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+import TypedStoreTesting
+
+@testable import TypedStore
+
+enum BookingError: Error, Equatable {
+  case emptyTitle, endsBeforeStart, locked
+}
+
+/// What `validateForUpdate()` saw changed, by booking title.
+private let validatedKeys = Recorder<String>()
+
+/// A booking that validates as a Core Data user writes it (issue 25, item 2).
+final class Booking: ManagedObject {
+  @Attribute var title: String = ""
+  @Attribute var start: Int = 0
+  @Attribute var end: Int = 0
+  @Attribute var locked: Bool = false
+
+  override func validateForInsert() throws {
+    try super.validateForInsert()
+    if title.isEmpty { throw BookingError.emptyTitle }
+    if end < start { throw BookingError.endsBeforeStart }
+  }
+  override func validateForUpdate() throws {
+    try super.validateForUpdate()
+    for key in changedAttributeNames.sorted() { validatedKeys.add("\(title) \(key)") }
+    if end < start { throw BookingError.endsBeforeStart }
+  }
+  override func validateForDelete() throws {
+    try super.validateForDelete()
+    if locked { throw BookingError.locked }
+  }
+}
+
+private let bookingModel: ManagedObjectModel = {
+  do { return try ManagedObjectModel(Booking.self) } catch { fatalError("fixture model: \(error)") }
+}()
+
+@Suite struct ValidationHookTests {
+  private func rows(_ container: PersistentContainer) async throws -> Int {
+    try await container.performBackgroundTask { context in try context.count(for: FetchRequest<Booking>()) }
+  }
+
+  @Test func aSaveCollectsEveryObjectsFailuresAndWritesNothing() async throws {
+    let container = try PersistentContainer.makeTest(model: bookingModel)
+    let failures = try await container.performBackgroundTask { context -> [ValidationFailure] in
+      let empty = Booking(context: context)
+      empty.start = 5
+      empty.end = 1
+      let backwards = Booking(context: context)
+      backwards.title = "v1 backwards"
+      backwards.start = 3
+      let fine = Booking(context: context)
+      fine.title = "v1 fine"
+      do {
+        try context.save()
+        Issue.record("the save went through")
+        return []
+      } catch StoreError.validationFailed(let failures) {
+        let pending = context.hasChanges
+        #expect(pending, "the changes stay pending")
+        // context.validate() says the same, writing nothing either.
+        #expect(throws: StoreError.self) { try context.validate() }
+        empty.title = "v1 empty"
+        empty.end = 9
+        backwards.end = 4
+        try context.validate()
+        try context.save()
+        return failures
+      }
+    }
+    #expect(failures.count == 2, "one per object: each object's validation throws its first error")
+    #expect(failures.map(\.property) == ["", ""])
+    #expect(failures.map { $0.error as? BookingError } == [.emptyTitle, .endsBeforeStart])
+    #expect(failures.allSatisfy { if case .rejected = $0.reason { true } else { false } })
+    #expect(try await rows(container) == 3)
+  }
+
+  @Test func anUpdateValidatesItsChangedAttributesAndADeleteItsObject() async throws {
+    let container = try PersistentContainer.makeTest(model: bookingModel)
+    let id = try await container.performBackgroundTask { context in
+      let booking = Booking(context: context)
+      booking.title = "v2"
+      booking.end = 10
+      booking.locked = true
+      try context.save()
+      return booking.managedID
+    }
+    let updateFailures = try await container.performBackgroundTask { context -> [ValidationFailure] in
+      let booking = try context.existingObject(with: id)
+      booking.start = 20  // after its end
+      do {
+        try context.save()
+        return []
+      } catch StoreError.validationFailed(let failures) {
+        context.rollback()
+        return failures
+      }
+    }
+    #expect(updateFailures.map { $0.error as? BookingError } == [.endsBeforeStart])
+    #expect(validatedKeys.all.filter { $0.hasPrefix("v2 ") } == ["v2 start"], "it saw its one changed attribute")
+    let deleteFailures = try await container.performBackgroundTask { context -> [ValidationFailure] in
+      context.delete(try context.existingObject(with: id))
+      do {
+        try context.save()
+        return []
+      } catch StoreError.validationFailed(let failures) {
+        return failures
+      }
+    }
+    #expect(deleteFailures.map { $0.error as? BookingError } == [.locked])
+    #expect(try await rows(container) == 1, "the locked booking was not deleted")
+  }
+}
