@@ -12,14 +12,7 @@ import TypedStore
 /// checks its live objects against the store's rows and prints "verified <n>" (or
 /// "mismatch …"); "error: <error>" and exit 3 when the merger cannot start.
 func runApp(path: String, name: String, logPath: String, pruneAfter: Int?) {
-  if !FileManager.default.fileExists(atPath: logPath) {
-    _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-  }
-  guard let log = FileHandle(forUpdatingAtPath: logPath) else { fail("cannot open \(logPath)", code: 66) }
-  let append: @Sendable (String) -> Void = { line in
-    _ = try? log.seekToEnd()
-    try? log.write(contentsOf: Data((line + "\n").utf8))
-  }
+  let append = appender(logPath)
   do {
     let container = try openContainer(path)
     let live = container.newBackgroundContext()

@@ -105,6 +105,19 @@ func waitForTask(_ body: @escaping @Sendable () async throws -> Void) {
   semaphore.wait()
 }
 
+/// A function that appends a line to the log at `path` (made if missing), as consumers log
+/// what they process: each line goes to the end, whoever wrote before (a killed run too).
+func appender(_ path: String) -> @Sendable (String) -> Void {
+  if !FileManager.default.fileExists(atPath: path) {
+    _ = FileManager.default.createFile(atPath: path, contents: nil)
+  }
+  guard let log = FileHandle(forUpdatingAtPath: path) else { fail("cannot open \(path)", code: 66) }
+  return { line in
+    _ = try? log.seekToEnd()
+    try? log.write(contentsOf: Data((line + "\n").utf8))
+  }
+}
+
 /// Starts `merger`, and stops it once `stopFile` exists and it has processed the store's
 /// newest transaction; throws the error that stopped it, if one did.
 func follow(_ merger: HistoryMerger, in container: PersistentContainer, until stopFile: String) async throws {
@@ -270,14 +283,7 @@ case "soak-writer":
 case "consumer":
   guard arguments.count == 4 else { fail("usage: consumer <store> <name> <log>", code: 64) }
   let logPath = arguments[3]
-  if !FileManager.default.fileExists(atPath: logPath) {
-    _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-  }
-  guard let log = FileHandle(forUpdatingAtPath: logPath) else { fail("cannot open \(logPath)", code: 66) }
-  let append: @Sendable (String) -> Void = { line in
-    _ = try? log.seekToEnd()
-    try? log.write(contentsOf: Data((line + "\n").utf8))
-  }
+  let append = appender(logPath)
   do {
     let container = try openContainer(arguments[1])
     let live = container.newBackgroundContext()
