@@ -114,3 +114,34 @@ private let bookingModel: ManagedObjectModel = {
     #expect(try await rows(container) == 1, "the locked booking was not deleted")
   }
 }
+
+/// Committed and changed values (issue 25, item 3, its attribute part).
+@Suite struct ChangedValuesTests {
+  @Test func committedValuesAreTheSavedOnesWhileAChangeIsPending() async throws {
+    let container = try PersistentContainer.makeTest(model: bookingModel)
+    try await container.performBackgroundTask { context in
+      let booking = Booking(context: context)
+      booking.title = "first"
+      #expect(booking.committedValues().isEmpty, "nothing saved yet")
+      #expect(booking.committedValue(for: \Booking.title) == nil)
+      #expect(Set(booking.changedValues().keys) == ["title", "start", "end", "locked"])
+      #expect(booking.hasPersistentChangedValues)
+      try context.save()
+      #expect(!booking.hasPersistentChangedValues && booking.changedValues().isEmpty)
+
+      booking.title = "second"
+      booking.end = 7
+      #expect(booking.committedValues(forKeys: ["title"])["title"] as? String == "first")
+      #expect(booking.committedValues()["end"] as? Int == 0)
+      #expect(booking.committedValues()["start"] as? Int == 0, "unchanged: its current value")
+      #expect(booking.committedValue(for: \Booking.title) == "first")
+      #expect(booking.committedValue(for: \Booking.end) == 0)
+      let changed = booking.changedValues()
+      #expect(Set(changed.keys) == ["title", "end"] && changed["title"] as? String == "second")
+      #expect(booking.hasPersistentChangedValues)
+      try context.save()
+      #expect(booking.committedValue(for: \Booking.title) == "second")
+      #expect(booking.changedValues().isEmpty)
+    }
+  }
+}

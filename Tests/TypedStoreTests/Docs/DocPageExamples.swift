@@ -486,6 +486,14 @@ enum LifecycleDocExamples {
     }
   }
 
+  static func values(of booking: Booking) {
+    booking.end = 7
+    let saved = booking.committedValue(for: \Booking.end)  // the saved end, typed
+    let changed = booking.changedValues()  // ["end": 7]
+    let before = booking.committedValues(forKeys: ["end"])  // ["end": the saved end]
+    print(saved ?? 0, changed, before)
+  }
+
   static func helpers(context: isolated ManagedObjectContext) throws {
     let drafts = try Note.fetch(
       in: context, where: #Predicate { $0.title.contains("draft") }, sortBy: [SortDescriptor(\.title)])
