@@ -66,8 +66,9 @@ final class ContextState: ObjectTracking {
   /// is done, not while its rows are read and its table is out of the identity map (an
   /// observer's callback, or reloading a relationship to compare it, would miss objects).
   var refetchedObservations: [(ManagedObject, ObservationSnapshot)] = []
-  /// The objects a fetch made or whose faults it fulfilled: their `awakeFromFetch()` runs
-  /// once the fetch is done and its table is back in the identity map.
+  /// The objects a fetch loaded outside its result (prefetched, or of another class), held
+  /// here until their `awakeFromFetch()` runs, once the fetch is done and its table is back
+  /// in the identity map. A fetch's result objects are awoken through the result itself.
   @exclusivity(unchecked) var awakening: [ManagedObject] = []
 
   /// The entity of the last object inserted.

@@ -47,8 +47,8 @@ open class ManagedObject: Hashable {
   /// 0 for no key, 1 for a permanent one, 2 for a temporary one.
   @exclusivity(unchecked) private final var keyState: UInt8 = 0
   @exclusivity(unchecked) final var lifecycle: ObjectStatus = .detached
-  /// The context lists (updated, deleted) the object is in, one bit each; and
-  /// `ManagedObject.awaitsAwakeFromFetch`.
+  /// The context lists (updated, deleted) the object is in, one bit each; and the
+  /// `awaitsAwakeFromFetch` and `inAwakeFromFetch` bits.
   @exclusivity(unchecked) final var listMembership: UInt8 = 0
   /// The bit of `listMembership` a fetch sets on the objects it made or fulfilled, cleared when
   /// their `awakeFromFetch()` runs.
@@ -186,7 +186,7 @@ open class ManagedObject: Hashable {
   /// ```swift
   /// override func willSave() {
   ///   super.willSave()
-  ///   if !isDeleted && isUpdated && modifiedAt != now { modifiedAt = now }
+  ///   if isUpdated && !isDeleted { modifiedAt = Date() }
   /// }
   /// ```
   open func willSave() {}
