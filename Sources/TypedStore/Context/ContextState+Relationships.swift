@@ -145,15 +145,8 @@ extension ContextState {
     for object in objects where !object.isDeleted {
       guard let entity = object.entity, entity.hasValidationRules, let id = anyID(of: object) else { continue }
       for slot in entity.boundedSlots where object.isInserted || object.committedValues[slot] != nil {
-        let attribute = entity.storedAttributes[Int(slot)]
-        guard let bounds = attribute.boundsCheck,
-          let stored = try? entity.accessors[Int(slot)].encode(object),
-          let value = try? attribute.accessor.codec.decodeAny(stored), !bounds.contains(value)
-        else { continue }
-        failures.append(
-          ValidationFailure(
-            objectID: id, property: attribute.name,
-            reason: .outOfBounds(value: String(describing: value), bounds: bounds.description)))
+        failures += attributeFailures(
+          entity.storedAttributes[Int(slot)], entity.accessors[Int(slot)].currentValue(of: object), id: id)
       }
       for (index, relationship) in entity.relationships.enumerated() {
         let checksCount = relationship.minimumCount != nil || relationship.maximumCount != nil
@@ -175,6 +168,25 @@ extension ContextState {
               objectID: id, property: relationship.name, reason: .tooManyObjects(count: count, maximum: maximum)))
         }
       }
+    }
+    return failures
+  }
+
+  /// What the bounds and the own validation of `attribute` say of `value`.
+  func attributeFailures(_ attribute: AttributeDescription, _ value: Any, id: AnyManagedID) -> [ValidationFailure] {
+    var failures: [ValidationFailure] = []
+    if let bounds = attribute.boundsCheck, !bounds.contains(value) {
+      failures.append(
+        ValidationFailure(
+          objectID: id, property: attribute.name,
+          reason: .outOfBounds(value: String(describing: value), bounds: bounds.description)))
+    }
+    do {
+      try attribute.validator?.check(value)
+    } catch {
+      failures.append(
+        ValidationFailure(
+          objectID: id, property: attribute.name, reason: .rejected(String(describing: error)), error: error))
     }
     return failures
   }

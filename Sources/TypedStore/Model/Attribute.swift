@@ -77,11 +77,12 @@ struct AttributeOptions: Sendable {
   @usableFromInline var indexed: Bool
   @usableFromInline var unique: Bool
   @usableFromInline var bounds: AttributeBounds?
+  @usableFromInline var validator: AttributeValidator?
 
   @inlinable
   init(
     persistentName: String?, originalName: String? = nil, preservedOnDeletion: Bool, indexed: Bool, unique: Bool,
-    bounds: AttributeBounds? = nil
+    bounds: AttributeBounds? = nil, validator: AttributeValidator? = nil
   ) {
     self.persistentName = persistentName
     self.originalName = originalName
@@ -89,6 +90,23 @@ struct AttributeOptions: Sendable {
     self.indexed = indexed
     self.unique = unique
     self.bounds = bounds
+    self.validator = validator
+  }
+}
+
+/// An attribute's own validation (`@Attribute(validate:)`, Core Data's `validate<Key>`),
+/// checked by `save()` for the objects whose value it sees change: the declared closure,
+/// called with the attribute's typed value.
+@usableFromInline
+struct AttributeValidator: Sendable {
+  @usableFromInline let check: @Sendable (Any) throws -> Void
+
+  @inlinable
+  init?<Value>(_ validate: (@Sendable (Value) throws -> Void)?) {
+    guard let validate else { return nil }
+    check = { value in
+      if let value = value as? Value { try validate(value) }
+    }
   }
 }
 
@@ -136,16 +154,24 @@ extension Attribute where Value: AttributeValue {
   ///   - preservedOnDeletion: keep the value in the history tombstone of a deleted object.
   ///   - indexed: create an index on the column.
   ///   - unique: create a unique index on the column.
+  ///   - validate: the attribute's own validation (Core Data's `validate<Key>`): `save()` calls
+  ///     it with the value of each inserted object and of each object whose value changed, and
+  ///     a throw refuses the save (`StoreError.validationFailed`, the error in the failure).
+  ///
+  /// ```swift
+  /// @Attribute(validate: { if $0.isEmpty { throw NoteError.emptyTitle } }) var title: String = "Untitled"
+  /// ```
   @inlinable
   public init(
     wrappedValue: Value, persistentName: String? = nil, originalName: String? = nil, preservedOnDeletion: Bool = false,
-    indexed: Bool = false, unique: Bool = false
+    indexed: Bool = false, unique: Bool = false,
+    validate: (@Sendable (Value) throws -> Void)? = nil
   ) {
     self.init(
       value: wrappedValue, storage: .standard,
       options: AttributeOptions(
         persistentName: persistentName, originalName: originalName, preservedOnDeletion: preservedOnDeletion,
-        indexed: indexed, unique: unique))
+        indexed: indexed, unique: unique, validator: AttributeValidator(validate)))
   }
 }
 
@@ -161,13 +187,15 @@ extension Attribute where Value: AttributeValue & Comparable & Sendable {
   public init(
     wrappedValue: Value, bounds: some RangeExpression<Value> & Sendable, persistentName: String? = nil,
     originalName: String? = nil,
-    preservedOnDeletion: Bool = false, indexed: Bool = false, unique: Bool = false
+    preservedOnDeletion: Bool = false, indexed: Bool = false, unique: Bool = false,
+    validate: (@Sendable (Value) throws -> Void)? = nil
   ) {
     self.init(
       value: wrappedValue, storage: .standard,
       options: AttributeOptions(
         persistentName: persistentName, originalName: originalName, preservedOnDeletion: preservedOnDeletion,
-        indexed: indexed, unique: unique, bounds: AttributeBounds(bounds)))
+        indexed: indexed, unique: unique, bounds: AttributeBounds(bounds),
+        validator: AttributeValidator(validate)))
   }
 }
 
@@ -181,13 +209,15 @@ extension Attribute {
   public init<Wrapped: AttributeValue & Comparable & Sendable>(
     wrappedValue: Value, bounds: some RangeExpression<Wrapped> & Sendable, persistentName: String? = nil,
     originalName: String? = nil,
-    preservedOnDeletion: Bool = false, indexed: Bool = false, unique: Bool = false
+    preservedOnDeletion: Bool = false, indexed: Bool = false, unique: Bool = false,
+    validate: (@Sendable (Value) throws -> Void)? = nil
   ) where Value == Wrapped? {
     self.init(
       value: wrappedValue, storage: .standard,
       options: AttributeOptions(
         persistentName: persistentName, originalName: originalName, preservedOnDeletion: preservedOnDeletion,
-        indexed: indexed, unique: unique, bounds: AttributeBounds(bounds)))
+        indexed: indexed, unique: unique, bounds: AttributeBounds(bounds),
+        validator: AttributeValidator(validate)))
   }
 }
 
@@ -196,13 +226,14 @@ extension Attribute where Value: RawRepresentable, Value.RawValue: AttributeValu
   @inlinable
   public init(
     wrappedValue: Value, persistentName: String? = nil, originalName: String? = nil, preservedOnDeletion: Bool = false,
-    indexed: Bool = false, unique: Bool = false
+    indexed: Bool = false, unique: Bool = false,
+    validate: (@Sendable (Value) throws -> Void)? = nil
   ) {
     self.init(
       value: wrappedValue, storage: .raw,
       options: AttributeOptions(
         persistentName: persistentName, originalName: originalName, preservedOnDeletion: preservedOnDeletion,
-        indexed: indexed, unique: unique))
+        indexed: indexed, unique: unique, validator: AttributeValidator(validate)))
   }
 }
 
@@ -211,13 +242,14 @@ extension Attribute where Value: OptionalRawRepresentable {
   @inlinable
   public init(
     wrappedValue: Value, persistentName: String? = nil, originalName: String? = nil, preservedOnDeletion: Bool = false,
-    indexed: Bool = false, unique: Bool = false
+    indexed: Bool = false, unique: Bool = false,
+    validate: (@Sendable (Value) throws -> Void)? = nil
   ) {
     self.init(
       value: wrappedValue, storage: .raw,
       options: AttributeOptions(
         persistentName: persistentName, originalName: originalName, preservedOnDeletion: preservedOnDeletion,
-        indexed: indexed, unique: unique))
+        indexed: indexed, unique: unique, validator: AttributeValidator(validate)))
   }
 }
 
@@ -230,12 +262,13 @@ extension Attribute where Value: Codable {
   @inlinable
   public init(
     wrappedValue: Value, _ storage: CodableStorage, persistentName: String? = nil, originalName: String? = nil,
-    preservedOnDeletion: Bool = false, indexed: Bool = false, unique: Bool = false
+    preservedOnDeletion: Bool = false, indexed: Bool = false, unique: Bool = false,
+    validate: (@Sendable (Value) throws -> Void)? = nil
   ) {
     self.init(
       value: wrappedValue, storage: .codable,
       options: AttributeOptions(
         persistentName: persistentName, originalName: originalName, preservedOnDeletion: preservedOnDeletion,
-        indexed: indexed, unique: unique))
+        indexed: indexed, unique: unique, validator: AttributeValidator(validate)))
   }
 }

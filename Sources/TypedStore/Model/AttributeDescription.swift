@@ -33,6 +33,11 @@ public struct AttributeDescription: Sendable {
   var foreignKeyOf: String? = nil
   /// The values the attribute accepts, checked by `save()`.
   var boundsCheck: AttributeBounds? = nil
+  /// The attribute's own validation (`@Attribute(validate:)`), checked by `save()`.
+  var validator: AttributeValidator? = nil
+
+  /// Whether the attribute declares its own validation with `@Attribute(validate:)`.
+  public var hasValidation: Bool { validator != nil }
 
   /// The bounds declared with `@Attribute(bounds:)`, as written (`0...150`), or nil.
   public var bounds: String? { boundsCheck?.description }

@@ -51,7 +51,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   let uniqueness: [[Int32]]
   /// The compound constraints this entity declares itself (not inherited).
   let ownCompoundUniqueness: [[Int32]]
-  /// The slots of the attributes declared with bounds.
+  /// The slots of the attributes declared with bounds or their own validation.
   let boundedSlots: [Int32]
   /// For an entity whose class declares `Observable`: the key paths its objects' observation
   /// registrars hear, by slot. Nil for other entities, whose objects report nothing.
@@ -82,7 +82,9 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
       relationships.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
     self.accessors = storedAttributes.map(\.accessor)
     self.slotFields = Self.slotFields(storedAttributes: storedAttributes, relationships: relationships)
-    self.boundedSlots = storedAttributes.indices.filter { storedAttributes[$0].boundsCheck != nil }.map(Int32.init)
+    self.boundedSlots = storedAttributes.indices.filter {
+      storedAttributes[$0].boundsCheck != nil || storedAttributes[$0].validator != nil
+    }.map(Int32.init)
     self.selfAndDescendantNames = selfAndDescendantNames
     self.index = index
     self.rootIndex = rootIndex

@@ -105,4 +105,5 @@ final class SchemaAccessor: AttributeAccessor {
   func decode(_ value: PrimitiveValue, into object: ManagedObject) throws { throw noClass }
   func decode(_ value: PrimitiveValue, slot: Int32, into object: ManagedObject) throws { throw noClass }
   func setSlot(_ slot: Int32, in object: ManagedObject) {}
+  func currentValue(of object: ManagedObject) -> Any { Optional<Any>.none as Any }
 }

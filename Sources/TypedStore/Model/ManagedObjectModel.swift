@@ -382,7 +382,8 @@ public final class ManagedObjectModel: Sendable {
           storage: field.declaration.storage, isOptional: codec.isOptional,
           isPreservedOnDeletion: options.preservedOnDeletion, isIndexed: options.indexed,
           isUnique: options.unique, originalName: options.originalName, entityName: entity.name,
-          accessor: field.accessor, boundsCheck: options.bounds))
+          accessor: field.accessor, boundsCheck: options.bounds,
+          validator: options.validator))
     }
     return own
   }

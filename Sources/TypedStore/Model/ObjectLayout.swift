@@ -52,6 +52,8 @@ protocol AttributeAccessor: AnyObject, Sendable {
   func setSlot(_ slot: Int32, in object: ManagedObject)
   /// Where the field is, for readers that write plain values without a `PrimitiveValue`.
   var directField: DirectField { get }
+  /// The attribute's current Swift value in `object` (for validation).
+  func currentValue(of object: ManagedObject) -> Any
 }
 
 /// The place of one attribute's field in objects of one class, and the plain type it holds,
@@ -192,6 +194,10 @@ final class FieldAccessor<Value, Codec: ValueCodec>: AttributeAccessor where Cod
 
   func setSlot(_ slot: Int32, in object: ManagedObject) {
     directField.setSlot(slot, in: object)
+  }
+
+  func currentValue(of object: ManagedObject) -> Any {
+    withExtendedLifetime(object) { value(in: object).pointee }
   }
 }
 

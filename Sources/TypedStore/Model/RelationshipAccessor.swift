@@ -273,4 +273,5 @@ final class ForeignKeyAccessor: AttributeAccessor {
   }
 
   func setSlot(_ slot: Int32, in object: ManagedObject) {}
+  func currentValue(of object: ManagedObject) -> Any { relationship.objects(in: object).first as Any }
 }

@@ -145,3 +145,112 @@ private let bookingModel: ManagedObjectModel = {
     }
   }
 }
+
+enum GuestError: Error, Equatable {
+  case emptyName
+  case notAnEmail(String)
+  case tooManyGuests
+}
+
+/// The names `Guest.name`'s validation was called with.
+private let checkedNames = Recorder<String>()
+
+/// A guest whose attributes validate themselves, Core Data's `validate<Key>` as
+/// `@Attribute(validate:)` (issue 25, item 2).
+final class Guest: ManagedObject {
+  @Attribute(validate: { name in
+    checkedNames.add(name)
+    if name.isEmpty { throw GuestError.emptyName }
+  })
+  var name: String = ""
+  @Attribute(validate: { email in
+    if let email, !email.contains("@") { throw GuestError.notAnEmail(email) }
+  })
+  var email: String? = nil
+  @Attribute(bounds: 1...4, validate: { if $0 == 3 { throw GuestError.tooManyGuests } })
+  var party: Int = 1
+  @Attribute var note: String = ""
+}
+
+private let guestModel: ManagedObjectModel = {
+  do { return try ManagedObjectModel(Guest.self) } catch { fatalError("fixture model: \(error)") }
+}()
+
+@Suite struct AttributeValidationTests {
+  @Test func aSaveCollectsEveryAttributesFailuresAndWritesNothing() async throws {
+    let container = try PersistentContainer.makeTest(model: guestModel)
+    let failures = try await container.performBackgroundTask { context -> [ValidationFailure] in
+      let first = Guest(context: context)
+      first.email = "nowhere"
+      let second = Guest(context: context)
+      second.name = "Ada"
+      second.party = 3
+      let third = Guest(context: context)
+      third.name = "Bob"
+      third.party = 9
+      do {
+        try context.save()
+        Issue.record("the save went through")
+        return []
+      } catch StoreError.validationFailed(let failures) {
+        let pending = context.hasChanges
+        #expect(pending)
+        first.name = "Cy"
+        first.email = "cy@example.com"
+        second.party = 2
+        third.party = 4
+        try context.save()
+        return failures
+      }
+    }
+    #expect(failures.map(\.property) == ["name", "email", "party", "party"])
+    #expect(
+      failures.map { $0.error as? GuestError } == [.emptyName, .notAnEmail("nowhere"), .tooManyGuests, nil])
+    #expect(failures[3].reason == .outOfBounds(value: "9", bounds: "1...4"))
+    #expect(failures[0].reason == .rejected("emptyName"))
+    let saved = try await container.performBackgroundTask { context in
+      try context.fetch(FetchRequest<Guest>(sortBy: [SortDescriptor(\.name)])).map(\.name)
+    }
+    #expect(saved == ["Ada", "Bob", "Cy"])
+    let entity = try #require(guestModel.entity(for: Guest.self))
+    #expect(entity.attribute(named: "name")?.hasValidation == true)
+    #expect(entity.attribute(named: "note")?.hasValidation == false)
+  }
+
+  @Test func anAttributesValidationRunsOnlyWhenItsValueIsNewOrChanged() async throws {
+    let container = try PersistentContainer.makeTest(model: guestModel)
+    let marker = "guest-\(UUID())"
+    try await container.performBackgroundTask { context in
+      Guest(context: context).name = marker
+      try context.save()
+      let guest = try #require(try context.fetch(FetchRequest<Guest>()).first)
+      guest.note = "only the note changes"
+      try context.save()
+      #expect(checkedNames.all.filter { $0 == marker }.count == 1, "checked at insert only")
+      guest.name = marker + "!"
+      try context.save()
+      #expect(checkedNames.all.filter { $0 == marker + "!" }.count == 1, "checked when changed")
+    }
+  }
+
+  @Test func validateValueChecksACandidateWithoutSettingIt() async throws {
+    let container = try PersistentContainer.makeTest(model: guestModel)
+    try await container.performBackgroundTask { context in
+      let guest = Guest(context: context)
+      guest.name = "Ada"
+      try guest.validateValue("Bea", for: \Guest.name)
+      do {
+        try guest.validateValue("", for: \Guest.name)
+        Issue.record("an empty name passed")
+      } catch StoreError.validationFailed(let failures) {
+        #expect(failures.map(\.property) == ["name"])
+        #expect(failures.first?.error as? GuestError == .emptyName)
+      }
+      #expect(throws: StoreError.self) { try guest.validateValue(7, for: \Guest.party) }
+      try guest.validateValue(nil, for: \Guest.email)
+      #expect(guest.name == "Ada", "nothing is set")
+    }
+    let loose = Guest()
+    #expect(throws: StoreError.self) { try loose.validateValue("x", for: \Guest.name) }
+  }
+}

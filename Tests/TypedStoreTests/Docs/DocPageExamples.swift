@@ -486,6 +486,19 @@ enum LifecycleDocExamples {
     }
   }
 
+  enum GuestError: Error { case emptyName, tooManyGuests }
+
+  final class Guest: ManagedObject {
+    @Attribute(validate: { if $0.isEmpty { throw GuestError.emptyName } })
+    var name: String = ""
+    @Attribute(bounds: 1...4, validate: { if $0 == 3 { throw GuestError.tooManyGuests } })
+    var party: Int = 1
+  }
+
+  static func validate(_ guest: Guest, input: String) throws {
+    try guest.validateValue(input, for: \Guest.name)  // throws StoreError.validationFailed
+  }
+
   static func values(of booking: Booking) {
     booking.end = 7
     let saved = booking.committedValue(for: \Booking.end)  // the saved end, typed
