@@ -1,11 +1,17 @@
 // Committed and changed values, as Core Data's `committedValues(forKeys:)`, `changedValues()`
 // and `hasPersistentChangedValues`: the object keeps the saved value of each attribute it
-// changed since the last save (`ManagedObject.committedValues`), and these read it.
+// changed since the last save (`ManagedObject.committedValues`), and these read it. A changed
+// relationship side keeps a marker there instead (the saved key of a to-one that holds it,
+// the keys a many-to-many side held when it was loaded); what a marker does not hold is read
+// from the store.
 extension ManagedObject {
-  /// The saved values of the attributes named `keys` (every attribute when nil), by name:
-  /// for an attribute changed since the last save, the value the store has; for the others,
-  /// the current value. A nil value is an `Optional.none`. An object not saved yet has no
-  /// saved values: the answer is empty. Attributes only; unknown names are left out.
+  /// The saved values of the properties named `keys` (every attribute and relationship when
+  /// nil), by name: for a property changed since the last save, the value the store has; for
+  /// the others, the current value. A nil value is an `Optional.none`; a relationship's value
+  /// has its Swift shape (`Folder?`, `Set<Note>`, `[Note]`) and holds the saved objects
+  /// (faults for those not loaded), and reading one the context has not loaded loads it. An
+  /// object not saved yet has no saved values: the answer is empty. Unknown names are left
+  /// out.
   ///
   /// ```swift
   /// note.title = "Renamed"
@@ -19,25 +25,34 @@ extension ManagedObject {
       let stored = committedValues[Int32(slot)] ?? (try? entity.accessors[slot].encode(self))
       if let stored, let value = try? attribute.accessor.codec.decodeAny(stored) { values[attribute.name] = value }
     }
+    guard let state = tracker as? ContextState else { return values }
+    for (index, relationship) in entity.relationships.enumerated() where keys?.contains(relationship.name) ?? true {
+      values[relationship.name] = relationship.accessor.boxedValue(holding: state.committedObjects(of: self, index))
+    }
     return values
   }
 
-  /// The saved value of the attribute at `keyPath`, typed; nil for an object not saved yet or
-  /// a key path that names no attribute of the object itself.
+  /// The saved value of the attribute or relationship at `keyPath`, typed; nil for an object
+  /// not saved yet or a key path that names no property of the object itself. A
+  /// relationship's saved value holds the saved objects (faults for those not loaded).
   ///
   /// ```swift
   /// if let saved = note.committedValue(for: \Note.title), saved != note.title { print("was", saved) }
+  /// let savedFolder = note.committedValue(for: \Note.folder)   // Folder??: the saved folder
   /// ```
   public func committedValue<Object: ManagedObject, Value>(for keyPath: KeyPath<Object, Value>) -> Value? {
-    guard lifecycle == .persisted, let entity, let model = (tracker as? ContextState)?.model,
-      let slot = model.attributeSlot(for: keyPath, on: entity)
-    else { return nil }
-    let stored = committedValues[Int32(slot)] ?? (try? entity.accessors[slot].encode(self))
-    return stored.flatMap { try? entity.storedAttributes[slot].accessor.codec.decodeAny($0) } as? Value
+    guard lifecycle == .persisted, let entity, let state = tracker as? ContextState else { return nil }
+    if let slot = state.model.attributeSlot(for: keyPath, on: entity) {
+      let stored = committedValues[Int32(slot)] ?? (try? entity.accessors[slot].encode(self))
+      return stored.flatMap { try? entity.storedAttributes[slot].accessor.codec.decodeAny($0) } as? Value
+    }
+    guard let index = state.model.relationshipIndex(for: keyPath, on: entity) else { return nil }
+    return entity.relationships[index].accessor.boxedValue(holding: state.committedObjects(of: self, index)) as? Value
   }
 
-  /// The current values of the attributes changed since the last save, by name (every
-  /// attribute of an object not saved yet). Attributes only.
+  /// The current values of the properties changed since the last save, by name (every
+  /// attribute and relationship of an object not saved yet). A relationship's value has its
+  /// Swift shape (`Folder?`, `Set<Note>`, `[Note]`).
   ///
   /// ```swift
   /// for (name, value) in note.changedValues() { print(name, value) }
@@ -53,7 +68,20 @@ extension ManagedObject {
         values[attribute.name] = value
       }
     }
+    for (index, relationship) in entity.relationships.enumerated() where relationshipChanged(index) {
+      loadRelationship(index)
+      values[relationship.name] = relationship.accessor.boxedValue(holding: relationship.accessor.objects(in: self))
+    }
     return values
+  }
+
+  /// Whether relationship `index` changed since the last save (every one of an object not
+  /// saved yet).
+  final func relationshipChanged(_ index: Int) -> Bool {
+    guard let entity else { return false }
+    if isInserted { return true }
+    if let slot = entity.relationships[index].foreignKeySlot { return committedValues[slot] != nil }
+    return committedValues[Self.relationshipMarker(Int32(index))] != nil
   }
 
   /// Whether a property the store keeps changed since the last save (an object not saved yet
@@ -64,4 +92,31 @@ extension ManagedObject {
   /// if note.hasPersistentChangedValues { try context.save() }
   /// ```
   public var hasPersistentChangedValues: Bool { isInserted || isUpdated }
+}
+
+extension ContextState {
+  /// The objects relationship `index` of `object` held at its last save: from the marker a
+  /// change left (the saved key of a to-one that holds it, the keys a loaded many-to-many
+  /// side held), from the store for a changed side whose marker holds none, and the current
+  /// objects of an unchanged side (loading it).
+  func committedObjects(of object: ManagedObject, _ index: Int) -> [ManagedObject] {
+    guard let entity = object.entity, let key = object.objectKey, object.lifecycle == .persisted,
+      let destination = model.entity(named: entity.relationships[index].destinationEntityName)
+    else { return [] }
+    let relationship = entity.relationships[index]
+    if let slot = relationship.foreignKeySlot, let saved = object.committedValues[slot] {
+      guard case .integer(let related) = saved, let fault = try? faultForRow(related, of: destination) else {
+        return []
+      }
+      return [fault]
+    }
+    guard let marker = object.committedValues[ManagedObject.relationshipMarker(Int32(index))] else {
+      object.loadRelationship(index)
+      return relationship.accessor.objects(in: object)
+    }
+    if let keys = ManagedObject.linkKeys(in: marker) {
+      return keys.compactMap { try? faultForRow($0, of: destination) }
+    }
+    return (try? relatedObjects(of: relationship, for: [key.value]))?[key.value] ?? []
+  }
 }

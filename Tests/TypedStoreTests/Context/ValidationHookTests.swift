@@ -144,6 +144,33 @@ private let bookingModel: ManagedObjectModel = {
       #expect(booking.changedValues().isEmpty)
     }
   }
+
+  @Test func aMergeMovesTheCommittedValuesAndKeepsThePendingChange() async throws {
+    let container = try PersistentContainer.makeTest(model: bookingModel)
+    let mine = container.newBackgroundContext()
+    let id = try await mine.perform { context in
+      let booking = Booking(context: context)
+      booking.title = "saved"
+      try context.save()
+      booking.title = "mine"
+      return booking.managedID
+    }
+    try await container.performBackgroundTask { context in
+      let booking = try context.existingObject(with: id)
+      booking.title = "theirs"
+      booking.end = 9
+      try context.save()
+    }
+    try await mine.perform { context in
+      let booking = try context.existingObject(with: id)
+      #expect(booking.committedValue(for: \Booking.title) == "saved", "what this context read")
+      context.refresh(booking, mergeChanges: true)
+      #expect(booking.title == "mine" && booking.end == 9, "the pending change stays, the rest merges")
+      #expect(booking.committedValue(for: \Booking.title) == "theirs", "the store's value now")
+      #expect(booking.committedValue(for: \Booking.end) == 9)
+      #expect(Set(booking.changedValues().keys) == ["title"])
+    }
+  }
 }
 
 enum GuestError: Error, Equatable {

@@ -499,6 +499,13 @@ enum LifecycleDocExamples {
     try guest.validateValue(input, for: \Guest.name)  // throws StoreError.validationFailed
   }
 
+  static func relationshipValues(of book: Book, kitchen: Shelf) {
+    book.shelf = kitchen
+    let savedShelf = book.committedValue(for: \Book.shelf)  // Shelf??: the shelf it was saved on
+    let moved = book.changedValues()["shelf"] as? Shelf?  // kitchen
+    print(savedShelf as Any, moved as Any)
+  }
+
   static func values(of booking: Booking) {
     booking.end = 7
     let saved = booking.committedValue(for: \Booking.end)  // the saved end, typed
