@@ -7,14 +7,23 @@ extension ContextState {
   /// `ManagedObjectContext.save()`). On failure nothing is written and every change stays
   /// pending.
   func save() throws {
+    // Core Data's order: the pending changes are processed, observers hear that the save
+    // begins, then the delete rules and `willSave()` run, and what they changed is processed
+    // too. (The values `changedValuesForCurrentEvent()` compares with are not kept: the save
+    // clears them; a save that fails leaves the committed values as the base.)
+    let hadChanges = hasChanges
+    processPendingChanges(keepingBase: false)
+    if hadChanges && !messageObservers.isEmpty { deliver(ManagedObjectContext.WillSaveMessage()) }
     try applyDeleteRulesInMemory()
     try callWillSave()
+    processPendingChanges(keepingBase: false)
     let updatedObjects = updated.filter { !$0.isDeleted && $0.lifecycle == .persisted }
     let deletedObjects = deleted.filter { $0.lifecycle == .persisted }
     try validate(inserted: inserted, updated: updatedObjects, deleted: deletedObjects)
     try obtainKeysForReferencedInserts(among: inserted + updatedObjects)
-    var saved = ContextChanges()
-    if !changeObservers.isEmpty {
+    var saved = ContextChanges(origin: .save)
+    let reportsIDs = !changeObservers.isEmpty || observes(.didSaveObjectIDs)
+    if reportsIDs {
       saved.updated = Set(updatedObjects.compactMap(anyID))
       saved.deleted = Set(deletedObjects.compactMap(anyID))
     }
@@ -29,7 +38,7 @@ extension ContextState {
     }
     // The inserted objects' IDs are permanent now. (Taken here, before the objects nobody
     // holds are let go below.)
-    if !changeObservers.isEmpty { saved.inserted = Set(inserted.compactMap(anyID)) }
+    if reportsIDs { saved.inserted = Set(inserted.compactMap(anyID)) }
     var insertedObjects = inserted
     clearPendingChanges()
     apply(outcome)
@@ -42,11 +51,23 @@ extension ContextState {
       object.didSave()
       object.isDeleted = wasDeleted
     }
+    if hadChanges && observes(.didSave) {
+      var message = ManagedObjectContext.DidSaveMessage()
+      (message.inserted, message.updated, message.deleted) = (
+        Set(insertedObjects), Set(updatedObjects), Set(deletedObjects)
+      )
+      deliver(message)
+    }
     insertedObjects = []  // not held while the unreferenced objects go, below
-    if !changeObservers.isEmpty { saved.add(outcome.propagation, storeIdentifier: store.identifier) }
+    if reportsIDs { saved.add(outcome.propagation, storeIdentifier: store.identifier) }
     // Saved objects nobody else holds go, as Core Data releases them: an import loop that
     // saves every 10,000 objects keeps one batch in memory, not all of them.
     registered.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
+    if hadChanges && observes(.didSaveObjectIDs) {
+      var message = ManagedObjectContext.DidSaveObjectIDsMessage()
+      (message.insertedIDs, message.updatedIDs, message.deletedIDs) = (saved.inserted, saved.updated, saved.deleted)
+      deliver(message)
+    }
     if !changeObservers.isEmpty { notifyChanges(saved) }
   }
 

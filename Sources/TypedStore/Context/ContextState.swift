@@ -52,7 +52,16 @@ final class ContextState: ObjectTracking {
   var mergedThrough: Int64 = 0
   /// Called after each save and each merge with the rows it touched (live queries, such as a
   /// `FetchedResultsController`, follow the context through these).
-  var changeObservers: [ObjectIdentifier: (ContextChanges) -> Void] = [:]
+  var changeObservers: [ObjectIdentifier: (ContextChanges) -> Void] = [:] {
+    didSet { updateReporting() }
+  }
+  /// What changed since the context last processed its pending changes (`+PendingChanges`).
+  @exclusivity(unchecked) var event = PendingEvent()
+  /// Whether inserts, deletes and refreshes are noted in `event`: someone listens.
+  var reportsObjectChanges = false
+  /// The observers of the context's messages, in the order they were added.
+  var messageObservers: [(token: ContextObservationToken, deliver: (Any) -> Void)] = []
+  var nextObserverNumber = 0
 
   /// Whether a fault whose row is gone is marked deleted instead of stopping the program
   /// (`ManagedObjectContext.shouldDeleteInaccessibleFaults`).
@@ -189,6 +198,7 @@ final class ContextState: ObjectTracking {
 
   func objectDidBecomeUpdated(_ object: ManagedObject) {
     updated.insert(object)
+    objectDidChangeInEvent(object)
   }
 
   // MARK: - Changes
@@ -217,6 +227,7 @@ final class ContextState: ObjectTracking {
       object, entity: entity, key: ObjectKey(rootIndex: entity.rootIndex, isTemporary: true, value: number),
       status: .inserted)
     inserted.append(object)
+    if reportsObjectChanges { noteInsert(object) }
     if !entity.relationships.isEmpty { linkRelationshipsOfInserted(object) }
     object.awakeFromInsert()
   }
@@ -235,6 +246,7 @@ final class ContextState: ObjectTracking {
     // update of the same object would. A row already gone stays for the save to report.
     if object.isFault && object.lifecycle == .persisted { try? load(object) }
     object.isDeleted = true
+    noteDelete(object)
     if object.lifecycle == .inserted {
       inserted.removeAll { $0 === object }
       if let key = object.objectKey { registered[key] = nil }
@@ -246,6 +258,7 @@ final class ContextState: ObjectTracking {
   }
 
   func rollback() {
+    noteRollback()
     for object in inserted {
       if let key = object.objectKey { registered[key] = nil }
       object.lifecycle = .invalidated
@@ -271,6 +284,15 @@ final class ContextState: ObjectTracking {
 
   /// Forgets every registered object; they must not be used afterwards.
   func reset() {
+    let reported = reportsObjectChanges
+    event = PendingEvent()
+    defer {
+      if reported {
+        var message = ManagedObjectContext.ObjectsDidChangeMessage()
+        message.invalidatedAll = true
+        deliver(message)
+      }
+    }
     for object in registered.values where !object.isFault && object.lifecycle == .persisted {
       object.willTurnIntoFault()
       object.didTurnIntoFault()
@@ -291,6 +313,7 @@ final class ContextState: ObjectTracking {
   /// Drops an object whose row another transaction deleted: it leaves the identity map and
   /// every pending set, and must not be used afterwards.
   func forgetDeleted(_ object: ManagedObject) {
+    noteDelete(object, merged: true)
     unlinkFromGraph(object)
     if let key = object.objectKey { registered[key] = nil }
     updated.remove(object)

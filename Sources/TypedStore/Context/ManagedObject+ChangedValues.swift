@@ -75,6 +75,61 @@ extension ManagedObject {
     return values
   }
 
+  /// The properties changed since the context last processed its pending changes (Core
+  /// Data's `changedValuesForCurrentEvent()`), each with the value it had then: at the end of
+  /// the last `perform` block, `processPendingChanges()`, merge or save. A relationship's value
+  /// has its Swift shape. An object not saved yet has no values to report: the answer is
+  /// empty, as it is for a property set back to the value it had.
+  ///
+  /// ```swift
+  /// context.addObserver(for: ManagedObjectContext.ObjectsDidChangeMessage.self) { message in
+  ///   for note in message.updated(Note.self) { print(note.changedValuesForCurrentEvent()) }   // old values
+  /// }
+  /// ```
+  public func changedValuesForCurrentEvent() -> [String: Any] {
+    guard lifecycle == .persisted, let entity, let state = tracker as? ContextState else { return [:] }
+    let base = committedValues.eventBase
+    var values: [String: Any] = [:]
+    for (slot, committed) in committedValues {
+      if slot < 0 {
+        let index = Int(-slot - 1)
+        let relationship = entity.relationships[index]
+        guard !relationship.accessor.isFault(self) else { continue }
+        var old: [ManagedObject]
+        if case .objects(let objects)? = base?.values[slot] {
+          old = objects
+        } else {
+          old = state.committedObjects(of: self, index)
+        }
+        let current = relationship.accessor.objects(in: self)
+        let same =
+          relationship.kind == .ordered
+          ? old.elementsEqual(current, by: ===)
+          : Set(old.map(ObjectIdentifier.init)) == Set(current.map(ObjectIdentifier.init))
+        if !same { values[relationship.name] = relationship.accessor.boxedValue(holding: old) }
+        continue
+      }
+      var old = committed
+      if case .value(let value)? = base?.values[slot] { old = value }
+      // A to-one whose object is not saved yet has no key to compare: it changed.
+      if let current = try? entity.accessors[Int(slot)].encode(self), current == old { continue }
+      let attribute = entity.storedAttributes[Int(slot)]
+      if let name = attribute.foreignKeyOf, let relationship = entity.relationship(named: name) {
+        var objects: [ManagedObject] = []
+        if case .integer(let key) = old,
+          let destination = state.model.entity(named: relationship.destinationEntityName),
+          let fault = try? state.faultForRow(key, of: destination)
+        {
+          objects = [fault]
+        }
+        values[name] = relationship.accessor.boxedValue(holding: objects)
+      } else if let value = try? attribute.accessor.codec.decodeAny(old) {
+        values[attribute.name] = value
+      }
+    }
+    return values
+  }
+
   /// Whether relationship `index` changed since the last save (every one of an object not
   /// saved yet).
   final func relationshipChanged(_ index: Int) -> Bool {

@@ -62,10 +62,14 @@ public actor ManagedObjectContext {
   /// ```swift
   /// let count = try await context.perform { context in try context.count(for: FetchRequest<Note>()) }
   /// ```
+  ///
+  /// When `body` returns, the context processes its pending changes
+  /// (`processPendingChanges()`), as Core Data's does at the end of a block.
   public func perform<Result: Sendable>(
     _ body: @Sendable (isolated ManagedObjectContext) throws -> Result
   ) async rethrows -> Result {
-    try body(self)
+    defer { state.processPendingChanges() }
+    return try body(self)
   }
 
   /// Runs `body` on the context's executor, blocking the calling thread until it returns.
@@ -81,7 +85,10 @@ public actor ManagedObjectContext {
       return try assumeIsolated { try body($0) }
     }
     return try executor.queue.sync {
-      try assumeIsolated { try body($0) }
+      try assumeIsolated { context in
+        defer { context.state.processPendingChanges() }
+        return try body(context)
+      }
     }
   }
 
@@ -202,6 +209,41 @@ public actor ManagedObjectContext {
   ///
   /// - Throws: `StoreError.validationFailed` with every failure.
   public func validate() throws { try state.validatePendingChanges() }
+
+  /// Ends the current event of unsaved changes (Core Data's `processPendingChanges()`): the
+  /// observers of `ObjectsDidChangeMessage` hear what changed since the last one, live queries
+  /// that include pending changes follow them, and `changedValuesForCurrentEvent()` starts
+  /// over. It runs by itself at the end of each `perform` block, at the start of a save and
+  /// after a merge.
+  ///
+  /// ```swift
+  /// note.title = "Renamed"
+  /// context.processPendingChanges()   // observers hear of the change now
+  /// ```
+  public func processPendingChanges() { state.processPendingChanges() }
+
+  /// Calls `body` with each message of type `Message` the context sends, on the context's
+  /// executor, until the observer is removed: `ObjectsDidChangeMessage`, `WillSaveMessage`,
+  /// `DidSaveMessage` or `DidSaveObjectIDsMessage` (Core Data's context notifications).
+  ///
+  /// ```swift
+  /// let token = context.addObserver(for: ManagedObjectContext.ObjectsDidChangeMessage.self) { message in
+  ///   print(message.inserted.count, "inserted,", message.updated.count, "updated")
+  /// }
+  /// ```
+  @discardableResult
+  public func addObserver<Message: ContextMessage>(
+    for type: Message.Type, using body: @escaping (Message) -> Void
+  ) -> ContextObservationToken {
+    state.addObserver(for: type, using: body)
+  }
+
+  /// Stops the observer `token` names.
+  ///
+  /// ```swift
+  /// context.removeObserver(token)
+  /// ```
+  public func removeObserver(_ token: ContextObservationToken) { state.removeObserver(token) }
 
   /// Discards every pending change: inserted objects are dropped, updated objects get their
   /// saved values back, deleted objects are kept.

@@ -136,6 +136,35 @@ public final class ModelContext {
   /// ```
   public func validate() throws { try state.validatePendingChanges() }
 
+  /// Ends the current event of unsaved changes; see
+  /// `ManagedObjectContext.processPendingChanges()`. A model context has no `perform` block:
+  /// it processes them at the start of a save, after a merge, and when this is called.
+  ///
+  /// ```swift
+  /// modelContext.processPendingChanges()
+  /// ```
+  public func processPendingChanges() { state.processPendingChanges() }
+
+  /// Calls `body` with each message of type `Message` the context sends, on the context's
+  /// executor; see `ManagedObjectContext.addObserver(for:using:)`.
+  ///
+  /// ```swift
+  /// modelContext.addObserver(for: ManagedObjectContext.DidSaveObjectIDsMessage.self) { print($0.insertedIDs) }
+  /// ```
+  @discardableResult
+  public func addObserver<Message: ContextMessage>(
+    for type: Message.Type, using body: @escaping (Message) -> Void
+  ) -> ContextObservationToken {
+    state.addObserver(for: type, using: body)
+  }
+
+  /// Stops the observer `token` names.
+  ///
+  /// ```swift
+  /// modelContext.removeObserver(token)
+  /// ```
+  public func removeObserver(_ token: ContextObservationToken) { state.removeObserver(token) }
+
   /// Discards every pending change.
   public func rollback() { state.rollback() }
   /// Forgets every object.

@@ -111,10 +111,16 @@ extension ManagedObject {
       return
     }
     let marker = Self.relationshipMarker(index)
-    guard lifecycle == .persisted, committedValues[marker] == nil, let tracker else { return }
-    let wasUpdated = !committedValues.isEmpty
-    committedValues[marker] = linksRead(relationship)
-    if !wasUpdated { tracker.objectDidBecomeUpdated(self) }
+    guard let tracker, listMembership & Self.inAwakeFromFetch == 0 else { return }
+    if lifecycle == .persisted && committedValues[marker] == nil {
+      let wasUpdated = !committedValues.isEmpty
+      committedValues[marker] = linksRead(relationship)
+      if !wasUpdated {
+        tracker.objectDidBecomeUpdated(self)
+        return
+      }
+    }
+    noteChangeInEvent(tracker)
   }
 
   /// What a marker of `relationship` keeps: for a side of a many-to-many, the keys of the

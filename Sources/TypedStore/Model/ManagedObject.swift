@@ -56,6 +56,12 @@ open class ManagedObject: Hashable {
   /// The bit of `listMembership` set while the object's `awakeFromFetch()` runs: its changes
   /// are not recorded then (Core Data's change processing is off around the call).
   static let inAwakeFromFetch: UInt8 = 8
+  /// The bit of `listMembership` set on an object changed since its context last processed
+  /// its pending changes (`ContextState.event`), so that it is noted once per event.
+  static let changedInEvent: UInt8 = 16
+  /// The bit of `listMembership` set on an object inserted while its context reports object
+  /// changes: its changes are noted although it is not saved yet.
+  static let reportsChanges: UInt8 = 32
   /// True for an object of an entity that declares `Observable`: its reads are reported.
   @exclusivity(unchecked) final var observesAccess = false
 
@@ -333,18 +339,32 @@ open class ManagedObject: Hashable {
     // An inserted object has no committed values to keep and cannot be a fault: unless it is
     // observed, there is nothing to do, and reading `tracker` (a weak reference) would cost
     // more than the rest of setting the attribute.
-    if lifecycle == .inserted && observation == nil { return false }
+    if lifecycle == .inserted && observation == nil && listMembership & Self.reportsChanges == 0 { return false }
     guard let tracker else { return false }  // an object in no context tracks nothing
     if isFault { tracker.fulfillFault(of: self) }
     let observed = observation != nil
     if observed { observationWillSet(slot: slot) }
-    guard lifecycle == .persisted, committedValues[slot] == nil, listMembership & Self.inAwakeFromFetch == 0,
-      let entity
-    else { return observed }
-    let wasUpdated = !committedValues.isEmpty
-    committedValues[slot] = (try? entity.accessors[Int(slot)].encode(self)) ?? .null
-    if !wasUpdated { tracker.objectDidBecomeUpdated(self) }
+    guard listMembership & Self.inAwakeFromFetch == 0 else { return observed }
+    if lifecycle == .persisted, committedValues[slot] == nil, let entity {
+      let wasUpdated = !committedValues.isEmpty
+      committedValues[slot] = (try? entity.accessors[Int(slot)].encode(self)) ?? .null
+      if !wasUpdated {
+        tracker.objectDidBecomeUpdated(self)  // noted in the event too
+        return observed
+      }
+    }
+    noteChangeInEvent(tracker)
     return observed
+  }
+
+  /// Notes the object in its context's current event, once per event: a saved object, or an
+  /// inserted one whose context reports object changes.
+  @inline(__always)
+  final func noteChangeInEvent(_ tracker: any ObjectTracking) {
+    guard listMembership & Self.changedInEvent == 0,
+      lifecycle == .persisted || listMembership & Self.reportsChanges != 0
+    else { return }
+    tracker.objectDidChangeInEvent(self)
   }
 
   /// Gives every attribute and relationship field its slot, so that later writes are tracked.
@@ -405,6 +425,9 @@ protocol ObjectTracking: AnyObject {
   func fulfillFault(of object: ManagedObject)
   /// The object, saved and unchanged until now, had its first attribute changed.
   func objectDidBecomeUpdated(_ object: ManagedObject)
+  /// The object changed for the first time since the context last processed its pending
+  /// changes (its first change since its save goes to `objectDidBecomeUpdated` instead).
+  func objectDidChangeInEvent(_ object: ManagedObject)
   /// Loads relationship `index` of the object, which is a fault.
   func fulfillRelationshipFault(of object: ManagedObject, index: Int32)
   /// A related object that belonged to no context joins this one.

@@ -22,9 +22,12 @@ import Foundation
 /// ```
 ///
 /// The controller belongs to its context's isolation domain, as its objects do. After
-/// `performFetch()`, every save of the context and every merge into it (automatic or by
-/// `mergeChanges`) that touches the request's entity updates `fetchedObjects` and `sections`
-/// and delivers one `FetchedResultsDiff`: to the delegate, and to `changes`. Only the changed
+/// `performFetch()`, every merge into the context (automatic or by `mergeChanges`) and every
+/// batch of its unsaved changes it processes (`processPendingChanges()`, which runs at the
+/// end of each `perform` block and at the start of a save) that touches the request's entity
+/// updates `fetchedObjects` and `sections` and delivers one `FetchedResultsDiff`: to the
+/// delegate, and to `changes`. With `includesPendingChanges` off, the request follows the
+/// context's saves instead of its unsaved changes. Only the changed
 /// objects are looked at: their membership is the predicate evaluated in Swift (the same
 /// answer as the SQL, `docs/queries.md`), their place the request's order as SQLite sorts.
 /// After `reset()` of the context, call `performFetch()` again.
@@ -170,8 +173,25 @@ public final class FetchedResultsController<Entity: ManagedObject> {
 
   // MARK: - Following changes
 
+  /// What of `changes` the controller follows. A request that includes pending changes
+  /// follows them as the context processes them (Core Data's controller follows its
+  /// context's unsaved changes): of the context's own saves it takes only what the store's
+  /// delete rules did beyond the objects it has seen. Otherwise it follows saves and merges.
+  private func followed(_ changes: ContextChanges) -> ContextChanges? {
+    var changes = changes
+    switch (changes.origin, fetchRequest.includesPendingChanges) {
+    case (.pendingChanges, false): return nil
+    case (.save, true):
+      changes.inserted = []
+      changes.updated.formIntersection(changes.propagated)
+      changes.deleted.formIntersection(changes.propagated)
+    default: break
+    }
+    return changes
+  }
+
   private func apply(_ changes: ContextChanges) {
-    guard let entity else { return }
+    guard let entity, let changes = followed(changes) else { return }
     let names = Set(fetchRequest.includesSubentities ? entity.selfAndDescendantNames : [entity.name])
     func ours(_ ids: Set<AnyManagedID>) -> [AnyManagedID] { ids.filter { names.contains($0.entityName) } }
     let deletedIDs = ours(changes.deleted)

@@ -10,6 +10,8 @@ extension ContextState {
     defer {
       notifyChanges(
         ContextChanges(inserted: changes.insertedIDs, updated: changes.updatedIDs, deleted: changes.deletedIDs))
+      // As Core Data's merge: the objects it refreshed and deleted are reported at once.
+      processPendingChanges()
     }
     return merge(
       through: changes.token?.transactionNumber, deleted: changes.deletedIDs, updated: changes.updatedIDs)

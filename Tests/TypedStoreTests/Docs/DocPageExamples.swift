@@ -506,6 +506,16 @@ enum LifecycleDocExamples {
     print(savedShelf as Any, moved as Any)
   }
 
+  static func messages(context: isolated ManagedObjectContext) {
+    let token = context.addObserver(for: ManagedObjectContext.ObjectsDidChangeMessage.self) { message in
+      for note in message.updated(Note.self) {
+        print(note.title, "was", note.changedValuesForCurrentEvent())  // the values before this event
+      }
+      print(message.inserted.count, message.deleted.count, message.refreshed.count)
+    }
+    context.removeObserver(token)
+  }
+
   static func values(of booking: Booking) {
     booking.end = 7
     let saved = booking.committedValue(for: \Booking.end)  // the saved end, typed

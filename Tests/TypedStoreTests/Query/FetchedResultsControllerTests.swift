@@ -22,6 +22,61 @@ final class DiffRecorder: FetchedResultsControllerDelegate {
       }, count: 30)
   }
 
+  @Test func aControllerFollowsUnsavedChangesAsTheContextProcessesThem() async throws {
+    let people = try await people()
+    try await people.container.newBackgroundContext().perform { context in
+      let request = FetchRequest<Person>(
+        predicate: #Predicate { $0.age >= 10 }, sortBy: [SortDescriptor(\.age), SortDescriptor(\.name)])
+      let controller = FetchedResultsController(fetchRequest: request, context: context)
+      let recorder = DiffRecorder()
+      controller.delegate = recorder
+      try controller.performFetch()
+      var savedRequest = request
+      savedRequest.includesPendingChanges = false
+      let savedOnly = FetchedResultsController(fetchRequest: savedRequest, context: context)
+      let savedRecorder = DiffRecorder()
+      savedOnly.delegate = savedRecorder
+      try savedOnly.performFetch()
+      func check(_ context: isolated ManagedObjectContext) throws {
+        let fresh = try context.fetch(request).map(ObjectIdentifier.init)
+        #expect(controller.fetchedObjects.map(ObjectIdentifier.init) == fresh)
+      }
+      let count = controller.fetchedObjects.count
+
+      let person = Person(context: context)
+      person.name = "new"
+      person.age = 15
+      context.processPendingChanges()
+      #expect(recorder.diffs.count == 1 && recorder.diffs.last?.inserted.count == 1)
+      #expect(controller.fetchedObjects.count == count + 1)
+      #expect(savedRecorder.diffs.isEmpty, "a request without pending changes waits for the save")
+      try check(context)
+      try context.save()
+      #expect(recorder.diffs.count == 1, "the save adds nothing the controller has not shown")
+      #expect(savedRecorder.diffs.last?.inserted.count == 1)
+
+      person.age = 1  // no longer selected
+      context.processPendingChanges()
+      #expect(recorder.diffs.last?.deleted.count == 1)
+      try check(context)
+      context.rollback()
+      context.processPendingChanges()
+      #expect(recorder.diffs.last?.inserted.count == 1, "the rollback puts it back")
+      try check(context)
+
+      let unsaved = Person(context: context)
+      unsaved.name = "temporary"
+      unsaved.age = 20
+      context.processPendingChanges()
+      #expect(controller.fetchedObjects.count == count + 2)
+      context.delete(unsaved)
+      context.processPendingChanges()
+      #expect(controller.fetchedObjects.count == count + 1, "an unsaved object deleted: gone")
+      try check(context)
+      #expect(savedOnly.fetchedObjects.count == count + 1)
+    }
+  }
+
   @Test func localSavesGiveDiffsAndTheResultsStayEqualToAFetch() async throws {
     let people = try await people()
     try await people.container.newBackgroundContext().perform { context in

@@ -1,0 +1,177 @@
+// Core Data's pending changes: what a context's objects went through since it last processed
+// them (its "current event"), reported by `processPendingChanges()` as one
+// `ObjectsDidChangeMessage`, and the base of `changedValuesForCurrentEvent()`.
+//
+// Objects saved before that change during the event are always noted (a bit on the object and
+// a list, once per object per event: the save already pays for the first change of an
+// object). Inserts, deletes, refreshes and rollbacks are noted only while someone listens
+// (`reportsObjectChanges`), so that a context nobody observes keeps no second list of them.
+
+/// What changed in a context since it last processed its pending changes.
+struct PendingEvent {
+  /// Objects whose attributes or relationships changed, each marked
+  /// `ManagedObject.changedInEvent`: saved objects always, inserted ones while reporting.
+  var changed: [ManagedObject] = []
+  // The rest only while the context reports object changes:
+  /// Inserted objects (marked `changedInEvent` too).
+  var inserted: [ManagedObject] = []
+  /// Objects deleted by `delete(_:)`.
+  var deleted: [ManagedObject] = []
+  /// Objects forgotten because a merged change deleted their row.
+  var forgotten: [ManagedObject] = []
+  /// Objects refreshed, and objects whose changes `rollback()` discarded.
+  var refreshed: [ManagedObject] = []
+  /// Inserted objects `rollback()` dropped.
+  var invalidated: [ManagedObject] = []
+  /// Objects `rollback()` gave their saved state back (a live query places them again).
+  var restored: [ManagedObject] = []
+
+  var isEmpty: Bool {
+    changed.isEmpty && inserted.isEmpty && deleted.isEmpty && forgotten.isEmpty && refreshed.isEmpty
+      && invalidated.isEmpty
+  }
+}
+
+extension ContextState {
+  // MARK: - Noting changes
+
+  /// The object changed for the first time in this event (and is saved, or reported).
+  func objectDidChangeInEvent(_ object: ManagedObject) {
+    object.listMembership |= ManagedObject.changedInEvent
+    event.changed.append(object)
+  }
+
+  /// Notes an insert while reporting: the object's later changes are reported too.
+  func noteInsert(_ object: ManagedObject) {
+    guard reportsObjectChanges else { return }
+    object.listMembership |= ManagedObject.reportsChanges | ManagedObject.changedInEvent
+    event.inserted.append(object)
+  }
+
+  /// Notes a delete while reporting (`merged`: another context or process deleted the row);
+  /// an object inserted in this same event goes unreported.
+  func noteDelete(_ object: ManagedObject, merged: Bool = false) {
+    guard reportsObjectChanges else { return }
+    if merged {
+      event.forgotten.append(object)
+    } else if let index = event.inserted.firstIndex(where: { $0 === object }) {
+      event.inserted.remove(at: index)
+    } else {
+      event.deleted.append(object)
+    }
+  }
+
+  /// Notes a refresh while reporting.
+  func noteRefresh(_ object: ManagedObject) {
+    guard reportsObjectChanges else { return }
+    event.refreshed.append(object)
+  }
+
+  /// Notes what `rollback()` undoes while reporting (called before it does).
+  func noteRollback() {
+    guard reportsObjectChanges else { return }
+    // Objects inserted in this event were never reported: they go unreported.
+    let unreported = Set(event.inserted.map(ObjectIdentifier.init))
+    event.invalidated += inserted.filter { !unreported.contains(ObjectIdentifier($0)) }
+    event.refreshed += updated.objects + deleted.objects
+    event.restored += updated.objects + deleted.objects
+  }
+
+  /// Whether inserts, deletes and refreshes are noted: someone listens to them.
+  func updateReporting() {
+    reportsObjectChanges =
+      !changeObservers.isEmpty || messageObservers.contains { $0.token.kind == .objectsDidChange }
+  }
+
+  // MARK: - Processing them
+
+  /// Ends the current event: reports it to the observers of `ObjectsDidChangeMessage` and to
+  /// live queries that follow unsaved changes, and keeps, for each saved object changed in it,
+  /// the values `changedValuesForCurrentEvent()` compares with next (`keepingBase`; a save
+  /// does not, as it is about to clear them).
+  func processPendingChanges(keepingBase: Bool = true) {
+    guard !event.isEmpty else { return }
+    let ended = event
+    event = PendingEvent()
+    for object in ended.changed {
+      object.listMembership &= ~ManagedObject.changedInEvent
+      if keepingBase && object.lifecycle == .persisted && !object.committedValues.isEmpty {
+        object.committedValues.eventBase = eventBase(of: object)
+      }
+    }
+    for object in ended.inserted { object.listMembership &= ~ManagedObject.changedInEvent }
+    guard reportsObjectChanges else { return }
+    let message = objectsDidChangeMessage(for: ended)
+    if !message.isEmpty { deliver(message) }
+    var changes = ContextChanges(origin: .pendingChanges)
+    changes.inserted = Set(message.inserted.compactMap(anyID))
+    changes.updated = Set((Array(message.updated) + ended.restored).compactMap(anyID))
+    changes.deleted = Set((ended.deleted + ended.invalidated).compactMap(anyID))
+    notifyChanges(changes)
+  }
+
+  /// The message of an event: each object once, in the set that says the most (a deleted
+  /// object is not also updated; an inserted one is not also updated).
+  private func objectsDidChangeMessage(for event: PendingEvent) -> ManagedObjectContext.ObjectsDidChangeMessage {
+    var message = ManagedObjectContext.ObjectsDidChangeMessage()
+    message.deleted = Set(event.deleted + event.forgotten)
+    message.invalidated = Set(event.invalidated)
+    message.inserted = Set(event.inserted.filter { $0.lifecycle == .inserted && !$0.isDeleted })
+    message.updated = Set(
+      event.changed.filter { object in
+        !object.isDeleted && (object.isInserted || object.isUpdated) && !message.inserted.contains(object)
+      })
+    message.refreshed = Set(
+      event.refreshed.filter { object in
+        !message.updated.contains(object) && !message.deleted.contains(object)
+          && !message.invalidated.contains(object)
+      })
+    return message
+  }
+
+  /// The current values of the object's changed properties: stored values of attributes, the
+  /// objects of relationship sides.
+  private func eventBase(of object: ManagedObject) -> EventBase? {
+    guard let entity = object.entity else { return nil }
+    let base = EventBase()
+    for slot in object.committedValues.keys {
+      if slot >= 0 {
+        if let value = try? entity.accessors[Int(slot)].encode(object) { base.values[slot] = .value(value) }
+      } else {
+        let relationship = entity.relationships[Int(-slot - 1)]
+        if !relationship.accessor.isFault(object) {
+          base.values[slot] = .objects(relationship.accessor.objects(in: object))
+        }
+      }
+    }
+    return base
+  }
+
+  // MARK: - Observers
+
+  /// Registers an observer of one kind of message.
+  func addObserver<Message: ContextMessage>(for type: Message.Type, using body: @escaping (Message) -> Void)
+    -> ContextObservationToken
+  {
+    nextObserverNumber += 1
+    let token = ContextObservationToken(number: nextObserverNumber, kind: Message.kind)
+    messageObservers.append((token, { if let message = $0 as? Message { body(message) } }))
+    updateReporting()
+    return token
+  }
+
+  func removeObserver(_ token: ContextObservationToken) {
+    messageObservers.removeAll { $0.token == token }
+    updateReporting()
+  }
+
+  /// Whether anyone observes messages of `kind`.
+  func observes(_ kind: ContextMessageKind) -> Bool {
+    messageObservers.contains { $0.token.kind == kind }
+  }
+
+  /// Calls the observers of the message's kind, in the order they were added.
+  func deliver<Message: ContextMessage>(_ message: Message) {
+    for observer in messageObservers where observer.token.kind == Message.kind { observer.deliver(message) }
+  }
+}
