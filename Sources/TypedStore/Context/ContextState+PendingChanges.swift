@@ -9,8 +9,10 @@
 
 /// What changed in a context since it last processed its pending changes.
 struct PendingEvent {
-  /// Objects whose attributes or relationships changed, each marked
-  /// `ManagedObject.changedInEvent`: saved objects always, inserted ones while reporting.
+  /// Objects whose attributes or relationships changed in the event, each marked
+  /// `ManagedObject.changedInEvent`, beyond those that joined the context's updated list in
+  /// it (`ObjectList.joinedInEvent`): saved objects changed in an earlier event too, and
+  /// inserted ones while reporting.
   var changed: [ManagedObject] = []
   // The rest only while the context reports object changes:
   /// Inserted objects (marked `changedInEvent` too).
@@ -90,13 +92,17 @@ extension ContextState {
   /// the values `changedValuesForCurrentEvent()` compares with next (`keepingBase`; a save
   /// does not, as it is about to clear them).
   func processPendingChanges(keepingBase: Bool = true) {
-    guard !event.isEmpty else { return }
-    let ended = event
+    guard !event.isEmpty || !updated.joinedInEvent.isEmpty else { return }
+    var ended = event
     event = PendingEvent()
+    for object in updated.joinedInEvent where object.listMembership & ManagedObject.changedInEvent != 0 {
+      ended.changed.append(object)
+    }
+    updated.startEvent()
     for object in ended.changed {
       object.listMembership &= ~ManagedObject.changedInEvent
       if keepingBase && object.lifecycle == .persisted && !object.committedValues.isEmpty {
-        object.committedValues.eventBase = eventBase(of: object)
+        eventBases[ObjectIdentifier(object)] = eventBase(of: object)
       }
     }
     for object in ended.inserted { object.listMembership &= ~ManagedObject.changedInEvent }
@@ -133,8 +139,9 @@ extension ContextState {
   /// objects of relationship sides.
   private func eventBase(of object: ManagedObject) -> EventBase? {
     guard let entity = object.entity else { return nil }
-    let base = EventBase()
-    for slot in object.committedValues.keys {
+    let base = EventBase(object)
+    for (slot, committed) in object.committedValues {
+      base.committed[slot] = committed
       if slot >= 0 {
         if let value = try? entity.accessors[Int(slot)].encode(object) { base.values[slot] = .value(value) }
       } else {
@@ -173,5 +180,45 @@ extension ContextState {
   /// Calls the observers of the message's kind, in the order they were added.
   func deliver<Message: ContextMessage>(_ message: Message) {
     for observer in messageObservers where observer.token.kind == Message.kind { observer.deliver(message) }
+  }
+}
+
+/// The values of an object's changed properties at the end of an event, by slot: stored
+/// values of attributes and to-one keys, the objects of changed relationship sides. What
+/// `changedValuesForCurrentEvent()` compares with, kept by the context
+/// (`ContextState.eventBases`) until the object's changes are saved, discarded or refreshed.
+final class EventBase {
+  enum Value {
+    case value(PrimitiveValue)
+    case objects([ManagedObject])
+  }
+  /// The object (held, so that its identifier names no other object meanwhile).
+  let object: ManagedObject
+  var values: [Int32: Value] = [:]
+  /// The object's committed values when the base was taken: a slot whose committed value
+  /// differs now was cleared and changed again since, and the base no longer applies to it.
+  var committed: [Int32: PrimitiveValue] = [:]
+
+  init(_ object: ManagedObject) {
+    self.object = object
+  }
+
+  /// The base of `slot`, if it still applies.
+  func value(of slot: Int32) -> Value? {
+    guard let value = values[slot], object.committedValues[slot] == committed[slot] else { return nil }
+    return value
+  }
+}
+
+extension ContextState {
+  /// Forgets the event bases of every object (a save, rollback or reset cleared their
+  /// changes), or of one (refreshed, or deleted by a merged change).
+  func forgetEventBases(of object: ManagedObject? = nil) {
+    guard !eventBases.isEmpty else { return }
+    if let object {
+      eventBases[ObjectIdentifier(object)] = nil
+    } else {
+      eventBases.removeAll()
+    }
   }
 }

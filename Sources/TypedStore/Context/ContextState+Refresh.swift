@@ -13,7 +13,8 @@ extension ContextState {
   /// is gone is marked deleted (or, with `shouldDeleteInaccessibleFaults` off, stays a fault).
   func refresh(_ object: ManagedObject, mergeChanges: Bool) {
     guard object.trackerLink === link, object.lifecycle == .persisted, let entity = object.entity else { return }
-    noteRefresh(object)
+    if reportsObjectChanges { noteRefresh(object) }
+    forgetEventBases(of: object)
     let wasLoaded = !object.isFault
     if wasLoaded { object.willTurnIntoFault() }
     // Observers hear what changed once the new values are in (or, for an object left a

@@ -12,17 +12,17 @@ extension ContextState {
     // too. (The values `changedValuesForCurrentEvent()` compares with are not kept: the save
     // clears them; a save that fails leaves the committed values as the base.)
     let hadChanges = hasChanges
-    processPendingChanges(keepingBase: false)
+    if reportsObjectChanges { processPendingChanges(keepingBase: false) }
     if hadChanges && !messageObservers.isEmpty { deliver(ManagedObjectContext.WillSaveMessage()) }
     try applyDeleteRulesInMemory()
     try callWillSave()
-    processPendingChanges(keepingBase: false)
+    if reportsObjectChanges { processPendingChanges(keepingBase: false) }
     let updatedObjects = updated.filter { !$0.isDeleted && $0.lifecycle == .persisted }
     let deletedObjects = deleted.filter { $0.lifecycle == .persisted }
     try validate(inserted: inserted, updated: updatedObjects, deleted: deletedObjects)
     try obtainKeysForReferencedInserts(among: inserted + updatedObjects)
     var saved = ContextChanges(origin: .save)
-    let reportsIDs = !changeObservers.isEmpty || observes(.didSaveObjectIDs)
+    let reportsIDs = !changeObservers.isEmpty || (!messageObservers.isEmpty && observes(.didSaveObjectIDs))
     if reportsIDs {
       saved.updated = Set(updatedObjects.compactMap(anyID))
       saved.deleted = Set(deletedObjects.compactMap(anyID))
@@ -51,7 +51,7 @@ extension ContextState {
       object.didSave()
       object.isDeleted = wasDeleted
     }
-    if hadChanges && observes(.didSave) {
+    if hadChanges && !messageObservers.isEmpty && observes(.didSave) {
       var message = ManagedObjectContext.DidSaveMessage()
       (message.inserted, message.updated, message.deleted) = (
         Set(insertedObjects), Set(updatedObjects), Set(deletedObjects)
@@ -63,7 +63,7 @@ extension ContextState {
     // Saved objects nobody else holds go, as Core Data releases them: an import loop that
     // saves every 10,000 objects keeps one batch in memory, not all of them.
     registered.dropUnreferenced { $0.lifecycle == .persisted && !$0.hasChanges }
-    if hadChanges && observes(.didSaveObjectIDs) {
+    if hadChanges && !messageObservers.isEmpty && observes(.didSaveObjectIDs) {
       var message = ManagedObjectContext.DidSaveObjectIDsMessage()
       (message.insertedIDs, message.updatedIDs, message.deletedIDs) = (saved.inserted, saved.updated, saved.deleted)
       deliver(message)
@@ -382,7 +382,10 @@ extension ContextState {
     for object in updated { object.committedValues.removeAll() }
     for object in deletedInserts { object.isDeleted = false }
     inserted.removeAll()
-    updated.removeAll()
+    // The event ends with the save (processed at its start when someone listens).
+    event = PendingEvent()
+    forgetEventBases()
+    updated.removeAll(alsoClearing: ManagedObject.changedInEvent)
     deleted.removeAll()
     deletedInserts.removeAll()
   }

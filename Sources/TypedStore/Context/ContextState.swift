@@ -57,8 +57,12 @@ final class ContextState: ObjectTracking {
   }
   /// What changed since the context last processed its pending changes (`+PendingChanges`).
   @exclusivity(unchecked) var event = PendingEvent()
-  /// Whether inserts, deletes and refreshes are noted in `event`: someone listens.
-  var reportsObjectChanges = false
+  /// Whether inserts, deletes and refreshes are noted in `event`: someone listens. (Read for
+  /// every insert and delete: unchecked, as the lists above are.)
+  @exclusivity(unchecked) var reportsObjectChanges = false
+  /// For saved objects changed before the current event: their values when the last one
+  /// ended (`changedValuesForCurrentEvent()`), by object.
+  var eventBases: [ObjectIdentifier: EventBase] = [:]
   /// The observers of the context's messages, in the order they were added.
   var messageObservers: [(token: ContextObservationToken, deliver: (Any) -> Void)] = []
   var nextObserverNumber = 0
@@ -197,8 +201,10 @@ final class ContextState: ObjectTracking {
   // MARK: - ObjectTracking
 
   func objectDidBecomeUpdated(_ object: ManagedObject) {
+    // In the event too: the objects that joined `updated` since it began are its changed
+    // ones (those with the bit: a refresh puts an object back without it).
+    object.listMembership |= ManagedObject.changedInEvent
     updated.insert(object)
-    objectDidChangeInEvent(object)
   }
 
   // MARK: - Changes
@@ -246,7 +252,7 @@ final class ContextState: ObjectTracking {
     // update of the same object would. A row already gone stays for the save to report.
     if object.isFault && object.lifecycle == .persisted { try? load(object) }
     object.isDeleted = true
-    noteDelete(object)
+    if reportsObjectChanges { noteDelete(object) }
     if object.lifecycle == .inserted {
       inserted.removeAll { $0 === object }
       if let key = object.objectKey { registered[key] = nil }
@@ -259,6 +265,7 @@ final class ContextState: ObjectTracking {
 
   func rollback() {
     noteRollback()
+    forgetEventBases()
     for object in inserted {
       if let key = object.objectKey { registered[key] = nil }
       object.lifecycle = .invalidated
@@ -277,7 +284,7 @@ final class ContextState: ObjectTracking {
     for object in deleted { object.isDeleted = false }
     for object in deletedInserts { object.isDeleted = false }
     inserted.removeAll()
-    updated.removeAll()
+    updated.removeAll(alsoClearing: ManagedObject.changedInEvent)
     deleted.removeAll()
     deletedInserts.removeAll()
   }
@@ -286,6 +293,7 @@ final class ContextState: ObjectTracking {
   func reset() {
     let reported = reportsObjectChanges
     event = PendingEvent()
+    forgetEventBases()
     defer {
       if reported {
         var message = ManagedObjectContext.ObjectsDidChangeMessage()
@@ -305,7 +313,7 @@ final class ContextState: ObjectTracking {
     for object in deleted { object.trackerLink = nil }
     registered.removeAll()
     inserted.removeAll()
-    updated.removeAll()
+    updated.removeAll(alsoClearing: ManagedObject.changedInEvent)
     deleted.removeAll()
     deletedInserts.removeAll()
   }
@@ -314,6 +322,7 @@ final class ContextState: ObjectTracking {
   /// every pending set, and must not be used afterwards.
   func forgetDeleted(_ object: ManagedObject) {
     noteDelete(object, merged: true)
+    forgetEventBases(of: object)
     unlinkFromGraph(object)
     if let key = object.objectKey { registered[key] = nil }
     updated.remove(object)

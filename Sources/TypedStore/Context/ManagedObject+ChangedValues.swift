@@ -88,7 +88,7 @@ extension ManagedObject {
   /// ```
   public func changedValuesForCurrentEvent() -> [String: Any] {
     guard lifecycle == .persisted, let entity, let state = tracker as? ContextState else { return [:] }
-    let base = committedValues.eventBase
+    let base = state.eventBases[ObjectIdentifier(self)]
     var values: [String: Any] = [:]
     for (slot, committed) in committedValues {
       if slot < 0 {
@@ -96,7 +96,7 @@ extension ManagedObject {
         let relationship = entity.relationships[index]
         guard !relationship.accessor.isFault(self) else { continue }
         var old: [ManagedObject]
-        if case .objects(let objects)? = base?.values[slot] {
+        if case .objects(let objects)? = base?.value(of: slot) {
           old = objects
         } else {
           old = state.committedObjects(of: self, index)
@@ -110,7 +110,7 @@ extension ManagedObject {
         continue
       }
       var old = committed
-      if case .value(let value)? = base?.values[slot] { old = value }
+      if case .value(let value)? = base?.value(of: slot) { old = value }
       // A to-one whose object is not saved yet has no key to compare: it changed.
       if let current = try? entity.accessors[Int(slot)].encode(self), current == old { continue }
       let attribute = entity.storedAttributes[Int(slot)]

@@ -10,6 +10,9 @@ struct ObjectList: Sequence {
 
   let kind: Kind
   private var list: [ManagedObject] = []
+  /// Where the objects that joined since the context last processed its pending changes
+  /// start (`ContextState.event`).
+  private(set) var eventStart = 0
 
   init(_ kind: Kind) {
     self.kind = kind
@@ -32,13 +35,24 @@ struct ObjectList: Sequence {
   mutating func remove(_ object: ManagedObject) {
     guard contains(object) else { return }
     object.listMembership &= ~kind.rawValue
-    list.removeAll { $0 === object }
+    guard let index = list.firstIndex(where: { $0 === object }) else { return }
+    list.remove(at: index)
+    if index < eventStart { eventStart -= 1 }
   }
 
-  mutating func removeAll() {
-    for object in list { object.listMembership &= ~kind.rawValue }
+  /// Empties the list, clearing the objects' bit and the `alsoClearing` bits.
+  mutating func removeAll(alsoClearing bits: UInt8 = 0) {
+    let mask = ~(kind.rawValue | bits)
+    for object in list { object.listMembership &= mask }
     list.removeAll()
+    eventStart = 0
   }
+
+  /// The objects that joined since `startEvent()`.
+  var joinedInEvent: ArraySlice<ManagedObject> { list[eventStart...] }
+
+  /// Marks the end of the list as the start of a new event.
+  mutating func startEvent() { eventStart = list.count }
 
   func makeIterator() -> IndexingIterator<[ManagedObject]> {
     list.makeIterator()

@@ -4,10 +4,6 @@
 /// and sorting a copy for each object cost an array per object saved).
 struct CommittedValues: Sequence {
   private var entries: [(key: Int32, value: PrimitiveValue)] = []
-  /// What `changedValuesForCurrentEvent()` compares with: the changed properties' values when
-  /// the context last processed its pending changes, for an object changed before that;
-  /// nil otherwise (the committed values are the base). Cleared with the entries.
-  var eventBase: EventBase?
 
   var isEmpty: Bool { entries.isEmpty }
 
@@ -29,24 +25,10 @@ struct CommittedValues: Sequence {
     }
   }
 
-  mutating func removeAll() {
-    entries.removeAll()
-    eventBase = nil
-  }
+  mutating func removeAll() { entries.removeAll() }
 
   /// Entries in slot order.
   func makeIterator() -> IndexingIterator<[(key: Int32, value: PrimitiveValue)]> {
     entries.makeIterator()
   }
-}
-
-/// The values of an object's changed properties at the end of an event (see
-/// `CommittedValues.eventBase`), by slot: stored values of attributes and to-one keys, the
-/// objects of changed relationship sides.
-final class EventBase {
-  enum Value {
-    case value(PrimitiveValue)
-    case objects([ManagedObject])
-  }
-  var values: [Int32: Value] = [:]
 }

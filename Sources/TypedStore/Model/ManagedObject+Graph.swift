@@ -111,8 +111,10 @@ extension ManagedObject {
       return
     }
     let marker = Self.relationshipMarker(index)
-    guard let tracker, listMembership & Self.inAwakeFromFetch == 0 else { return }
+    guard listMembership & Self.inAwakeFromFetch == 0 else { return }
+    // The context (a weak reference, costly to read) only when there is something to tell it.
     if lifecycle == .persisted && committedValues[marker] == nil {
+      guard let tracker else { return }
       let wasUpdated = !committedValues.isEmpty
       committedValues[marker] = linksRead(relationship)
       if !wasUpdated {
@@ -120,6 +122,7 @@ extension ManagedObject {
         return
       }
     }
+    guard listMembership & Self.changedInEvent == 0, let tracker else { return }
     noteChangeInEvent(tracker)
   }
 
