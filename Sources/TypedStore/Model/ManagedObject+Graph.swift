@@ -22,6 +22,7 @@ extension ManagedObject {
       return
     }
     guard slot >= 0 else { return }
+    if listMembership & Self.awaitsAwakeFromFetch != 0 && !isFault { awakeFetched() }  // prefetched
     loadRelationship(Int(slot))
     if observesAccess { observationAccess(slot: Self.relationshipMarker(slot)) }
   }

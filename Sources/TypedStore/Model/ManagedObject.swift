@@ -48,7 +48,7 @@ open class ManagedObject: Hashable {
   @exclusivity(unchecked) private final var keyState: UInt8 = 0
   @exclusivity(unchecked) final var lifecycle: ObjectStatus = .detached
   /// The context lists (updated, deleted) the object is in, one bit each; and the
-  /// `awaitsAwakeFromFetch` and `inAwakeFromFetch` bits.
+  /// `awaitsAwakeFromFetch`, `inAwakeFromFetch`, `changedInEvent` and `reportsChanges` bits.
   @exclusivity(unchecked) final var listMembership: UInt8 = 0
   /// The bit of `listMembership` a fetch sets on the objects it made or fulfilled, cleared when
   /// their `awakeFromFetch()` runs.
@@ -75,7 +75,7 @@ open class ManagedObject: Hashable {
 
   /// True when the object's attribute values have not been loaded yet.
   @exclusivity(unchecked) public internal(set) final var isFault = false {
-    didSet { _needsAccessHook = isFault || keyPathRecorder != nil || observesAccess }
+    didSet { updateAccessHook() }
   }
 
   /// True while the object is marked for deletion: from `context.delete(_:)` until the save
@@ -309,8 +309,30 @@ open class ManagedObject: Hashable {
 
   // MARK: - Hooks called by @Attribute
 
+  /// Whether reading an attribute must first do something (see `_needsAccessHook`).
+  final func updateAccessHook() {
+    _needsAccessHook =
+      isFault || keyPathRecorder != nil || observesAccess || listMembership & Self.awaitsAwakeFromFetch != 0
+  }
+
+  /// Calls `awakeFromFetch()` on a loaded object with change processing off, as Core Data
+  /// does: what it sets is not recorded as a change (`_willChangeValue`). An object a reset or
+  /// a refresh took away meanwhile (invalidated, or a fault again) is passed over: it is
+  /// awoken when it is loaded again. A fetch calls it for its objects once it is done; a
+  /// prefetched object calls it at its first use, as Core Data wakes prefetched objects.
+  final func awakeFetched() {
+    listMembership &= ~Self.awaitsAwakeFromFetch
+    if _needsAccessHook { updateAccessHook() }
+    guard lifecycle == .persisted, !isFault else { return }
+    let wasAwakening = listMembership & Self.inAwakeFromFetch != 0
+    listMembership |= Self.inAwakeFromFetch
+    awakeFromFetch()
+    if !wasAwakening { listMembership &= ~Self.inAwakeFromFetch }
+  }
+
   @usableFromInline
   final func _willAccessValue(slot: Int32) {
+    if listMembership & Self.awaitsAwakeFromFetch != 0 && !isFault { awakeFetched() }  // prefetched
     if observesAccess && !isFault {  // the common case for objects of Observable entities
       observationAccess(slot: slot)
       return
@@ -342,6 +364,7 @@ open class ManagedObject: Hashable {
     if lifecycle == .inserted && observation == nil && listMembership & Self.reportsChanges == 0 { return false }
     guard let tracker else { return false }  // an object in no context tracks nothing
     if isFault { tracker.fulfillFault(of: self) }
+    if listMembership & Self.awaitsAwakeFromFetch != 0 { awakeFetched() }  // prefetched, first used
     let observed = observation != nil
     if observed { observationWillSet(slot: slot) }
     guard listMembership & Self.inAwakeFromFetch == 0 else { return observed }

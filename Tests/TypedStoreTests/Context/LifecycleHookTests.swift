@@ -12,6 +12,11 @@ private func calls(_ tag: String) -> [String] {
   hookLog.all.filter { $0.hasSuffix(tag) || $0.contains("\(tag)/") }
 }
 
+/// The `awakeFromFetch()` calls of the tests that read `t7`.
+private func awoken() -> [String] {
+  calls("t7").filter { $0.hasPrefix("awakeFromFetch") }
+}
+
 /// A journal whose hooks log, as a Core Data user writes them.
 final class Journal: ManagedObject {
   @Attribute var title: String = ""
@@ -69,6 +74,10 @@ final class Entry: ManagedObject {
   @Attribute var text: String = ""
   @Relationship(inverse: \Journal.entries, deleteRule: .nullify) var journal: Journal?
 
+  override func awakeFromFetch() {
+    super.awakeFromFetch()
+    hookLog.add("awakeFromFetch \(text)")
+  }
   override func willSave() {
     super.willSave()
     hookLog.add("willSave \(text)")
@@ -194,6 +203,38 @@ private let journalModel: ManagedObjectModel = {
     let awoken = hookLog.all.filter { $0.hasPrefix("awakeFromFetch t6") }
     #expect(awoken.contains("awakeFromFetch t6 fetches") && awoken.contains("awakeFromFetch t6 resets"))
     #expect(Set(awoken).count == awoken.count, "no object awoken twice (the nested fetch loads none again)")
+  }
+
+  @Test func prefetchedObjectsAwakeAtTheirFirstUse() async throws {
+    let container = try PersistentContainer.makeTest(model: journalModel)
+    try await container.performBackgroundTask { context in
+      let journal = Journal(context: context)
+      journal.title = "t7"
+      for text in ["entry t7/a", "entry t7/b", "entry t7/c"] {
+        let entry = Entry(context: context)
+        entry.text = text
+        journal.entries.insert(entry)
+      }
+      try context.save()
+    }
+    // (A helper, not the same closure inside and outside `#expect`: Swift 6.3.1 computed a
+    // `filter` whose closure repeated one inside an `#expect` before it wrongly, shifted by
+    // one element, in a debug build and with AddressSanitizer alike.)
+    try await container.performBackgroundTask { context in
+      var request = Journal.fetchRequest(where: #Predicate { $0.title == "t7" })
+      request.relationshipKeyPathsForPrefetching = [\.entries]
+      let journal = try #require(try context.fetch(request).first)
+      let entries = journal.entries.sorted { $0.managedID.description < $1.managedID.description }
+      #expect(awoken() == ["awakeFromFetch t7"], "prefetched, not used yet: not awoken")
+      _ = entries[0].text
+      _ = entries[0].text
+      #expect(awoken() == ["awakeFromFetch t7", "awakeFromFetch \(entries[0].text)"], "once, at the first read")
+      entries[1].text = "entry t7/changed"  // a write wakes it first; the change is recorded
+      #expect(entries[1].hasChanges && entries[1].changedValues().keys.sorted() == ["text"])
+      _ = entries[2].journal  // a relationship read wakes it too
+      let all = awoken()
+      #expect(all.count == 4 && Set(all).count == 4 && !all.contains("awakeFromFetch entry t7/changed"))
+    }
   }
 
   @Test func batchRequestsCallNoHook() async throws {
