@@ -399,6 +399,7 @@ extension ContextState {
         forgetDeleted(object)
       } else {
         refresh(object, mergeChanges: true)
+        object.awakeFromSnapshot(.mergePolicy)
       }
     }
     applyPropagation(outcome.propagation)

@@ -283,10 +283,12 @@ final class ContextState: ObjectTracking {
     }
     for object in deleted { object.isDeleted = false }
     for object in deletedInserts { object.isDeleted = false }
+    let restored = updated.objects + deleted.objects
     inserted.removeAll()
     updated.removeAll(alsoClearing: ManagedObject.changedInEvent)
     deleted.removeAll()
     deletedInserts.removeAll()
+    Self.forEachHeld(restored) { $0.awakeFromSnapshot(.rollback) }
   }
 
   /// Forgets every registered object; they must not be used afterwards.

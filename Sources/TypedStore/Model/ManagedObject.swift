@@ -242,6 +242,29 @@ open class ManagedObject: Hashable {
   /// ```
   open func didTurnIntoFault() {}
 
+  /// Called when the object's values were set back from a snapshot (Core Data's
+  /// `awake(fromSnapshotEvents:)`): `.rollback` for an object whose changes or deletion
+  /// `rollback()` discarded, `.mergePolicy` for one whose conflict the merge policy resolved
+  /// during a save. Runs with change processing off, as `awakeFromFetch()`: recompute
+  /// derived values and caches here.
+  ///
+  /// ```swift
+  /// override func awake(fromSnapshotEvents events: SnapshotEvents) {
+  ///   super.awake(fromSnapshotEvents: events)
+  ///   searchKey = title.lowercased()
+  /// }
+  /// ```
+  open func awake(fromSnapshotEvents events: SnapshotEvents) {}
+
+  /// Calls `awake(fromSnapshotEvents:)` with change processing off.
+  final func awakeFromSnapshot(_ events: SnapshotEvents) {
+    guard lifecycle == .persisted, !isFault else { return }
+    let wasAwakening = listMembership & Self.inAwakeFromFetch != 0
+    listMembership |= Self.inAwakeFromFetch
+    awake(fromSnapshotEvents: events)
+    if !wasAwakening { listMembership &= ~Self.inAwakeFromFetch }
+  }
+
   // MARK: - Validation
   // Called by `save()` (and `context.validate()`) after `willSave()`, for the objects it
   // writes. Every failure of every object is collected into one

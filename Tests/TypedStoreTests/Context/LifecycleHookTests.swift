@@ -68,6 +68,12 @@ final class Journal: ManagedObject {
     super.didTurnIntoFault()
     hookLog.add("didTurnIntoFault \(logName)")  // reading an attribute here would fire the fault
   }
+  override func awake(fromSnapshotEvents events: SnapshotEvents) {
+    super.awake(fromSnapshotEvents: events)
+    searchKey = title.lowercased()  // change processing is off: not a change
+    let names: [(SnapshotEvents, String)] = [(.rollback, "rollback"), (.mergePolicy, "mergePolicy")]
+    hookLog.add("awakeFromSnapshot \(names.filter { events.contains($0.0) }.map(\.1)) \(title)")
+  }
 }
 
 final class Entry: ManagedObject {
@@ -235,6 +241,43 @@ private let journalModel: ManagedObjectModel = {
       let all = awoken()
       #expect(all.count == 4 && Set(all).count == 4 && !all.contains("awakeFromFetch entry t7/changed"))
     }
+  }
+
+  @Test func rollbackAndMergePolicyWakeObjectsFromTheirSnapshot() async throws {
+    let container = try PersistentContainer.makeTest(model: journalModel)
+    let id = try await container.performBackgroundTask { context in
+      let journal = Journal(context: context)
+      journal.title = "t8"
+      try context.save()
+      journal.saves = 99
+      journal.searchKey = "stale"
+      context.rollback()
+      #expect(journal.saves == 1 && journal.searchKey == "t8" && !journal.hasChanges)
+      context.delete(journal)
+      context.rollback()
+      #expect(!journal.isDeleted && !journal.hasChanges)
+      return journal.managedID
+    }
+    let mine = container.newBackgroundContext()
+    try await mine.perform { context in
+      context.mergePolicy = .storeTrump
+      _ = try context.existingObject(with: id).saves
+    }
+    try await container.performBackgroundTask { context in
+      try context.existingObject(with: id).saves = 5
+      try context.save()
+    }
+    try await mine.perform { context in
+      let journal = try context.existingObject(with: id)
+      journal.saves = 7
+      try context.save()  // a conflict: the store's value wins
+      #expect(journal.saves == 6, "the other context's save: 5, and its willSave() counted it")
+    }
+    #expect(
+      calls("t8").filter { $0.hasPrefix("awakeFromSnapshot") } == [
+        "awakeFromSnapshot [\"rollback\"] t8", "awakeFromSnapshot [\"rollback\"] t8",
+        "awakeFromSnapshot [\"mergePolicy\"] t8",
+      ])
   }
 
   @Test func batchRequestsCallNoHook() async throws {
