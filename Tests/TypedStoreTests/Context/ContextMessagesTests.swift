@@ -144,6 +144,38 @@ private final class Messages: Sendable {
     #expect(messages.take() == [Seen(deleted: ["removed"], refreshed: ["edited"])])
   }
 
+  @Test func anotherProcesssCommitIsReportedOnceMerged() async throws {
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(ObservedEvent.self))
+    let path = container.persistentStore.url.path
+    let ids = try await container.performBackgroundTask { context in
+      let events = (1...2).map { sequence in
+        let event = ObservedEvent(context: context)
+        event.sequence = sequence
+        return event
+      }
+      try context.save()
+      return events.map(\.managedID)
+    }
+    let seen = Recorder<String>()
+    let viewer = container.newBackgroundContext()
+    try await viewer.perform { context in
+      context.automaticallyMergesChangesFromParent = true
+      context.addObserver(for: ManagedObjectContext.ObjectsDidChangeMessage.self) { message in
+        for event in message.refreshed(ObservedEvent.self) { seen.add("refreshed \(event.sequence)") }
+        for event in message.deleted(ObservedEvent.self) { seen.add("deleted \(event.managedID == ids[1])") }
+      }
+      for id in ids { _ = try context.existingObject(with: id).sequence }
+    }
+    let setter = try SpawnedProcess(
+      builtProduct("typedstore-test-writer"), ["set", path, String(ids[0].primaryKey ?? 0), "42"])
+    #expect(setter.finish().contains("done"))
+    let deleter = try SpawnedProcess(
+      builtProduct("typedstore-test-writer"), ["delete", path, String(ids[1].primaryKey ?? 0)])
+    #expect(deleter.finish().contains("done"))
+    #expect(await eventually { seen.all.count >= 2 })
+    #expect(seen.all == ["refreshed 42", "deleted true"], "each commit once, typed, with its merged values")
+  }
+
   @Test func saveMessagesComeInCoreDatasOrderWithTheSavedObjectsAndIDs() async throws {
     let container = try PersistentContainer.makeTest(model: jottingModel)
     try await saved(["s-old", "s-doomed"], in: container)
@@ -206,6 +238,28 @@ private final class Messages: Sendable {
       inserted.text = "new"
       #expect(inserted.changedValuesForCurrentEvent().isEmpty, "an unsaved object has no old values")
     }
+  }
+
+  @Test func aSaveReportsWhatItsDeleteRulesDeletedInMemory() async throws {
+    let container = try PersistentContainer.makeTest(model: graphModel)
+    let deleted = try await container.performBackgroundTask { context -> [[String]] in
+      let shelf = Shelf(context: context)
+      shelf.name = "S"
+      for title in ["x", "y"] {
+        let book = Book(context: context)
+        book.title = title
+        book.shelf = shelf
+      }
+      try context.save()
+      var deleted: [[String]] = []
+      context.addObserver(for: ManagedObjectContext.ObjectsDidChangeMessage.self) { message in
+        deleted.append(message.deleted(Book.self).map(\.title).sorted() + message.deleted(Shelf.self).map(\.name))
+      }
+      context.delete(shelf)
+      try context.save()  // the cascade runs in the save; its deletes are reported there
+      return deleted
+    }
+    #expect(deleted == [["S"], ["x", "y"]])
   }
 
   @Test func changedValuesForCurrentEventCoverRelationships() async throws {
