@@ -99,13 +99,20 @@ extension ContextState {
       ended.changed.append(object)
     }
     updated.startEvent()
+    eventSerial += 1
+    // The values at the end of this event, taken now and kept once the observers were told:
+    // what they read of `changedValuesForCurrentEvent()` is this event's change.
+    var bases: [EventBase] = []
     for object in ended.changed {
       object.listMembership &= ~ManagedObject.changedInEvent
-      if keepingBase && object.lifecycle == .persisted && !object.committedValues.isEmpty {
-        eventBases[ObjectIdentifier(object)] = eventBase(of: object)
+      if keepingBase && object.lifecycle == .persisted && !object.committedValues.isEmpty,
+        let base = eventBase(of: object)
+      {
+        bases.append(base)
       }
     }
     for object in ended.inserted { object.listMembership &= ~ManagedObject.changedInEvent }
+    defer { keep(bases) }
     guard reportsObjectChanges else { return }
     let message = objectsDidChangeMessage(for: ended)
     if !message.isEmpty { deliver(message) }
@@ -114,6 +121,17 @@ extension ContextState {
     changes.updated = Set((Array(message.updated) + ended.restored).compactMap(anyID))
     changes.deleted = Set((ended.deleted + ended.invalidated).compactMap(anyID))
     notifyChanges(changes)
+  }
+
+  /// Keeps the bases an event ended with, unless an event an observer ended meanwhile (a
+  /// later one) kept its own.
+  private func keep(_ bases: [EventBase]) {
+    for base in bases {
+      let id = ObjectIdentifier(base.object)
+      if base.serial <= eventBasesForgottenAt { continue }  // a save or rollback came since
+      if let current = eventBases[id], current.serial > base.serial { continue }
+      eventBases[id] = base
+    }
   }
 
   /// The message of an event: each object once, in the set that says the most (a deleted
@@ -139,7 +157,7 @@ extension ContextState {
   /// objects of relationship sides.
   private func eventBase(of object: ManagedObject) -> EventBase? {
     guard let entity = object.entity else { return nil }
-    let base = EventBase(object)
+    let base = EventBase(object, serial: eventSerial)
     for (slot, committed) in object.committedValues {
       base.committed[slot] = committed
       if slot >= 0 {
@@ -194,13 +212,16 @@ final class EventBase {
   }
   /// The object (held, so that its identifier names no other object meanwhile).
   let object: ManagedObject
+  /// Which event of its context ended with these values (`ContextState.eventSerial`).
+  let serial: Int
   var values: [Int32: Value] = [:]
   /// The object's committed values when the base was taken: a slot whose committed value
   /// differs now was cleared and changed again since, and the base no longer applies to it.
   var committed: [Int32: PrimitiveValue] = [:]
 
-  init(_ object: ManagedObject) {
+  init(_ object: ManagedObject, serial: Int) {
     self.object = object
+    self.serial = serial
   }
 
   /// The base of `slot`, if it still applies.
@@ -214,6 +235,7 @@ extension ContextState {
   /// Forgets the event bases of every object (a save, rollback or reset cleared their
   /// changes), or of one (refreshed, or deleted by a merged change).
   func forgetEventBases(of object: ManagedObject? = nil) {
+    if object == nil { eventBasesForgottenAt = eventSerial }
     guard !eventBases.isEmpty else { return }
     if let object {
       eventBases[ObjectIdentifier(object)] = nil

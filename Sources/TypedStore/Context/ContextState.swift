@@ -63,6 +63,11 @@ final class ContextState: ObjectTracking {
   /// For saved objects changed before the current event: their values when the last one
   /// ended (`changedValuesForCurrentEvent()`), by object.
   var eventBases: [ObjectIdentifier: EventBase] = [:]
+  /// How many events the context ended (`processPendingChanges`).
+  var eventSerial = 0
+  /// The event during which a save, rollback or reset last dropped every event base: bases
+  /// of that event or an earlier one are not kept.
+  var eventBasesForgottenAt = 0
   /// The observers of the context's messages, in the order they were added.
   var messageObservers: [(token: ContextObservationToken, deliver: (Any) -> Void)] = []
   var nextObserverNumber = 0

@@ -262,6 +262,34 @@ private final class Messages: Sendable {
     #expect(deleted == [["S"], ["x", "y"]])
   }
 
+  @Test func anObserverReadsTheEventsOwnChangesInChangedValuesForCurrentEvent() async throws {
+    let container = try PersistentContainer.makeTest(model: jottingModel)
+    try await saved(["before"], in: container)
+    let seen = Recorder<String>()
+    let context = container.newBackgroundContext()
+    try await context.perform { context in
+      context.addObserver(for: ManagedObjectContext.ObjectsDidChangeMessage.self) { message in
+        for jotting in message.updated(Jotting.self) {
+          let old = jotting.changedValuesForCurrentEvent()
+          seen.add("\(old["text"] as? String ?? "-") → \(jotting.text)")
+          if jotting.text == "second" { jotting.words = 1 }  // a change made here: the next event's
+        }
+      }
+      let jotting = try #require(try Jotting.first(in: context))
+      jotting.text = "first"
+    }
+    try await context.perform { context in
+      let jotting = try #require(try Jotting.first(in: context))
+      jotting.text = "second"
+    }
+    try await context.perform { context in
+      let jotting = try #require(try Jotting.first(in: context))
+      #expect(jotting.changedValuesForCurrentEvent()["words"] as? Int == 0, "the observer's change is this event's")
+      jotting.text = "third"
+    }
+    #expect(seen.all == ["before → first", "first → second", "second → third"])
+  }
+
   @Test func changedValuesForCurrentEventCoverRelationships() async throws {
     let container = try PersistentContainer.makeTest(model: graphModel)
     try await container.performBackgroundTask { context in

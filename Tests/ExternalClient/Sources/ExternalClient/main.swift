@@ -193,3 +193,59 @@ require(
   "registry: \(registrySaw), pruning \(String(describing: registry.lastPruning))")
 require(registry.removeHooks(for: Note.self) == 1 && registry.removeHook(last), "registry: removal")
 print("ExternalClient: a hook registry with finish() and a batch hook; pruned after merges")
+
+// The managed object's life, as a Core Data user overrides it from another module: a default
+// at insert, a derived field in willSave, an attribute that validates itself, and the
+// context's typed messages with the values before the current event.
+enum Diary {
+  enum EntryError: Error { case empty }
+
+  final class Entry: ManagedObject {
+    @Attribute(validate: { if $0.isEmpty { throw EntryError.empty } })
+    var text: String = "untitled"
+    @Attribute var words: Int = 0
+    @Attribute var created: Date? = nil
+
+    override func awakeFromInsert() {
+      super.awakeFromInsert()
+      created = Date(timeIntervalSince1970: 0)
+    }
+    override func willSave() {
+      super.willSave()
+      let count = text.split(separator: " ").count
+      if words != count { words = count }
+    }
+    override func awake(fromSnapshotEvents events: SnapshotEvents) {
+      super.awake(fromSnapshotEvents: events)
+    }
+  }
+}
+let diary = try PersistentContainer.makeTest(model: ManagedObjectModel(Diary.Entry.self), variant: "diary")
+let diaryReport = try await diary.viewContext.perform { context -> [String] in
+  var report: [String] = []
+  context.addObserver(for: ManagedObjectContext.ObjectsDidChangeMessage.self) { message in
+    for entry in message.updated(Diary.Entry.self) where !entry.isInserted {
+      report.append("updated, was \(entry.changedValuesForCurrentEvent()["text"] as? String ?? "?")")
+    }
+  }
+  context.addObserver(for: ManagedObjectContext.DidSaveObjectIDsMessage.self) { message in
+    report.append("saved \(message.inserted(Diary.Entry.self).count)")
+  }
+  let entry = Diary.Entry(context: context)
+  entry.text = ""
+  do {
+    try context.save()
+  } catch StoreError.validationFailed(let failures) {
+    report.append("refused \(failures.map(\.property))")
+  }
+  entry.text = "one two three"
+  try context.save()
+  report.append("words \(entry.words), created \(entry.created != nil)")
+  entry.text = "four"
+  context.processPendingChanges()
+  return report
+}
+require(
+  diaryReport == ["refused [\"text\"]", "saved 1", "words 3, created true", "updated, was one two three"],
+  "the object's life: \(diaryReport)")
+print("ExternalClient: hooks, attribute validation and context messages from another module")
