@@ -29,6 +29,8 @@ public enum ContextMessageKind: Sendable, Hashable {
 /// context.removeObserver(token)
 /// ```
 public struct ContextObservationToken: Sendable, Hashable {
+  /// The context that made it: another context's `removeObserver` removes nothing.
+  let context: ObjectIdentifier
   let number: Int
   let kind: ContextMessageKind
 }

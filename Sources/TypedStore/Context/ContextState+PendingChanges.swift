@@ -63,10 +63,24 @@ extension ContextState {
     }
   }
 
-  /// Notes a refresh while reporting.
+  /// Notes a refresh while reporting. One the context made itself (not a merge, which tells
+  /// live queries of its rows itself) may move the object in a live query's results.
   func noteRefresh(_ object: ManagedObject) {
     guard reportsObjectChanges else { return }
     event.refreshed.append(object)
+    if !isMerging { event.restored.append(object) }
+  }
+
+  /// Notes an undelete (`insert(_:)` of a deleted object) while reporting: a delete of this
+  /// event is taken back; one already reported comes back as a refresh.
+  func noteUndelete(_ object: ManagedObject) {
+    guard reportsObjectChanges else { return }
+    if let index = event.deleted.firstIndex(where: { $0 === object }) {
+      event.deleted.remove(at: index)
+    } else {
+      event.refreshed.append(object)
+      event.restored.append(object)
+    }
   }
 
   /// Notes what `rollback()` undoes while reporting (called before it does).
@@ -81,17 +95,21 @@ extension ContextState {
 
   /// Whether inserts, deletes and refreshes are noted: someone listens to them.
   func updateReporting() {
+    let wasReporting = reportsObjectChanges
     reportsObjectChanges =
       !changeObservers.isEmpty || messageObservers.contains { $0.token.kind == .objectsDidChange }
+    // Objects inserted before anyone listened report their later changes from now on.
+    if reportsObjectChanges && !wasReporting {
+      for object in inserted { object.listMembership |= ManagedObject.reportsChanges }
+    }
   }
 
   // MARK: - Processing them
 
   /// Ends the current event: reports it to the observers of `ObjectsDidChangeMessage` and to
   /// live queries that follow unsaved changes, and keeps, for each saved object changed in it,
-  /// the values `changedValuesForCurrentEvent()` compares with next (`keepingBase`; a save
-  /// does not, as it is about to clear them).
-  func processPendingChanges(keepingBase: Bool = true) {
+  /// the values `changedValuesForCurrentEvent()` compares with next.
+  func processPendingChanges() {
     guard !event.isEmpty || !updated.joinedInEvent.isEmpty else { return }
     var ended = event
     event = PendingEvent()
@@ -105,7 +123,7 @@ extension ContextState {
     var bases: [EventBase] = []
     for object in ended.changed {
       object.listMembership &= ~ManagedObject.changedInEvent
-      if keepingBase && object.lifecycle == .persisted && !object.committedValues.isEmpty,
+      if object.lifecycle == .persisted && !object.committedValues.isEmpty,
         let base = eventBase(of: object)
       {
         bases.append(base)
@@ -115,11 +133,12 @@ extension ContextState {
     defer { keep(bases) }
     guard reportsObjectChanges else { return }
     let message = objectsDidChangeMessage(for: ended)
-    if !message.isEmpty { deliver(message) }
+    // What live queries follow, taken before observers may change anything.
     var changes = ContextChanges(origin: .pendingChanges)
     changes.inserted = Set(message.inserted.compactMap(anyID))
-    changes.updated = Set((Array(message.updated) + ended.restored).compactMap(anyID))
-    changes.deleted = Set((ended.deleted + ended.invalidated).compactMap(anyID))
+    changes.updated = Set((Array(message.updated) + ended.restored.filter { !$0.isDeleted }).compactMap(anyID))
+    changes.deleted = Set((Array(message.deleted) + ended.invalidated).compactMap(anyID))
+    if !message.isEmpty { deliver(message) }
     notifyChanges(changes)
   }
 
@@ -138,7 +157,7 @@ extension ContextState {
   /// object is not also updated; an inserted one is not also updated).
   private func objectsDidChangeMessage(for event: PendingEvent) -> ManagedObjectContext.ObjectsDidChangeMessage {
     var message = ManagedObjectContext.ObjectsDidChangeMessage()
-    message.deleted = Set(event.deleted + event.forgotten)
+    message.deleted = Set(event.deleted.filter(\.isDeleted) + event.forgotten)
     message.invalidated = Set(event.invalidated)
     message.inserted = Set(event.inserted.filter { $0.lifecycle == .inserted && !$0.isDeleted })
     message.updated = Set(
@@ -160,7 +179,12 @@ extension ContextState {
     let base = EventBase(object, serial: eventSerial)
     for (slot, committed) in object.committedValues {
       base.committed[slot] = committed
-      if slot >= 0 {
+      if slot >= 0, let name = entity.storedAttributes[Int(slot)].foreignKeyOf,
+        let relationship = entity.relationship(named: name)
+      {
+        // A to-one's object, which may not be saved yet (then it has no key to keep).
+        base.values[slot] = .objects(relationship.accessor.objects(in: object))
+      } else if slot >= 0 {
         if let value = try? entity.accessors[Int(slot)].encode(object) { base.values[slot] = .value(value) }
       } else {
         let relationship = entity.relationships[Int(-slot - 1)]
@@ -179,7 +203,7 @@ extension ContextState {
     -> ContextObservationToken
   {
     nextObserverNumber += 1
-    let token = ContextObservationToken(number: nextObserverNumber, kind: Message.kind)
+    let token = ContextObservationToken(context: ObjectIdentifier(self), number: nextObserverNumber, kind: Message.kind)
     messageObservers.append((token, { if let message = $0 as? Message { body(message) } }))
     updateReporting()
     return token

@@ -7,16 +7,26 @@ extension ContextState {
   /// `ManagedObjectContext.save()`). On failure nothing is written and every change stays
   /// pending.
   func save() throws {
+    do {
+      try saveChanges()
+    } catch {
+      // A save ends the event, as Core Data's: one that fails too (a successful one clears
+      // it). When someone listens it was processed at the start already.
+      if !reportsObjectChanges { processPendingChanges() }
+      throw error
+    }
+  }
+
+  private func saveChanges() throws {
     // Core Data's order: the pending changes are processed, observers hear that the save
     // begins, then the delete rules and `willSave()` run, and what they changed is processed
-    // too. (The values `changedValuesForCurrentEvent()` compares with are not kept: the save
-    // clears them; a save that fails leaves the committed values as the base.)
+    // too. Nobody listening, there is nothing to process: the event ends with the save.
+    if reportsObjectChanges { processPendingChanges() }
     let hadChanges = hasChanges
-    if reportsObjectChanges { processPendingChanges(keepingBase: false) }
     if hadChanges && !messageObservers.isEmpty { deliver(ManagedObjectContext.WillSaveMessage()) }
     try applyDeleteRulesInMemory()
     try callWillSave()
-    if reportsObjectChanges { processPendingChanges(keepingBase: false) }
+    if reportsObjectChanges { processPendingChanges() }
     let updatedObjects = updated.filter { !$0.isDeleted && $0.lifecycle == .persisted }
     let deletedObjects = deleted.filter { $0.lifecycle == .persisted }
     try validate(inserted: inserted, updated: updatedObjects, deleted: deletedObjects)

@@ -65,6 +65,8 @@ final class ContextState: ObjectTracking {
   var eventBases: [ObjectIdentifier: EventBase] = [:]
   /// How many events the context ended (`processPendingChanges`).
   var eventSerial = 0
+  /// True while a merge applies other contexts' and processes' changes.
+  var isMerging = false
   /// The event during which a save, rollback or reset last dropped every event base: bases
   /// of that event or an earlier one are not kept.
   var eventBasesForgottenAt = 0
@@ -219,6 +221,7 @@ final class ContextState: ObjectTracking {
       if object.isDeleted, object.lifecycle == .persisted {  // re-inserting a deleted object undeletes it
         object.isDeleted = false
         deleted.remove(object)
+        noteUndelete(object)
       }
       return
     }

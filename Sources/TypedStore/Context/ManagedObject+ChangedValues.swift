@@ -109,6 +109,16 @@ extension ManagedObject {
         if !same { values[relationship.name] = relationship.accessor.boxedValue(holding: old) }
         continue
       }
+      if case .objects(let objects)? = base?.value(of: slot),
+        let name = entity.storedAttributes[Int(slot)].foreignKeyOf, let relationship = entity.relationship(named: name)
+      {
+        // A to-one at the end of the last event, compared by identity (its object may have
+        // no key yet).
+        if !objects.elementsEqual(relationship.accessor.objects(in: self), by: ===) {
+          values[name] = relationship.accessor.boxedValue(holding: objects)
+        }
+        continue
+      }
       var old = committed
       if case .value(let value)? = base?.value(of: slot) { old = value }
       // A to-one whose object is not saved yet has no key to compare: it changed.

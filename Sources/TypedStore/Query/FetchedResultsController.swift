@@ -167,7 +167,8 @@ public final class FetchedResultsController<Entity: ManagedObject> {
     sectionNames = sectionNameKeyPath == nil ? [] : objects.map(sectionName)
     if !isFetched {
       isFetched = true
-      state.changeObservers[ObjectIdentifier(self)] = { [unowned self] changes in self.apply(changes) }
+      // Weak: a delegate told of another controller's diff may let this one go meanwhile.
+      state.changeObservers[ObjectIdentifier(self)] = { [weak self] changes in self?.apply(changes) }
     }
   }
 
@@ -263,8 +264,9 @@ public final class FetchedResultsController<Entity: ManagedObject> {
       }
     }
     guard !diff.isEmpty else { return }
-    delegate?.controller(self, didChangeContentWith: diff)
+    // The stream first: a delegate that saves makes the next diff, which must come after.
     continuation.yield(diff)
+    delegate?.controller(self, didChangeContentWith: diff)
   }
 
   private func matches(_ object: Entity) -> Bool {

@@ -13,6 +13,8 @@ extension ContextState {
       // As Core Data's merge: the objects it refreshed and deleted are reported at once.
       processPendingChanges()
     }
+    isMerging = true
+    defer { isMerging = false }
     return merge(
       through: changes.token?.transactionNumber, deleted: changes.deletedIDs, updated: changes.updatedIDs)
   }

@@ -9,9 +9,15 @@ import TypedStoreTesting
 private let jottingEvents = Recorder<String>()
 
 /// An entity whose save hooks say when they run, to order them against the messages.
+enum JottingError: Error { case negativeWords }
+
 final class Jotting: ManagedObject {
   @Attribute var text: String = ""
   @Attribute var words: Int = 0
+  override func validateForUpdate() throws {
+    try super.validateForUpdate()
+    if words < 0 { throw JottingError.negativeWords }
+  }
   override func willSave() {
     super.willSave()
     jottingEvents.add("willSave() \(text)")
@@ -290,6 +296,40 @@ private final class Messages: Sendable {
     #expect(seen.all == ["before → first", "first → second", "second → third"])
   }
 
+  @Test(arguments: [false, true])
+  func aFailedSaveEndsTheEvent(observed: Bool) async throws {
+    let container = try PersistentContainer.makeTest(model: jottingModel, variant: "\(observed)")
+    try await saved(["A"], in: container)
+    try await container.newBackgroundContext().perform { context in
+      if observed { context.addObserver(for: ManagedObjectContext.ObjectsDidChangeMessage.self) { _ in } }
+      let jotting = try #require(try Jotting.first(in: context))
+      jotting.text = "B"
+      context.processPendingChanges()
+      jotting.text = "C"
+      jotting.words = -1  // refused by validateForUpdate()
+      #expect(throws: StoreError.self) { try context.save() }
+      #expect(jotting.changedValuesForCurrentEvent().isEmpty, "the save ended the event")
+      jotting.words = 0
+      #expect(jotting.changedValuesForCurrentEvent()["words"] as? Int == -1)
+      #expect(jotting.changedValues()["text"] as? String == "C", "still pending")
+    }
+  }
+
+  @Test func aTokenRemovesOnlyItsOwnContextsObserver() async throws {
+    let container = try PersistentContainer.makeTest(model: jottingModel)
+    let foreign = await container.newBackgroundContext().perform { context in
+      context.addObserver(for: ManagedObjectContext.WillSaveMessage.self) { _ in }
+    }
+    let heard = Recorder<String>()
+    try await container.newBackgroundContext().perform { context in
+      context.addObserver(for: ManagedObjectContext.WillSaveMessage.self) { _ in heard.add("will save") }
+      context.removeObserver(foreign)  // another context's token, with the same number: removes nothing
+      Jotting(context: context).text = "x"
+      try context.save()
+    }
+    #expect(heard.all == ["will save"])
+  }
+
   @Test func changedValuesForCurrentEventCoverRelationships() async throws {
     let container = try PersistentContainer.makeTest(model: graphModel)
     try await container.performBackgroundTask { context in
@@ -307,6 +347,14 @@ private final class Messages: Sendable {
       #expect(old??.name == "A", "the shelf at the end of the last event")
       #expect((shelves[1].changedValuesForCurrentEvent()["books"] as? Set<Book>)?.isEmpty == true)
       #expect((shelves[0].changedValuesForCurrentEvent()["books"] as? Set<Book>)?.map(\.title) == ["Dune"])
+
+      // A to-one to an object not saved yet: unchanged in the next event.
+      let fresh = Shelf(context: context)
+      fresh.name = "new"
+      book.shelf = fresh
+      context.processPendingChanges()
+      book.title = "Dune II"
+      #expect(book.changedValuesForCurrentEvent().keys.sorted() == ["title"])
     }
   }
 }

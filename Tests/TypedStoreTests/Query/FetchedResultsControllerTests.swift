@@ -77,6 +77,51 @@ final class DiffRecorder: FetchedResultsControllerDelegate {
     }
   }
 
+  @Test func aControllerFollowsEarlierInsertsUndeletesAndRefreshes() async throws {
+    let people = try await people()
+    let context = people.container.newBackgroundContext()
+    try await context.perform { context in
+      let early = Person(context: context)  // inserted before anyone listens
+      early.name = "early"
+      early.age = 12
+      let request = FetchRequest<Person>(
+        predicate: #Predicate { $0.age >= 10 }, sortBy: [SortDescriptor(\.age), SortDescriptor(\.name)])
+      let controller = FetchedResultsController(fetchRequest: request, context: context)
+      try controller.performFetch()
+      func check(_ context: isolated ManagedObjectContext, _ comment: Comment) throws {
+        let fresh = try context.fetch(request).map(ObjectIdentifier.init)
+        #expect(controller.fetchedObjects.map(ObjectIdentifier.init) == fresh, comment)
+      }
+      try check(context, "an unsaved insert is in the first fetch")
+      early.age = 1
+      context.processPendingChanges()
+      try check(context, "an object inserted before the controller leaves when it no longer matches")
+      early.age = 29
+      try context.save()
+      try check(context, "and the save keeps it in its place")
+
+      let member = try #require(controller.fetchedObjects.first)
+      context.delete(member)
+      context.processPendingChanges()
+      try check(context, "a delete takes it out")
+      context.insert(member)  // an undelete, in a later event
+      context.processPendingChanges()
+      try check(context, "an undelete puts it back")
+      context.delete(member)
+      context.insert(member)  // both in one event: nothing happened
+      context.processPendingChanges()
+      try check(context, "a delete taken back in its event changes nothing")
+
+      let moved = controller.fetchedObjects[1]
+      moved.age = 2
+      context.processPendingChanges()
+      try check(context, "an unsaved edit moves it out")
+      context.refresh(moved, mergeChanges: false)  // the edit is discarded
+      context.processPendingChanges()
+      try check(context, "a refresh that discards the edit puts it back")
+    }
+  }
+
   @Test func localSavesGiveDiffsAndTheResultsStayEqualToAFetch() async throws {
     let people = try await people()
     try await people.container.newBackgroundContext().perform { context in
