@@ -94,6 +94,9 @@ extension ContextState {
       visited.append(object)
       guard let entity = object.entity else { continue }
       for (index, relationship) in entity.relationships.enumerated() where relationship.deleteRule == .cascade {
+        if relationship.accessor.isFault(object) && loadsForCascadeDelete(relationship) {
+          object.loadRelationship(index)  // its objects' hooks run, as Core Data's
+        }
         for related in loadedObjects(of: object, index, relationship)
         where doomed.insert(ObjectIdentifier(related)).inserted {
           queue.append(related)
@@ -124,6 +127,15 @@ extension ContextState {
           object.unlinkInverse(of: related, through: relationship)
         }
       }
+    }
+  }
+
+  /// Whether a cascade over `relationship` loads its objects: an entity it may reach asks
+  /// for it (`ManagedObject.loadsForCascadeDelete`).
+  private func loadsForCascadeDelete(_ relationship: RelationshipDescription) -> Bool {
+    guard let destination = model.entity(named: relationship.destinationEntityName) else { return false }
+    return destination.selfAndDescendantNames.contains { name in
+      model.entity(named: name).map { $0.hasClass && $0.objectType.loadsForCascadeDelete } ?? false
     }
   }
 

@@ -126,6 +126,23 @@ open class ManagedObject: Hashable {
   /// declaring its own is named after its class.
   open class var entityName: String { String(describing: self) }
 
+  /// Whether objects of this entity that a `.cascade` rule deletes are loaded when their
+  /// context has not loaded them, so that their `prepareForDeletion()`, `willSave()` and
+  /// `didSave()` run as in Core Data (which always loads them). False by default: their rows
+  /// are deleted in SQL by the save, without objects, which is much faster.
+  ///
+  /// ```swift
+  /// final class Attachment: ManagedObject {
+  ///   override class var loadsForCascadeDelete: Bool { true }
+  ///   @Attribute var path: String = ""
+  ///   override func prepareForDeletion() {
+  ///     super.prepareForDeletion()
+  ///     try? FileManager.default.removeItem(atPath: path)
+  ///   }
+  /// }
+  /// ```
+  open class var loadsForCascadeDelete: Bool { false }
+
   /// The entity's name in the model version before this one, when the entity was renamed
   /// (Core Data's renaming identifier): migrating a store renames its table, its entity code
   /// and its history's entity names, and keeps every row. Nil (the default) for an entity

@@ -111,8 +111,33 @@ final class Nosy: ManagedObject {
   }
 }
 
+/// An album whose photos a cascade deletes, and photos that ask to be loaded for it, so that
+/// their hooks run as in Core Data.
+final class Album: ManagedObject {
+  @Attribute var title: String = ""
+  @Relationship(deleteRule: .cascade) var photos: Set<Photo>
+}
+
+final class Photo: ManagedObject {
+  override class var loadsForCascadeDelete: Bool { true }
+  @Attribute var file: String = ""
+  @Relationship(inverse: \Album.photos) var album: Album?
+  override func prepareForDeletion() {
+    super.prepareForDeletion()
+    hookLog.add("prepareForDeletion \(file)")
+  }
+  override func willSave() {
+    super.willSave()
+    hookLog.add(isDeleted ? "willSave deleted \(file)" : "willSave \(file)")
+  }
+  override func didSave() {
+    super.didSave()
+    hookLog.add(isDeleted ? "didSave deleted \(file)" : "didSave \(file)")
+  }
+}
+
 private let journalModel: ManagedObjectModel = {
-  do { return try ManagedObjectModel(Journal.self, Entry.self, Nosy.self) } catch {
+  do { return try ManagedObjectModel(Journal.self, Entry.self, Nosy.self, Album.self, Photo.self) } catch {
     fatalError("fixture model: \(error)")
   }
 }()
@@ -278,6 +303,41 @@ private let journalModel: ManagedObjectModel = {
         "awakeFromSnapshot [\"rollback\"] t8", "awakeFromSnapshot [\"rollback\"] t8",
         "awakeFromSnapshot [\"mergePolicy\"] t8",
       ])
+  }
+
+  @Test func aCascadeLoadsTheObjectsThatAskForItSoTheirHooksRun() async throws {
+    let container = try PersistentContainer.makeTest(model: journalModel)
+    let (id, journalID) = try await container.performBackgroundTask { context in
+      let album = Album(context: context)
+      album.title = "t9"
+      for file in ["t9/a.jpg", "t9/b.jpg"] {
+        let photo = Photo(context: context)
+        photo.file = file
+        album.photos.insert(photo)
+      }
+      let journal = Journal(context: context)
+      journal.title = "t9/journal"
+      let entry = Entry(context: context)
+      entry.text = "t9/entry"
+      journal.entries.insert(entry)
+      try context.save()
+      return (album.managedID, journal.managedID)
+    }
+    let before = calls("t9").count
+    try await container.performBackgroundTask { context in
+      // Neither the album's photos nor the journal's entries are loaded.
+      context.delete(try context.existingObject(with: id))
+      context.delete(try context.existingObject(with: journalID))
+      try context.save()
+      #expect(try context.count(for: FetchRequest<Photo>()) == 0 && context.count(for: FetchRequest<Entry>()) == 0)
+    }
+    let hooks = calls("t9").dropFirst(before)
+    for file in ["t9/a.jpg", "t9/b.jpg"] {
+      #expect(
+        hooks.filter { $0.hasSuffix(file) }
+          == ["prepareForDeletion \(file)", "willSave deleted \(file)", "didSave deleted \(file)"])
+    }
+    #expect(!hooks.contains { $0.hasSuffix("t9/entry") }, "an entry does not ask: deleted in SQL, no hook")
   }
 
   @Test func batchRequestsCallNoHook() async throws {

@@ -499,6 +499,16 @@ enum LifecycleDocExamples {
     try guest.validateValue(input, for: \Guest.name)  // throws StoreError.validationFailed
   }
 
+  final class Attachment: ManagedObject {
+    override class var loadsForCascadeDelete: Bool { true }
+    @Attribute var path: String = ""
+
+    override func prepareForDeletion() {
+      super.prepareForDeletion()
+      try? FileManager.default.removeItem(atPath: path)
+    }
+  }
+
   static func relationshipValues(of book: Book, kitchen: Shelf) {
     book.shelf = kitchen
     let savedShelf = book.committedValue(for: \Book.shelf)  // Shelf??: the shelf it was saved on
