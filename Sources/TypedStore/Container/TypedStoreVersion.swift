@@ -5,5 +5,5 @@
 /// ```
 public enum TypedStoreVersion {
   /// The version of this build of TypedStore.
-  public static let current = "0.7.0"
+  public static let current = "0.8.0"
 }
