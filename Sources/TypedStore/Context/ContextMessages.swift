@@ -64,21 +64,17 @@ extension ManagedObjectContext {
     public internal(set) var invalidatedAll = false
 
     /// The inserted objects of one entity type (its subentities' included).
-    public func inserted<Entity: ManagedObject>(_ type: Entity.Type) -> Set<Entity> { Self.of(inserted) }
+    public func inserted<Entity: ManagedObject>(_ type: Entity.Type) -> Set<Entity> { objects(of: inserted) }
     /// The updated objects of one entity type.
-    public func updated<Entity: ManagedObject>(_ type: Entity.Type) -> Set<Entity> { Self.of(updated) }
+    public func updated<Entity: ManagedObject>(_ type: Entity.Type) -> Set<Entity> { objects(of: updated) }
     /// The deleted objects of one entity type.
-    public func deleted<Entity: ManagedObject>(_ type: Entity.Type) -> Set<Entity> { Self.of(deleted) }
+    public func deleted<Entity: ManagedObject>(_ type: Entity.Type) -> Set<Entity> { objects(of: deleted) }
     /// The refreshed objects of one entity type.
-    public func refreshed<Entity: ManagedObject>(_ type: Entity.Type) -> Set<Entity> { Self.of(refreshed) }
+    public func refreshed<Entity: ManagedObject>(_ type: Entity.Type) -> Set<Entity> { objects(of: refreshed) }
 
     var isEmpty: Bool {
       inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty && invalidated.isEmpty
         && !invalidatedAll
-    }
-
-    private static func of<Entity: ManagedObject>(_ objects: Set<ManagedObject>) -> Set<Entity> {
-      Set(objects.compactMap { $0 as? Entity })
     }
   }
 
@@ -112,15 +108,15 @@ extension ManagedObjectContext {
 
     /// The inserted objects of one entity type (its subentities' included).
     public func inserted<Entity: ManagedObject>(_ type: Entity.Type) -> Set<Entity> {
-      Set(inserted.compactMap { $0 as? Entity })
+      objects(of: inserted)
     }
     /// The updated objects of one entity type.
     public func updated<Entity: ManagedObject>(_ type: Entity.Type) -> Set<Entity> {
-      Set(updated.compactMap { $0 as? Entity })
+      objects(of: updated)
     }
     /// The deleted objects of one entity type.
     public func deleted<Entity: ManagedObject>(_ type: Entity.Type) -> Set<Entity> {
-      Set(deleted.compactMap { $0 as? Entity })
+      objects(of: deleted)
     }
   }
 
@@ -159,4 +155,9 @@ extension ManagedObjectContext {
       Set(ids.compactMap { $0.typed(as: Entity.self) })
     }
   }
+}
+
+/// The objects of `objects` that are `Entity`s (its subentities' included), typed.
+private func objects<Entity: ManagedObject>(of objects: Set<ManagedObject>) -> Set<Entity> {
+  Set(objects.compactMap { $0 as? Entity })
 }

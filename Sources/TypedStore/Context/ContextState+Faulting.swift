@@ -80,7 +80,7 @@ extension ContextState {
     guard try store.loadRow(primaryKey: key.value, into: object, entity: entity, connection: reader()) else {
       throw ManagedIDError.noSuchRow(anyID(of: object)?.description ?? entity.name)
     }
-    awake(fetched: object)
+    object.awakeFetched()
   }
 
   func fulfillFault(of object: ManagedObject) {

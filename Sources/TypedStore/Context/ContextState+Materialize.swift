@@ -81,7 +81,7 @@ extension ContextState {
     // entity with no hook pays a test and an empty call per object).
     for object in fetched.1 {
       object._withUnsafeGuaranteedRef { object in
-        if object.listMembership & ManagedObject.awaitsAwakeFromFetch != 0 { awake(fetched: object) }
+        if object.listMembership & ManagedObject.awaitsAwakeFromFetch != 0 { object.awakeFetched() }
       }
     }
     return fetched.0
@@ -133,12 +133,9 @@ extension ContextState {
     let objects = awakening
     awakening.removeAll()
     for object in objects where object.listMembership & ManagedObject.awaitsAwakeFromFetch != 0 {
-      awake(fetched: object)
+      object.awakeFetched()
     }
   }
-
-  /// Calls `awakeFromFetch()` on a fetched object (`ManagedObject.awakeFetched()`).
-  func awake(fetched object: ManagedObject) { object.awakeFetched() }
 
   func reportRefetchedObservations() {
     guard !refetchedObservations.isEmpty else { return }
