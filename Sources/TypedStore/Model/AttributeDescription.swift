@@ -31,6 +31,9 @@ public struct AttributeDescription: Sendable {
   /// a slot like an attribute (so changes, updates, conflicts and history treat it as one) but
   /// is not listed in `EntityDescription.attributes`.
   var foreignKeyOf: String? = nil
+  /// For a model without classes read from a model file: the default the file gives, in its
+  /// stored form (a class's default is read from a new object instead).
+  var constantDefault: PrimitiveValue? = nil
   /// The values the attribute accepts, checked by `save()`.
   var boundsCheck: AttributeBounds? = nil
   /// The attribute's own validation (`@Attribute(validate:)`), checked by `save()`.

@@ -106,7 +106,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
 
   /// The slot fields of the attributes that have an `Attribute` wrapper (a relationship's
   /// key column and an attribute known only from a schema have none: offset 0) and of the
-  /// relationships.
+  /// relationships (but those known only from a schema).
   private static func slotFields(
     storedAttributes: [AttributeDescription], relationships: [RelationshipDescription]
   ) -> [SlotField] {
@@ -115,7 +115,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
       let offset = attribute.accessor.directField.slotOffset
       if offset > 0 { fields.append(SlotField(offset: offset, slot: Int32(slot))) }
     }
-    for (index, relationship) in relationships.enumerated() {
+    for (index, relationship) in relationships.enumerated() where relationship.accessor.slotFieldOffset > 0 {
       fields.append(SlotField(offset: relationship.accessor.slotFieldOffset, slot: Int32(index)))
     }
     return fields

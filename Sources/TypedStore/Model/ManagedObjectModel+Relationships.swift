@@ -162,7 +162,7 @@ private struct Graph {
             "its inverse \(this.destination).\(inverse.name) does not point back at \(entity.name).\(own.name)"))
       }
       let isSelfInverse = thisInverse == (entity.name, index)
-      let sortsFirst = (entity.name, own.name) <= (thisInverse.entity, inverse.name)
+      let sortsFirst = RelationshipLinks.owns(own.name, of: entity.name, inverse: inverse.name, of: thisInverse.entity)
       let storage = Self.storage(
         of: own, in: entity.name, inverse: inverse, of: thisInverse.entity, owns: isSelfInverse || sortsFirst)
       let inverseIndex = (full[this.destination] ?? []).firstIndex { $0 == thisInverse } ?? 0
@@ -174,24 +174,40 @@ private struct Graph {
     return resolved
   }
 
-  /// Where a pair's links are stored; `owns` is true for the side that keeps a to-one ↔
-  /// to-one key column or names a join table (the self-inverse side, or the one that sorts
-  /// first).
+  /// Where a pair's links are stored (`RelationshipLinks.storage`).
   static func storage(of own: Own, in entityName: String, inverse: Own, of inverseEntity: String, owns: Bool)
     -> RelationshipStorage
   {
-    let kind = own.accessor.kind
-    let inverseKind = inverse.accessor.kind
+    RelationshipLinks.storage(
+      name: own.name, kind: own.accessor.kind, in: entityName, inverseName: inverse.name,
+      inverseKind: inverse.accessor.kind, of: inverseEntity, owns: owns)
+  }
+}
+
+extension RelationshipLinks {
+  /// Whether the side `name` of `entity` owns its pair's links (a to-one ↔ to-one key
+  /// column, or a join table): the self-inverse side, or the one whose (entity, name) sorts
+  /// first. Model files lay out their relationships with the same rule as classes.
+  static func owns(_ name: String, of entity: String, inverse: String, of inverseEntity: String) -> Bool {
+    (entity, name) <= (inverseEntity, inverse)
+  }
+
+  /// Where a pair's links are stored, from the names and kinds of its two sides; `owns` is
+  /// true for the side that keeps a to-one ↔ to-one key column or names a join table.
+  static func storage(
+    name: String, kind: RelationshipKind, in entityName: String, inverseName: String, inverseKind: RelationshipKind,
+    of inverseEntity: String, owns: Bool
+  ) -> RelationshipStorage {
     switch (kind.isToMany, inverseKind.isToMany) {
     case (false, true):
-      return .foreignKey(column: own.name, orderColumn: inverseKind == .ordered ? "_\(own.name)_order" : nil)
+      return .foreignKey(column: name, orderColumn: inverseKind == .ordered ? "_\(name)_order" : nil)
     case (true, false):
-      return .inverseForeignKey(column: inverse.name, orderColumn: kind == .ordered ? "_\(inverse.name)_order" : nil)
+      return .inverseForeignKey(column: inverseName, orderColumn: kind == .ordered ? "_\(inverseName)_order" : nil)
     case (false, false):
       return owns
-        ? .foreignKey(column: own.name, orderColumn: nil) : .inverseForeignKey(column: inverse.name, orderColumn: nil)
+        ? .foreignKey(column: name, orderColumn: nil) : .inverseForeignKey(column: inverseName, orderColumn: nil)
     case (true, true):
-      let table = owns ? "_join_\(entityName)_\(own.name)" : "_join_\(inverseEntity)_\(inverse.name)"
+      let table = owns ? "_join_\(entityName)_\(name)" : "_join_\(inverseEntity)_\(inverseName)"
       return .joinTable(
         table: table, ownColumn: owns ? "source" : "target", otherColumn: owns ? "target" : "source",
         orderColumn: kind == .ordered ? (owns ? "source_order" : "target_order") : nil, isOwner: owns)

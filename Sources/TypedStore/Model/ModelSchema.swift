@@ -1,3 +1,5 @@
+import Foundation
+
 /// The self-describing form of a model, kept as JSON in every store's metadata so that tools
 /// can read a store without the application's Swift classes.
 ///
@@ -78,4 +80,49 @@ public struct ModelSchema: Codable, Sendable, Equatable {
 
   /// Entities, superentities before their subentities.
   public var entities: [Entity]
+}
+
+extension ModelSchema {
+  /// Whether the two schemas store alike: the same entities, properties and storage, in any
+  /// order (a model file lists properties by name, classes in declaration order).
+  ///
+  /// ```swift
+  /// let same = try XcodeModel(contentsOf: url).schema().storesAlike(classModel.schema)
+  /// ```
+  public func storesAlike(_ other: ModelSchema) -> Bool { sorted == other.sorted }
+
+  /// Entities, attributes, relationships and constraints by name, bounds in one form.
+  private var sorted: ModelSchema {
+    ModelSchema(
+      entities: entities.sorted { $0.name < $1.name }.map { entity in
+        var entity = entity
+        entity.attributes = entity.attributes.sorted { $0.name < $1.name }.map { attribute in
+          var attribute = attribute
+          attribute.bounds = attribute.bounds.map(Attribute.canonicalBounds)
+          return attribute
+        }
+        entity.relationships = entity.relationships?.sorted { $0.name < $1.name }
+        entity.uniquenessConstraints = entity.uniquenessConstraints?.map { $0.sorted() }.sorted {
+          $0.lexicographicallyPrecedes($1)
+        }
+        return entity
+      })
+  }
+}
+
+extension ModelSchema.Attribute {
+  /// Bounds as written in Swift (`1...`, `...5`, `..<5`): a one-sided range prints as its
+  /// type (`PartialRangeFrom<Int32>(lowerBound: 1)`), which names the Swift type; a model
+  /// file knows the stored type only.
+  static func canonicalBounds(_ bounds: String) -> String {
+    for (prefix, label, form) in [
+      ("PartialRangeFrom<", "lowerBound: ", "%@..."), ("PartialRangeThrough<", "upperBound: ", "...%@"),
+      ("PartialRangeUpTo<", "upperBound: ", "..<%@"),
+    ] where bounds.hasPrefix(prefix) {
+      guard let start = bounds.range(of: label)?.upperBound, bounds.hasSuffix(")") else { return bounds }
+      let value = String(bounds[start..<bounds.index(before: bounds.endIndex)])
+      return form.replacingOccurrences(of: "%@", with: value)
+    }
+    return bounds
+  }
 }

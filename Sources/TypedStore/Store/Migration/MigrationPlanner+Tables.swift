@@ -150,10 +150,11 @@ extension MigrationPlanner {
   /// The value the attribute's declaration gives every new object (`= ""`, `= nil`, `= .draft`)
   /// in its stored form; nil when two new objects get different values (`= UUID()`,
   /// `= Date()`). A model read from JSON (a tool's) has no class to ask and its JSON no
-  /// defaults: an optional attribute's is nil there, a required one has none.
+  /// defaults: an optional attribute's is nil there, a required one has none; a model read
+  /// from a model file has the file's defaults.
   func defaultValue(of attribute: AttributeDescription) -> PrimitiveValue? {
     guard let entity = new.entity(named: attribute.entityName) else { return nil }
-    guard entity.hasClass else { return attribute.isOptional ? .null : nil }
+    guard entity.hasClass else { return attribute.constantDefault ?? (attribute.isOptional ? .null : nil) }
     let first = entity.objectType.init()
     let second = entity.objectType.init()
     guard let one = try? attribute.accessor.encode(first), let two = try? attribute.accessor.encode(second),

@@ -62,17 +62,6 @@ struct MigrationPlanner {
     -> InferredMigration
   {
     var planner = MigrationPlanner(connection: connection, old: old, new: new)
-    if let entity = new.entities.first(where: { !$0.hasClass }),
-      new.schema.entities.contains(where: { !($0.relationships ?? []).isEmpty })
-    {
-      // Read from JSON: its entities have no relationship descriptions to migrate to, and
-      // its attributes no defaults.
-      planner.refuse(
-        entity.name, nil,
-        "belongs to a model read from JSON without its classes, which cannot be migrated to: open the store "
-          + "with the application's model", stage: .lightweight)
-      return planner.result
-    }
     planner.mapEntities()
     guard planner.result.refusals.isEmpty else { return planner.result }
     let oldLayouts = layouts(of: old).map { StoredTable($0, schema: old.schema) }

@@ -48,12 +48,19 @@ struct StagedMigration: Sendable {
   /// (made or last migrated without a plan), the earliest with its hash; nil when the plan has
   /// no such version (a version it records that this plan does not know is another build's,
   /// maybe a later one: its stages are never run again from an earlier version).
+  ///
+  /// A version matches by hash, or, failing that, by storing alike: a version read from a
+  /// model file lists its properties in the file's order, the store those of the classes it
+  /// was made with (`ModelSchema.storesAlike`).
   func startIndex(_ metadata: [String: String]) -> Int? {
     let hash = metadata["model_hash"] ?? ""
-    guard let recorded = metadata["model_version"] else {
-      return versions.firstIndex { $0.model.versionHash == hash }
-    }
-    return versions.firstIndex { $0.identifier == recorded && $0.model.versionHash == hash }
+    let recorded = metadata["model_version"]
+    let candidates = versions.indices.filter { recorded == nil || versions[$0].identifier == recorded }
+    if let exact = candidates.first(where: { versions[$0].model.versionHash == hash }) { return exact }
+    guard let json = metadata["model_json"],
+      let stored = try? JSONDecoder().decode(ModelSchema.self, from: Data(json.utf8))
+    else { return nil }
+    return candidates.first { versions[$0].model.schema.storesAlike(stored) }
   }
 
   /// Whether a store whose hash is the last version's still has stages to run (data-only

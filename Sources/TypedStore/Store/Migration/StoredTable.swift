@@ -15,7 +15,12 @@ struct StoredTable {
     let table = layout.root.name
     var columns = layout.columns.filter { $0.role == .attribute }
     var orderColumns: [TableColumn] = []
-    var objects = layout.objects.filter { $0.kind == .index }
+    // The key columns' indexes come from the schema below (a model read from a schema lays
+    // them out too, as `SchemaLayout` does).
+    let keyColumns = Set(layout.columns.filter { $0.role == .foreignKey }.map(\.name))
+    var objects = layout.objects.filter { object in
+      object.kind == .index && (object.isUnique || object.columns.count != 1 || !keyColumns.contains(object.columns[0]))
+    }
     var joins: [SchemaObject] = []
     let entities = schema.entities.filter { $0.table == table }
     for entity in entities {
