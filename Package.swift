@@ -53,7 +53,7 @@ let package = Package(
     // A second process for the multi-process tests.
     .executableTarget(
       name: "typedstore-test-writer",
-      dependencies: ["TypedStore"],
+      dependencies: ["TypedStore", "ShopModel"],
       path: "Tests/TestWriter"
     ),
     // docs/merging.md's two-process example, built and run by the tests.
@@ -69,11 +69,18 @@ let package = Package(
       dependencies: ["TypedStore"],
       path: "Examples/OrderService"
     ),
+    // The classes `typedstore model generate --public` writes for Tests/Fixtures/ModelFiles/
+    // Shop.xcdatamodeld, compiled as written; the tests generate them again and compare.
+    .target(
+      name: "ShopModel",
+      dependencies: ["TypedStore"],
+      path: "Tests/ShopModel"
+    ),
     .testTarget(
       name: "TypedStoreTests",
       dependencies: [
         "TypedStore", "TypedStoreTesting", "ArgumentParsing", "Spawning", "typedstore", "typedstore-test-writer",
-        "typedstore-bench", "typedstore-merging-example", "typedstore-order-service",
+        "typedstore-bench", "typedstore-merging-example", "typedstore-order-service", "ShopModel",
       ]
     ),
   ],

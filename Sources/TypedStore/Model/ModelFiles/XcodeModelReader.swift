@@ -1,0 +1,373 @@
+import Foundation
+
+/// Reads a `contents` file's elements into an ``XcodeModel``: every element and attribute
+/// Xcode writes since Xcode 4 is honoured, ignored (where that changes nothing stored or
+/// checked; noted in `ignored`) or refused by name with its line.
+struct XcodeModelReader {
+  let file: String
+  private var ignored: [String] = []
+
+  init(file: String) { self.file = file }
+
+  private static let modelAttributes: Set<String> = [
+    "type", "documentVersion", "lastSavedToolsVersion", "systemVersion", "minimumToolsVersion", "sourceLanguage",
+    "userDefinedModelVersionIdentifier", "iOSVersion", "macOSVersion",
+  ]
+  private static let entityAttributes: Set<String> = [
+    "name", "representedClassName", "parentEntity", "isAbstract", "elementID", "versionHashModifier", "syncable",
+    "codeGenerationType", "renamingIdentifier",
+  ]
+  private static let attributeAttributes: Set<String> = [
+    "name", "optional", "attributeType", "defaultValueString", "defaultDateTimeInterval", "usesScalarValueType",
+    "transient", "indexed", "minValueString", "maxValueString", "preserveAfterDeletion",
+    "allowsExternalBinaryDataStorage", "allowsCloudEncryption", "valueTransformerName", "customClassName", "derived",
+    "derivationExpression", "elementID", "versionHashModifier", "syncable", "spotlightIndexingEnabled",
+    "storedInTruthFile", "regularExpressionString", "composite", "renamingIdentifier",
+  ]
+  private static let relationshipAttributes: Set<String> = [
+    "name", "optional", "minCount", "maxCount", "toMany", "ordered", "deletionRule", "destinationEntity",
+    "inverseName", "inverseEntity", "elementID", "syncable", "transient", "versionHashModifier",
+    "spotlightIndexingEnabled", "storedInTruthFile", "renamingIdentifier",
+  ]
+
+  // MARK: - Model
+
+  mutating func model(_ root: XMLNode, name: String) throws(ModelFileError) -> XcodeModel {
+    guard root.name == "model" else {
+      throw error(root, reason: .malformedXML("the root element is <\(root.name)>, not <model>"))
+    }
+    noteUnknownAttributes(of: root, known: Self.modelAttributes, in: "the model")
+    var model = XcodeModel(
+      name: name, file: file, versionIdentifier: root.attributes["userDefinedModelVersionIdentifier"],
+      entities: [], fetchRequestTemplates: [], configurations: [:], ignored: [])
+    for child in root.children {
+      switch child.name {
+      case "entity": model.entities.append(try entity(child))
+      case "configuration":
+        let configuration = try required("name", of: child)
+        model.configurations[configuration] = child.children(named: "memberEntity").compactMap { $0.attributes["name"] }
+        ignored.append(
+          "configuration \(configuration) (line \(child.line)): a TypedStore store holds every entity")
+      case "fetchRequest":
+        model.fetchRequestTemplates.append(
+          XcodeModel.FetchRequestTemplate(
+            name: try required("name", of: child), entity: try required("entity", of: child),
+            predicate: child.attributes["predicateString"]))
+      case "elements": break  // the diagram's layout
+      case "composite":
+        throw error(
+          child, element: "composite \(child.attributes["name"] ?? "")",
+          reason: .unsupported("composite attributes are not read yet; flatten the composite into attributes"))
+      default: throw error(child, reason: .unsupported("the element <\(child.name)>"))
+      }
+    }
+    model.ignored = ignored
+    try checkReferences(model)
+    return model
+  }
+
+  // MARK: - Entities
+
+  private mutating func entity(_ node: XMLNode) throws(ModelFileError) -> XcodeModel.Entity {
+    let name = try required("name", of: node)
+    noteUnknownAttributes(of: node, known: Self.entityAttributes, in: "entity \(name)")
+    if let modifier = node.attributes["versionHashModifier"] {
+      ignored.append(
+        "entity \(name): versionHashModifier \"\(modifier)\" (TypedStore's version hash is the stored shape's)")
+    }
+    var entity = XcodeModel.Entity(
+      name: name, representedClassName: node.attributes["representedClassName"],
+      parentEntity: node.attributes["parentEntity"], isAbstract: flag("isAbstract", of: node),
+      renamingIdentifier: node.attributes["elementID"] ?? node.attributes["renamingIdentifier"], attributes: [],
+      relationships: [], uniquenessConstraints: [], userInfo: try userInfo(node), line: node.line)
+    if entity.isAbstract {
+      ignored.append("entity \(name): isAbstract (TypedStore does not stop objects of an abstract entity)")
+    }
+    var indexes: [(names: [String], line: Int)] = []
+    for child in node.children {
+      switch child.name {
+      case "attribute": entity.attributes.append(try attribute(child, entity: name))
+      case "relationship": entity.relationships.append(try relationship(child, entity: name))
+      case "fetchIndex": indexes.append((try fetchIndex(child, entity: name), child.line))
+      case "compoundIndexes":
+        for index in child.children(named: "compoundIndex") {
+          indexes.append((index.children(named: "index").compactMap { $0.attributes["value"] }, index.line))
+        }
+      case "uniquenessConstraints":
+        for constraint in child.children(named: "uniquenessConstraint") {
+          entity.uniquenessConstraints.append(
+            constraint.children(named: "constraint").compactMap { $0.attributes["value"] })
+        }
+      case "userInfo": break
+      case "fetchedProperty":
+        throw error(
+          child, entity: name, element: "fetchedProperty \(child.attributes["name"] ?? "")",
+          reason: .unsupported("fetched properties; fetch with a FetchRequest instead"))
+      default: throw error(child, entity: name, reason: .unsupported("the element <\(child.name)>"))
+      }
+    }
+    try applyIndexes(indexes, to: &entity)
+    return entity
+  }
+
+  /// A fetch index's attribute names; refuses the forms TypedStore cannot make.
+  private func fetchIndex(_ node: XMLNode, entity: String) throws(ModelFileError) -> [String] {
+    let element = "fetchIndex \(node.attributes["name"] ?? "")"
+    var names: [String] = []
+    for part in node.children(named: "fetchIndexElement") {
+      if part.attributes["expression"] != nil {
+        throw error(part, entity: entity, element: element, reason: .unsupported("an index on an expression"))
+      }
+      if let type = part.attributes["type"], type != "Binary" {
+        throw error(part, entity: entity, element: element, reason: .unsupported("a \(type) index (only Binary)"))
+      }
+      names.append(try required("property", of: part))
+    }
+    return names
+  }
+
+  /// One-attribute indexes mark their attribute; compound indexes are refused.
+  private func applyIndexes(_ indexes: [(names: [String], line: Int)], to entity: inout XcodeModel.Entity)
+    throws(ModelFileError)
+  {
+    for (names, line) in indexes {
+      guard names.count == 1, let name = names.first else {
+        throw ModelFileError(
+          file: file, line: line, entity: entity.name, element: "index (\(names.joined(separator: ", ")))",
+          reason: .unsupported("an index on several properties; index each one, or none"))
+      }
+      if let index = entity.attributes.firstIndex(where: { $0.name == name }) {
+        entity.attributes[index].isIndexed = true
+      } else if !entity.relationships.contains(where: { $0.name == name && $0.kind == .toOne }) {
+        throw ModelFileError(
+          file: file, line: line, entity: entity.name, element: "index (\(name))",
+          reason: .danglingReference("the index names \(name), which is no attribute or to-one of \(entity.name)"))
+      }  // a to-one's key column is always indexed
+    }
+  }
+
+  // MARK: - Properties
+
+  private mutating func attribute(_ node: XMLNode, entity: String) throws(ModelFileError) -> XcodeModel.Attribute {
+    let name = try required("name", of: node)
+    let element = "attribute \(name)"
+    noteUnknownAttributes(of: node, known: Self.attributeAttributes, in: "\(entity).\(name)")
+    try checkChildren(of: node, entity: entity, element: element)
+    for (key, what) in [
+      ("derived", "a derived attribute; compute it in Swift, or store it and set it in willSave()"),
+      ("regularExpressionString", "a regular expression check; use @Attribute(validate:)"),
+    ] where node.attributes[key] != nil && (key != "derived" || flag(key, of: node)) {
+      throw error(node, entity: entity, element: element, reason: .unsupported(what))
+    }
+    let typeName = node.attributes["attributeType"]
+    let isTransient = flag("transient", of: node)
+    let type = try attributeType(typeName, node: node, entity: entity, element: element, isTransient: isTransient)
+    var attribute = XcodeModel.Attribute(
+      name: name, typeName: typeName, attributeType: type, isOptional: flag("optional", of: node),
+      isTransient: isTransient,
+      defaultValue: type == .date ? node.attributes["defaultDateTimeInterval"] : node.attributes["defaultValueString"],
+      minimum: node.attributes["minValueString"], maximum: node.attributes["maxValueString"],
+      isIndexed: flag("indexed", of: node), isPreservedOnDeletion: flag("preserveAfterDeletion", of: node),
+      renamingIdentifier: node.attributes["elementID"] ?? node.attributes["renamingIdentifier"],
+      valueTransformerName: node.attributes["valueTransformerName"],
+      customClassName: node.attributes["customClassName"], usesScalarValueType: flag("usesScalarValueType", of: node),
+      userInfo: try userInfo(node), line: node.line)
+    if (attribute.minimum != nil || attribute.maximum != nil) && !(type?.hasNumericBounds ?? false) {
+      throw error(
+        node, entity: entity, element: element,
+        reason: .unsupported(
+          "minimum and maximum on a \(typeName ?? "Undefined") attribute (only numbers); use @Attribute(validate:)"))
+    }
+    if type == .codable, let transformer = attribute.valueTransformerName,
+      !["NSSecureUnarchiveFromData", "NSSecureUnarchiveFromDataTransformer"].contains(transformer)
+    {
+      ignored.append("\(entity).\(name): valueTransformerName \(transformer) (TypedStore stores the value as JSON)")
+    }
+    if flag("allowsExternalBinaryDataStorage", of: node) {
+      ignored.append("\(entity).\(name): allowsExternalBinaryDataStorage (the bytes are stored in the row)")
+    }
+    if isTransient { attribute.isIndexed = false }
+    return attribute
+  }
+
+  private func attributeType(
+    _ typeName: String?, node: XMLNode, entity: String, element: String, isTransient: Bool
+  ) throws(ModelFileError) -> AttributeType? {
+    switch typeName {
+    case nil, "Undefined":
+      guard isTransient else {
+        throw error(
+          node, entity: entity, element: element,
+          reason: .unsupported("an attribute of Undefined type that is not transient; give it a type"))
+      }
+      return nil
+    case "Integer 16": return .integer16
+    case "Integer 32": return .integer32
+    case "Integer 64": return .integer64
+    case "Decimal": return .decimal
+    case "Double": return .double
+    case "Float": return .float
+    case "String": return .string
+    case "Boolean": return .boolean
+    case "Date": return .date
+    case "Binary": return .binaryData
+    case "UUID": return .uuid
+    case "URI": return .uri
+    case "Transformable": return .codable
+    case "Object ID":
+      throw error(
+        node, entity: entity, element: element,
+        reason: .unsupported("an Object ID attribute; store a ManagedID's uriRepresentation as a URI"))
+    case "Composite":
+      throw error(
+        node, entity: entity, element: element,
+        reason: .unsupported("composite attributes are not read yet; flatten the composite into attributes"))
+    case let other?:
+      throw error(node, entity: entity, element: element, reason: .unknownAttributeType(other))
+    }
+  }
+
+  private mutating func relationship(_ node: XMLNode, entity: String) throws(ModelFileError)
+    -> XcodeModel.Relationship
+  {
+    let name = try required("name", of: node)
+    let element = "relationship \(name)"
+    noteUnknownAttributes(of: node, known: Self.relationshipAttributes, in: "\(entity).\(name)")
+    try checkChildren(of: node, entity: entity, element: element)
+    if flag("transient", of: node) {
+      throw error(node, entity: entity, element: element, reason: .unsupported("a transient relationship"))
+    }
+    guard let destination = node.attributes["destinationEntity"] else {
+      throw error(
+        node, entity: entity, element: element, reason: .danglingReference("the relationship has no destination"))
+    }
+    guard let inverse = node.attributes["inverseName"] else {
+      throw error(
+        node, entity: entity, element: element,
+        reason: .unsupported("a relationship without an inverse; TypedStore keeps both sides, give it one"))
+    }
+    if let inverseEntity = node.attributes["inverseEntity"], inverseEntity != destination {
+      throw error(
+        node, entity: entity, element: element,
+        reason: .danglingReference("its inverse is on \(inverseEntity), not on its destination \(destination)"))
+    }
+    let toMany = flag("toMany", of: node)
+    return XcodeModel.Relationship(
+      name: name, destination: destination, inverse: inverse,
+      kind: toMany ? (flag("ordered", of: node) ? .ordered : .toMany) : .toOne, isOptional: flag("optional", of: node),
+      minCount: try count("minCount", of: node, entity: entity, element: element),
+      maxCount: try count("maxCount", of: node, entity: entity, element: element),
+      deleteRule: try deleteRule(node, entity: entity, element: element),
+      renamingIdentifier: node.attributes["elementID"] ?? node.attributes["renamingIdentifier"],
+      userInfo: try userInfo(node), line: node.line)
+  }
+
+  private func deleteRule(_ node: XMLNode, entity: String, element: String) throws(ModelFileError) -> DeleteRule {
+    switch node.attributes["deletionRule"] {
+    case nil, "Nullify": return .nullify
+    case "Cascade": return .cascade
+    case "Deny": return .deny
+    case "No Action":
+      throw error(
+        node, entity: entity, element: element,
+        reason: .unsupported("the No Action delete rule (it leaves links to a deleted object); use Nullify"))
+    case let other?:
+      throw error(node, entity: entity, element: element, reason: .invalidValue("unknown delete rule \"\(other)\""))
+    }
+  }
+
+  private func count(_ key: String, of node: XMLNode, entity: String, element: String) throws(ModelFileError) -> Int {
+    guard let text = node.attributes[key] else { return 0 }
+    guard let value = Int(text), value >= 0 else {
+      throw error(node, entity: entity, element: element, reason: .invalidValue("\(key) \"\(text)\" is not a count"))
+    }
+    return value
+  }
+
+  // MARK: - References
+
+  /// Parents, destinations, inverses and constrained names that name nothing.
+  private func checkReferences(_ model: XcodeModel) throws(ModelFileError) {
+    let byName = Dictionary(model.entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    func properties(of name: String) -> [String] {
+      guard let entity = byName[name] else { return [] }
+      return (entity.parentEntity.map(properties) ?? []) + entity.attributes.map(\.name)
+        + entity.relationships.map(\.name)
+    }
+    for entity in model.entities {
+      if let parent = entity.parentEntity, byName[parent] == nil {
+        throw ModelFileError(
+          file: file, line: entity.line, entity: entity.name,
+          reason: .danglingReference("its parent entity \(parent) is not in the model"))
+      }
+      for relationship in entity.relationships {
+        guard let destination = byName[relationship.destination] else {
+          throw ModelFileError(
+            file: file, line: relationship.line, entity: entity.name, element: "relationship \(relationship.name)",
+            reason: .danglingReference("its destination \(relationship.destination) is not in the model"))
+        }
+        if !properties(of: destination.name).contains(relationship.inverse) {
+          throw ModelFileError(
+            file: file, line: relationship.line, entity: entity.name, element: "relationship \(relationship.name)",
+            reason: .danglingReference(
+              "its inverse \(relationship.inverse) is not a relationship of \(relationship.destination)"))
+        }
+      }
+      for name in entity.uniquenessConstraints.joined() where !properties(of: entity.name).contains(name) {
+        throw ModelFileError(
+          file: file, line: entity.line, entity: entity.name, element: "uniquenessConstraint",
+          reason: .danglingReference("the constraint names \(name), which is no property of \(entity.name)"))
+      }
+    }
+  }
+
+  // MARK: - Helpers
+
+  private func flag(_ key: String, of node: XMLNode) -> Bool { node.attributes[key] == "YES" }
+
+  private func required(_ key: String, of node: XMLNode) throws(ModelFileError) -> String {
+    guard let value = node.attributes[key], !value.isEmpty else {
+      throw error(node, reason: .invalidValue("<\(node.name)> has no \(key)"))
+    }
+    return value
+  }
+
+  private func userInfo(_ node: XMLNode) throws(ModelFileError) -> [String: String] {
+    var entries: [String: String] = [:]
+    for info in node.children(named: "userInfo") {
+      for entry in info.children(named: "entry") {
+        entries[try required("key", of: entry)] = entry.attributes["value"] ?? ""
+      }
+    }
+    return entries
+  }
+
+  private func checkChildren(of node: XMLNode, entity: String, element: String) throws(ModelFileError) {
+    for child in node.children where child.name != "userInfo" {
+      throw error(child, entity: entity, element: element, reason: .unsupported("the element <\(child.name)>"))
+    }
+  }
+
+  private mutating func noteUnknownAttributes(of node: XMLNode, known: Set<String>, in place: String) {
+    for key in node.attributeOrder where !known.contains(key) {
+      ignored.append("\(place): unknown XML attribute \(key)=\"\(node.attributes[key] ?? "")\" (line \(node.line))")
+    }
+  }
+
+  private func error(
+    _ node: XMLNode, entity: String? = nil, element: String? = nil, reason: ModelFileError.Reason
+  ) -> ModelFileError {
+    ModelFileError(file: file, line: node.line, entity: entity, element: element, reason: reason)
+  }
+}
+
+extension AttributeType {
+  /// Whether Core Data's minimum and maximum are numeric bounds for this type (for strings
+  /// and data they are lengths, which `@Attribute(bounds:)` does not express).
+  var hasNumericBounds: Bool {
+    switch self {
+    case .integer16, .integer32, .integer64, .double, .float, .decimal: true
+    default: false
+    }
+  }
+}

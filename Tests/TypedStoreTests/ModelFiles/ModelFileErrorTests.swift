@@ -1,0 +1,187 @@
+import Foundation
+import Testing
+import TypedStore
+
+/// Each malformed or unhonoured form of a model file is a typed error naming the file, the
+/// line, the entity and the element.
+@Suite struct ModelFileErrorTests {
+  /// One bad file: the `<model>` body, what the error's reason must be, and the line it names
+  /// (the `contents` file's line 1 is the XML declaration, line 2 `<model>`).
+  struct Case: Sendable, CustomStringConvertible {
+    var description: String
+    var body: String
+    var line: Int?
+    var entity: String?
+    var reason: @Sendable (ModelFileError.Reason) -> Bool
+  }
+
+  static func unsupported(_ fragment: String) -> @Sendable (ModelFileError.Reason) -> Bool {
+    { if case .unsupported(let message) = $0 { message.contains(fragment) } else { false } }
+  }
+
+  static func dangling(_ fragment: String) -> @Sendable (ModelFileError.Reason) -> Bool {
+    { if case .danglingReference(let message) = $0 { message.contains(fragment) } else { false } }
+  }
+
+  static let person = #"<entity name="Person" representedClassName="Person">"#
+
+  static let cases: [Case] = [
+    Case(
+      description: "an unclosed element", body: "\(person)\n<attribute name=\"a\" attributeType=\"String\">\n",
+      line: 6, entity: nil, reason: { if case .malformedXML = $0 { true } else { false } }),
+    Case(
+      description: "an unknown entity reference", body: "\(person)\n<attribute name=\"a&nbsp;\"/></entity>", line: 4,
+      entity: nil, reason: { if case .malformedXML(let message) = $0 { message.contains("&nbsp;") } else { false } }),
+    Case(
+      description: "an unknown attribute type",
+      body: "\(person)\n<attribute name=\"a\" attributeType=\"Integer 128\"/></entity>", line: 4, entity: "Person",
+      reason: { $0 == .unknownAttributeType("Integer 128") }),
+    Case(
+      description: "a parent entity that does not exist",
+      body: #"<entity name="Person" parentEntity="Being"/>"#, line: 3, entity: "Person", reason: dangling("Being")),
+    Case(
+      description: "a destination that does not exist",
+      body: """
+        \(person)
+        <relationship name="home" maxCount="1" destinationEntity="House" inverseName="people"/></entity>
+        """, line: 4, entity: "Person", reason: dangling("House")),
+    Case(
+      description: "an inverse that does not exist",
+      body: """
+        \(person)
+        <relationship name="friend" maxCount="1" destinationEntity="Person" inverseName="nobody"/></entity>
+        """, line: 4, entity: "Person", reason: dangling("nobody")),
+    Case(
+      description: "a relationship without an inverse",
+      body: "\(person)\n<relationship name=\"friend\" maxCount=\"1\" destinationEntity=\"Person\"/></entity>",
+      line: 4, entity: "Person", reason: unsupported("without an inverse")),
+    Case(
+      description: "the No Action delete rule",
+      body: """
+        \(person)
+        <relationship name="friend" maxCount="1" deletionRule="No Action" destinationEntity="Person" \
+        inverseName="friend"/></entity>
+        """, line: 4, entity: "Person", reason: unsupported("No Action")),
+    Case(
+      description: "a fetched property",
+      body: """
+        \(person)
+        <fetchedProperty name="recent" optional="YES">
+        <fetchRequest name="fetchedPropertyFetchRequest" entity="Person"/></fetchedProperty></entity>
+        """, line: 4, entity: "Person", reason: unsupported("fetched properties")),
+    Case(
+      description: "a derived attribute",
+      body: """
+        \(person)
+        <attribute name="count" optional="YES" attributeType="Integer 64" derived="YES" \
+        derivationExpression="friends.@count"/></entity>
+        """, line: 4, entity: "Person", reason: unsupported("derived")),
+    Case(
+      description: "an Object ID attribute",
+      body: "\(person)\n<attribute name=\"ref\" optional=\"YES\" attributeType=\"Object ID\"/></entity>", line: 4,
+      entity: "Person", reason: unsupported("Object ID")),
+    Case(
+      description: "a composite attribute",
+      body:
+        "\(person)\n<attribute name=\"address\" optional=\"YES\" attributeType=\"Composite\" composite=\"Address\"/></entity>",
+      line: 4, entity: "Person", reason: unsupported("composite")),
+    Case(
+      description: "an index on two attributes",
+      body: """
+        \(person)
+        <attribute name="a" attributeType="String"/><attribute name="b" attributeType="String"/>
+        <fetchIndex name="both"><fetchIndexElement property="a" type="Binary" order="ascending"/>
+        <fetchIndexElement property="b" type="Binary" order="ascending"/></fetchIndex></entity>
+        """, line: 5, entity: "Person", reason: unsupported("several properties")),
+    Case(
+      description: "a stored attribute of Undefined type",
+      body: "\(person)\n<attribute name=\"blob\" optional=\"YES\"/></entity>", line: 4, entity: "Person",
+      reason: unsupported("Undefined")),
+    Case(
+      description: "a regular expression",
+      body: "\(person)\n<attribute name=\"a\" attributeType=\"String\" regularExpressionString=\"[a-z]+\"/></entity>",
+      line: 4, entity: "Person", reason: unsupported("regular expression")),
+    Case(
+      description: "a length limit on a string",
+      body: "\(person)\n<attribute name=\"a\" attributeType=\"String\" maxValueString=\"10\"/></entity>", line: 4,
+      entity: "Person", reason: unsupported("only numbers")),
+    Case(
+      description: "a default that is not a number",
+      body: "\(person)\n<attribute name=\"a\" attributeType=\"Integer 16\" defaultValueString=\"many\"/></entity>",
+      line: 4, entity: "Person",
+      reason: { if case .invalidValue(let message) = $0 { message.contains("many") } else { false } }),
+    Case(
+      description: "a constraint on nothing",
+      body: """
+        \(person)
+        <uniquenessConstraints><uniquenessConstraint><constraint value="email"/></uniquenessConstraint>
+        </uniquenessConstraints></entity>
+        """, line: 3, entity: "Person", reason: dangling("email")),
+    Case(
+      description: "an entity TypedStore cannot name",
+      body: #"<entity name="_Hidden"><attribute name="a" attributeType="String"/></entity>"#, line: 3,
+      entity: "_Hidden", reason: { if case .invalidModel = $0 { true } else { false } }),
+    Case(
+      description: "an unknown element", body: "\(person)<widget/></entity>", line: 3, entity: "Person",
+      reason: unsupported("<widget>")),
+  ]
+
+  @Test(arguments: cases) func aBadFileIsATypedErrorWithItsPlace(_ bad: Case) throws {
+    let url = try ModelFiles.version(ModelFiles.model(bad.body))
+    let error = try #require(ModelFiles.readingError(url), "\(bad.description) was read")
+    #expect(bad.reason(error.reason), "\(bad.description): \(error)")
+    #expect(error.file == url.appendingPathComponent("contents").path, "\(bad.description)")
+    #expect(error.line == bad.line, "\(bad.description): \(error)")
+    #expect(error.entity == bad.entity, "\(bad.description): \(error)")
+    #expect("\(error)".hasPrefix(url.appendingPathComponent("contents").path), "\(bad.description)")
+  }
+
+  @Test func xmlThatIsNotWellFormedNamesItsLine() throws {
+    let documents: [(String, Int)] = [
+      ("<?xml version=\"1.0\"?>\n<model>\n<entity name=\"A\"></model>", 3),
+      ("<?xml version=\"1.0\"?>\n<model a=1/>", 2),
+      ("<?xml version=\"1.0\"?>\n<model a=\"1\" a=\"2\"/>", 2),
+      ("<?xml version=\"1.0\"?>\n<model/>\n<model/>", 3),
+      ("<?xml version=\"1.0\"?>\n<!-- a comment -- that breaks -->\n<model/>", 2),
+      ("", 1),
+    ]
+    for (xml, line) in documents {
+      let url = try ModelFiles.version(xml)
+      let error = try #require(ModelFiles.readingError(url), "\(xml)")
+      guard case .malformedXML = error.reason else {
+        Issue.record("\(xml): \(error)")
+        continue
+      }
+      #expect(error.line == line, "\(xml): \(error)")
+    }
+  }
+
+  @Test func wellFormedXMLInEveryFormXcodeMightWriteIsRead() throws {
+    let xml = """
+      <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+      <!DOCTYPE model>
+      <!-- written by hand -->
+      <model type='com.apple.IDECoreDataModeler.DataModel'>
+          <entity name="Note" representedClassName="Note"
+                  syncable="YES">
+              <attribute name="title" attributeType="String" defaultValueString="a &lt;b&gt; &amp; &#x263A; &#65;"/>
+              <userInfo><entry key="k" value="line&#10;break"/></userInfo>
+          </entity>
+          <?xcode ignore?>
+          <elements><![CDATA[ <not> an element ]]></elements>
+      </model>
+      """
+    let file = try XcodeModel(contentsOf: try ModelFiles.version(xml))
+    let note = try #require(file.entities.first)
+    #expect(note.line == 5)
+    #expect(note.attributes.first?.defaultValue == "a <b> & ☺ A")
+    #expect(note.userInfo == ["k": "line\nbreak"])
+  }
+
+  @Test func unknownXMLAttributesAreReadAndListed() throws {
+    let url = try ModelFiles.version(
+      ModelFiles.model(#"<entity name="A" futureFlag="YES"><attribute name="a" attributeType="String"/></entity>"#))
+    let file = try XcodeModel(contentsOf: url)
+    #expect(file.ignored.contains { $0.contains("futureFlag") })
+  }
+}
