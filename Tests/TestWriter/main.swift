@@ -148,6 +148,9 @@ case "migrate-open":
 case "plan-open":
   planOpen(arguments)
 
+case "shop-plan":
+  shopPlanOpen(arguments)
+
 case "race":
   guard arguments.count == 5, let count = Int(arguments[3]), let start = Double(arguments[4]) else {
     fail("usage: race <store> <author> <count> <start ms>", code: 64)
