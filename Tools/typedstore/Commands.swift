@@ -154,13 +154,16 @@ enum Commands {
     CommandDescription(
       name: "migrate", abstract: "Show what migrating the store to a model would do, then do it (or not: --dry-run).",
       discussion: """
-        FILE is a model's JSON form (ManagedObjectModel.jsonRepresentation written to a file). The report lists each
-        step's operations, the tables rebuilt and the rows each touches, and every change that cannot be inferred
-        (exit 1, nothing changed). Without --dry-run the store is migrated as an app opening it with that model would
-        migrate it: one transaction under the write lock. See docs/migration.md.
+        FILE is a model's JSON form (ManagedObjectModel.jsonRepresentation written to a file) or an Xcode model file
+        (.xcdatamodeld for its current version, .xcdatamodel). The report lists each step's operations, the tables
+        rebuilt and the rows each touches, and every change that cannot be inferred (exit 1, nothing changed).
+        Without --dry-run the store is migrated as an app opening it with that model would migrate it: one
+        transaction under the write lock. See docs/migration.md.
         """,
       options: [
-        store, .option("--model", value: "file", help: "The model to migrate to, as JSON.", required: true),
+        store,
+        .option(
+          "--model", value: "file", help: "The model to migrate to, as JSON or an Xcode model file.", required: true),
         .flag("--dry-run", help: "Only print what would be done."), json,
       ]),
     run: MigrateCommand.run)
@@ -208,8 +211,54 @@ enum Commands {
     CommandDescription(name: "demo-merger", abstract: "The demo's merging process.", options: [store], hidden: true),
     run: DemoMerger.run)
 
+  static let modelOption = OptionDescription.option(
+    "--model", value: "path", help: "A .xcdatamodeld bundle (its current version) or a .xcdatamodel version.",
+    required: true)
+
+  static let model = ToolCommand(
+    group: "model", abstract: "Read Xcode model files: check, generate Swift classes, compare versions, export.",
+    subcommands: [
+      ToolCommand(
+        CommandDescription(
+          name: "check", abstract: "Read a model file and say what it holds; with --store, whether the store matches.",
+          discussion: """
+            Exit 1 when the file cannot be read (the error names the file, line, entity and element) or the store
+            cannot be migrated to it. See docs/apple-models.md.
+            """,
+          options: [
+            modelOption, .option("--store", value: "path", help: "A store to compare with the model."), json,
+          ]),
+        run: ModelCommands.check),
+      ToolCommand(
+        CommandDescription(
+          name: "generate", abstract: "Write a Swift ManagedObject subclass per entity of the model.",
+          options: [
+            modelOption, .option("-o", value: "dir", help: "The folder to write to (default: the current one)."),
+            .flag("--public", help: "Declare the classes and their properties public."), json,
+          ]),
+        run: ModelCommands.generate),
+      ToolCommand(
+        CommandDescription(
+          name: "diff",
+          abstract: "What migrating a store from model A to model B changes, and whether it is inferable.",
+          options: [json],
+          positionals: [
+            PositionalDescription("A", help: "The older model (a .xcdatamodel version, or a bundle's current one)."),
+            PositionalDescription("B", help: "The newer model."),
+          ]),
+        run: ModelCommands.diff),
+      ToolCommand(
+        CommandDescription(
+          name: "export", abstract: "Print the model's JSON form (what `typedstore migrate --model` reads).",
+          options: [modelOption, .option("--format", value: "json", help: "The format: json (the only one).")]),
+        run: ModelCommands.export),
+    ])
+
   static let root = ToolCommand(
     group: "typedstore",
-    abstract: "Tools for TypedStore stores: history, consumers, inspection, checks, migration, backups, a demo.",
-    subcommands: [demo, history, consumers, inspect, check, migrate, backup, checkpoint, demoWriter, demoMerger])
+    abstract:
+      "Tools for TypedStore stores: history, consumers, inspection, checks, migration, model files, backups, a demo.",
+    subcommands: [
+      demo, history, consumers, inspect, check, migrate, model, backup, checkpoint, demoWriter, demoMerger,
+    ])
 }

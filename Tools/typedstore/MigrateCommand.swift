@@ -31,9 +31,13 @@ enum MigrateCommand {
   }
 
   /// The model in the file, encoded as a model's `jsonRepresentation` is (keys sorted), so that
-  /// its hash is the application's whatever the file's spacing.
+  /// its hash is the application's whatever the file's spacing; or the model of an Xcode model
+  /// file (docs/apple-models.md).
   private static func readModel(_ path: String) throws(Failure) -> ManagedObjectModel {
-    try perform("cannot read the model \(path)") {
+    if ["xcdatamodeld", "xcdatamodel"].contains(URL(fileURLWithPath: path).pathExtension) {
+      return try ModelCommands.read(path).1
+    }
+    return try perform("cannot read the model \(path)") {
       let schema = try JSONDecoder().decode(ModelSchema.self, from: try Data(contentsOf: URL(fileURLWithPath: path)))
       let encoder = JSONEncoder()
       encoder.outputFormatting = [.sortedKeys]

@@ -1,5 +1,6 @@
 import Foundation
 import Observation
+import ShopModel
 import Testing
 import TypedStore
 import TypedStoreTesting
@@ -541,5 +542,62 @@ enum LifecycleDocExamples {
     let total = try Note.count(in: context)
     let first = try context.fetchFirst(Note.fetchRequest(where: #Predicate { $0.title == "Inbox" }))
     print(drafts.count, newest?.title ?? "", total, first?.title ?? "")
+  }
+}
+
+// MARK: - docs/apple-models.md
+
+enum AppleModelsPage {
+  // The Shop fixture's generated classes (the test module has a Tag of its own).
+  typealias Basket = ShopModel.Basket
+  typealias BasketItem = ShopModel.BasketItem
+  typealias GiftBasket = ShopModel.GiftBasket
+  typealias Product = ShopModel.Product
+  typealias Shopper = ShopModel.Shopper
+  typealias Tag = ShopModel.Tag
+
+  /// Not run: the page's path is relative to where the app runs.
+  static func readWithoutClasses() throws -> ManagedObjectModel {
+    let model = try ManagedObjectModel(contentsOf: URL(filePath: "Shop.xcdatamodeld"))
+    return model
+  }
+
+  static func bind(bundleURL: URL, storeURL: URL) throws -> PersistentContainer {
+    let model = try ManagedObjectModel(
+      contentsOf: bundleURL,
+      classes: [Basket.self, BasketItem.self, GiftBasket.self, Product.self, Shopper.self, Tag.self])
+    let container = try PersistentContainer(name: "Shop", model: model, storeURL: storeURL)
+    return container
+  }
+
+  static func printMismatches(bundleURL: URL, classes: [ManagedObject.Type]) {
+    do {
+      _ = try ManagedObjectModel(contentsOf: bundleURL, classes: classes)
+    } catch let error as ModelFileError {
+      if case .mismatches(let mismatches) = error.reason {
+        for mismatch in mismatches { print(mismatch) }
+      }
+    } catch {
+      print(error)
+    }
+  }
+
+  static func migrate(bundleURL: URL, storeURL: URL) throws -> PersistentContainer {
+    let plan = try MigrationPlan(
+      bundle: bundleURL, order: ["Shop", "Shop 2", "Shop 3"],
+      classes: [Basket.self, BasketItem.self, GiftBasket.self, Product.self, Shopper.self, Tag.self])
+    let container = try PersistentContainer(name: "Shop", migrationPlan: plan, storeURL: storeURL)
+    return container
+  }
+}
+
+@Suite struct AppleModelsPageTests {
+  @Test func thePagesExamplesBindAndMigrate() throws {
+    let url = try ModelFileMigrationTests.makeVersion1Store()
+    let migrated = try AppleModelsPage.migrate(bundleURL: ModelFiles.shop, storeURL: url)
+    #expect(try ModelFileMigrationTests.shoppers(migrated) == ["Ada|ada@example.com|0|1", "Bob|nil|0|1"])
+    let bound = try AppleModelsPage.bind(bundleURL: ModelFiles.shop, storeURL: url)
+    #expect(bound.managedObjectModel.entity(named: "Shopper") != nil)
+    AppleModelsPage.printMismatches(bundleURL: ModelFiles.shop, classes: [ShopV1.Shopper.self])
   }
 }
