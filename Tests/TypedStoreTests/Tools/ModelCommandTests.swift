@@ -92,7 +92,8 @@ import TypedStoreTesting
     let broken = try ModelFiles.version(ModelFiles.model(#"<entity name="A" parentEntity="Nobody"/>"#))
     let run = try typedstore(["model", "check", "--model", broken.path])
     #expect(run.status == 1)
-    #expect(run.stderr == "typedstore: \(broken.path)/contents:3: entity A: its parent entity Nobody is not in the model\n")
+    #expect(
+      run.stderr == "typedstore: \(broken.path)/contents:3: entity A: its parent entity Nobody is not in the model\n")
     #expect(try typedstore(["model", "export", "--model", Self.bundle, "--format", "xml"]).status == 2)
     #expect(try typedstore(["model", "diff", Self.bundle]).status == 2)
     #expect(try typedstore(["model", "check"]).status == 2)
