@@ -52,6 +52,20 @@ import TypedStore
         <relationship name="friend" maxCount="1" destinationEntity="Person" inverseName="nobody"/></entity>
         """, line: 4, entity: "Person", reason: dangling("nobody")),
     Case(
+      description: "an inverse that points elsewhere",
+      body: """
+        \(person)
+        <relationship name="home" maxCount="1" destinationEntity="House" inverseName="owner"/></entity>
+        <entity name="House"><relationship name="owner" maxCount="1" destinationEntity="Person" inverseName="work"/>
+        <relationship name="work" maxCount="1" destinationEntity="Person" inverseName="owner"/></entity>
+        """, line: 4, entity: "Person", reason: dangling("not back")),
+    Case(
+      description: "a relationship that is its own inverse",
+      body: """
+        \(person)
+        <relationship name="friends" toMany="YES" destinationEntity="Person" inverseName="friends"/></entity>
+        """, line: 4, entity: "Person", reason: unsupported("its own inverse")),
+    Case(
       description: "a relationship without an inverse",
       body: "\(person)\n<relationship name=\"friend\" maxCount=\"1\" destinationEntity=\"Person\"/></entity>",
       line: 4, entity: "Person", reason: unsupported("without an inverse")),
@@ -176,6 +190,22 @@ import TypedStore
     #expect(note.line == 5)
     #expect(note.attributes.first?.defaultValue == "a <b> & ☺ A")
     #expect(note.userInfo == ["k": "line\nbreak"])
+  }
+
+  @Test func whatIsIgnoredIsListed() throws {
+    let url = try ModelFiles.version(
+      ModelFiles.model(
+        """
+        <entity name="Animal" isAbstract="YES" versionHashModifier="2" syncable="YES" codeGenerationType="class">
+        <attribute name="name" attributeType="String" spotlightIndexingEnabled="YES"/></entity>
+        <entity name="Dog" parentEntity="Animal"><attribute name="breed" optional="YES" attributeType="String"/></entity>
+        """))
+    let file = try XcodeModel(contentsOf: url)
+    #expect(file.ignored.contains { $0.hasPrefix("entity Animal: isAbstract") })
+    #expect(file.ignored.contains { $0.hasPrefix("entity Animal: versionHashModifier \"2\"") })
+    #expect(file.ignored.count == 2, "\(file.ignored)")  // code generation and Spotlight flags are silent
+    let model = try ManagedObjectModel(xcodeModel: file)
+    #expect(model.entity(named: "Dog")?.superentityName == "Animal")
   }
 
   @Test func unknownXMLAttributesAreReadAndListed() throws {

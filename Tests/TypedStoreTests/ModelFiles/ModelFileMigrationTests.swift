@@ -7,9 +7,9 @@ import TypedStoreTesting
 
 /// The classes of the Shop bundle's first version, as an app that shipped it declared them.
 enum ShopV1 {
-  final class Shopper: ManagedObject {
-    @Attribute var email: String? = nil
+  final class Shopper: ManagedObject {  // not in the file's order: its store's hash is not the file's
     @Attribute var name: String = ""
+    @Attribute var email: String? = nil
     @Relationship(deleteRule: .cascade) var baskets: Set<Basket>
   }
   final class Basket: ManagedObject {

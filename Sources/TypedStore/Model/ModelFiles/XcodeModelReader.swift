@@ -306,12 +306,7 @@ struct XcodeModelReader {
             file: file, line: relationship.line, entity: entity.name, element: "relationship \(relationship.name)",
             reason: .danglingReference("its destination \(relationship.destination) is not in the model"))
         }
-        if !properties(of: destination.name).contains(relationship.inverse) {
-          throw ModelFileError(
-            file: file, line: relationship.line, entity: entity.name, element: "relationship \(relationship.name)",
-            reason: .danglingReference(
-              "its inverse \(relationship.inverse) is not a relationship of \(relationship.destination)"))
-        }
+        try checkInverse(of: relationship, in: entity, destination: destination, byName: byName)
       }
       for name in entity.uniquenessConstraints.joined() where !properties(of: entity.name).contains(name) {
         throw ModelFileError(
@@ -319,6 +314,43 @@ struct XcodeModelReader {
           reason: .danglingReference("the constraint names \(name), which is no property of \(entity.name)"))
       }
     }
+  }
+
+  /// The inverse exists on the destination (or an ancestor) and names this relationship back.
+  private func checkInverse(
+    of relationship: XcodeModel.Relationship, in entity: XcodeModel.Entity, destination: XcodeModel.Entity,
+    byName: [String: XcodeModel.Entity]
+  ) throws(ModelFileError) {
+    func fail(_ reason: ModelFileError.Reason) -> ModelFileError {
+      ModelFileError(
+        file: file, line: relationship.line, entity: entity.name, element: "relationship \(relationship.name)",
+        reason: reason)
+    }
+    var holder: XcodeModel.Entity? = destination
+    var inverse: XcodeModel.Relationship?
+    while let current = holder, inverse == nil {
+      inverse = current.relationships.first { $0.name == relationship.inverse }
+      holder = current.parentEntity.flatMap { byName[$0] }
+    }
+    guard let inverse else {
+      throw fail(
+        .danglingReference("its inverse \(relationship.inverse) is not a relationship of \(relationship.destination)"))
+    }
+    if inverse.destination == entity.name && inverse.inverse == relationship.name {
+      if relationship.inverse == relationship.name && relationship.destination == entity.name {
+        throw fail(.unsupported("a relationship that is its own inverse; declare two relationships, each the other's"))
+      }
+      return
+    }
+    var ancestor: String? = entity.parentEntity
+    while let name = ancestor {
+      if inverse.destination == name && inverse.inverse == relationship.name { return }
+      ancestor = byName[name]?.parentEntity
+    }
+    throw fail(
+      .danglingReference(
+        "its inverse \(relationship.destination).\(inverse.name) points at \(inverse.destination).\(inverse.inverse), "
+          + "not back at it"))
   }
 
   // MARK: - Helpers

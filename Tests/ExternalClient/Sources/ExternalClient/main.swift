@@ -249,3 +249,43 @@ require(
   diaryReport == ["refused [\"text\"]", "saved 1", "words 3, created true", "updated, was one two three"],
   "the object's life: \(diaryReport)")
 print("ExternalClient: hooks, attribute validation and context messages from another module")
+
+// Apple model files (docs/apple-models.md): the project's Shop bundle, version 1's classes
+// written here under other class names (bound by their entity names), checked against the
+// file, stored and read back; the current version's classes generated.
+enum Shop {
+  static let bundle = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+      "Fixtures/ModelFiles/Shop.xcdatamodeld")
+
+  final class ShopperV1: ManagedObject {
+    override class var entityName: String { "Shopper" }
+    @Attribute var email: String? = nil
+    @Attribute var name: String = ""
+    @Relationship(deleteRule: .cascade) var baskets: Set<BasketV1>
+  }
+  final class BasketV1: ManagedObject {
+    override class var entityName: String { "Basket" }
+    @Attribute var createdAt: Date = Date(timeIntervalSinceReferenceDate: 0)
+    @Relationship(inverse: \ShopperV1.baskets, required: true) var shopper: ShopperV1?
+  }
+}
+let shopFile = try XcodeModelBundle(contentsOf: Shop.bundle).model(named: "Shop")
+let shopModel = try ManagedObjectModel(xcodeModel: shopFile, classes: [Shop.ShopperV1.self, Shop.BasketV1.self])
+let shop = try PersistentContainer.makeTest(model: shopModel, variant: "shop")
+let shopperNames = try shop.viewContext.performAndWait { context in
+  let ada = Shop.ShopperV1(context: context)
+  ada.name = "Ada"
+  Shop.BasketV1(context: context).shopper = ada
+  try context.save()
+  return try context.fetch(FetchRequest<Shop.BasketV1>()).compactMap { $0.shopper?.name }
+}
+require(shopperNames == ["Ada"], "shop: \(shopperNames)")
+let current = try XcodeModel(contentsOf: Shop.bundle)
+let drift = try current.mismatches(against: shopModel)  // the current version has moved on
+require(
+  drift.contains { $0.kind == .missingEntity && $0.entity == "Tag" }
+    && drift.contains { $0.kind == .missingProperty && $0.property == "fullName" }, "drift: \(drift)")
+let generated = try current.swiftSources()
+require(generated.map(\.fileName).contains("Shopper.swift"), "generated \(generated.map(\.fileName))")
+print("ExternalClient: a model bundle read, classes bound to it and checked, classes generated from it")
