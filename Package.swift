@@ -70,7 +70,8 @@ let package = Package(
       path: "Examples/OrderService"
     ),
     // The classes `typedstore model generate --public` writes for Tests/Fixtures/ModelFiles/
-    // Shop.xcdatamodeld, compiled as written; the tests generate them again and compare.
+    // Shop.xcdatamodeld and Catalog.xcdatamodel, compiled as written; the tests generate them
+    // again and compare.
     .target(
       name: "ShopModel",
       dependencies: ["TypedStore"],

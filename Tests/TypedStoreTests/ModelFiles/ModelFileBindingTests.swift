@@ -86,12 +86,46 @@ enum Drift {
   @Test func theGeneratorWritesTheCommittedClasses() throws {
     let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent().appendingPathComponent("ShopModel")
-    let sources = try XcodeModel(contentsOf: ModelFiles.shop).swiftSources(public: true)
+    let sources =
+      try XcodeModel(contentsOf: ModelFiles.shop).swiftSources(public: true)
+      + XcodeModel(contentsOf: ModelFiles.catalog).swiftSources(public: true)
     let committed = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".swift") }
     #expect(Set(sources.map(\.fileName)) == Set(committed))
     for source in sources {
       let text = try String(contentsOf: folder.appendingPathComponent(source.fileName), encoding: .utf8)
       #expect(source.text == text, "\(source.fileName) differs from what the generator writes now")
+    }
+  }
+
+  @Test func aGeneratedClassOfEveryAttributeTypeBindsStoresAndQueries() throws {
+    let model = try ManagedObjectModel(contentsOf: ModelFiles.catalog, classes: [ShopModel.Specimen.self])
+    let container = try PersistentContainer.makeTest(model: model)
+    let identifier = UUID()
+    try container.viewContext.performAndWait { context in
+      let specimen = ShopModel.Specimen(context: context)
+      #expect(specimen.active && specimen.code == 7 && specimen.mass == 1.5 && specimen.ratio == 0.5)
+      #expect(specimen.price == Decimal(string: "19.99") && specimen.label == "unnamed \"specimen\"")
+      specimen.identifier = identifier
+      specimen.bytes = Data([1, 2, 3])
+      specimen.found = Date(timeIntervalSinceReferenceDate: 86_400)
+      specimen.link = URL(string: "https://example.com/a")
+      specimen.tags = ["fossil", "jurassic"]
+      specimen.serial = 1 << 40
+      let cheap = ShopModel.Specimen(context: context)
+      cheap.price = Decimal(string: "0.10") ?? 0
+      try context.save()
+    }
+    let context = container.newBackgroundContext()
+    try context.performAndWait { context in
+      let found = try context.fetch(
+        FetchRequest<ShopModel.Specimen>(predicate: #Predicate { $0.price > 1 }, sortBy: [SortDescriptor(\.serial)]))
+      let specimen = try #require(found.first)
+      #expect(found.count == 1 && specimen.identifier == identifier && specimen.bytes == Data([1, 2, 3]))
+      #expect(specimen.found == Date(timeIntervalSinceReferenceDate: 86_400) && specimen.tags == ["fossil", "jurassic"])
+      #expect(specimen.link?.absoluteString == "https://example.com/a" && specimen.serial == 1 << 40)
+      let ratio = ShopModel.Specimen(context: context)
+      ratio.ratio = 1.5  // the file's maximum is 1
+      #expect(throws: StoreError.self) { try context.save() }
     }
   }
 
