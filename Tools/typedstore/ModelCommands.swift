@@ -13,11 +13,14 @@ enum ModelCommands {
     let (file, model, versions) = try read(path)
     let storePath = command.value("--store")
     let store = try storePath.map { storePath throws(Failure) in
-      try perform("cannot compare \(storePath) with the model") {
-        let url = URL(fileURLWithPath: storePath)
+      let url = URL(fileURLWithPath: storePath)
+      let stored: ManagedObjectModel
+      do { stored = try PersistentStore.storedModel(at: url) } catch {
+        throw .storeUnavailable("cannot open \(storePath): \(error)")
+      }
+      return try perform("cannot compare \(storePath) with the model") {
         // A store made by the classes lists their properties in their order, the file by name.
-        let alike = try PersistentStore.storedModel(at: url).schema.storesAlike(model.schema)
-        return (alike, try PersistentStore.migrationReport(forStoreAt: url, to: model))
+        (stored.schema.storesAlike(model.schema), try PersistentStore.migrationReport(forStoreAt: url, to: model))
       }
     }
     let report = store?.1

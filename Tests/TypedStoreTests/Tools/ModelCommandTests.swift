@@ -97,6 +97,8 @@ import TypedStoreTesting
     #expect(try typedstore(["model", "export", "--model", Self.bundle, "--format", "xml"]).status == 2)
     #expect(try typedstore(["model", "diff", Self.bundle]).status == 2)
     #expect(try typedstore(["model", "check"]).status == 2)
+    let missing = try typedstore(["model", "check", "--model", Self.bundle, "--store", "/nonexistent/shop.sqlite"])
+    #expect(missing.status == 3 && missing.stderr.hasPrefix("typedstore: cannot open /nonexistent/shop.sqlite"))
     let help = try typedstore(["model", "--help"])
     #expect(help.status == 0)
     for command in ["check", "generate", "diff", "export"] { #expect(help.stdout.contains(command)) }
