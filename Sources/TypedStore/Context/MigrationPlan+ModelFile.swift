@@ -6,7 +6,8 @@ extension MigrationPlan {
   /// last version is the model the store is opened with, bound to `classes` and checked
   /// against its file; the earlier ones are read from the bundle without classes, with their
   /// defaults and renaming identifiers (`elementID`), so each step is inferred as between
-  /// class models. A store made by classes of an earlier version is at that version when it
+  /// class models; an attribute the classes declare as an enum (stored raw) is taken as raw in
+  /// the earlier versions too. A store made by classes of an earlier version is at that version when it
   /// stores alike (`ModelSchema.storesAlike`): the file lists properties in another order.
   ///
   /// ```swift
@@ -38,11 +39,14 @@ extension MigrationPlan {
         reason: "its last version is \(last), and the bundle's current version is "
           + (bundle.currentVersionName ?? "not named (no .xccurrentversion)"))
     }
+    let current = try ManagedObjectModel(xcodeModel: bundle.model(named: last), classes: classes)
     var versions: [Version] = []
     for name in order.dropLast() {
-      versions.append(Version(name, try ManagedObjectModel(xcodeModel: bundle.model(named: name))))
+      // An attribute the classes store raw (an enum) was stored raw by earlier versions too.
+      versions.append(
+        Version(name, try ManagedObjectModel(xcodeModel: bundle.model(named: name), storageLike: current)))
     }
-    versions.append(Version(last, try ManagedObjectModel(xcodeModel: bundle.model(named: last), classes: classes)))
+    versions.append(Version(last, current))
     self.init(versions: versions, stages: stages ?? Array(repeating: .lightweight, count: max(order.count - 1, 0)))
   }
 }

@@ -57,6 +57,7 @@ extension ManagedObjectModel {
       attributesByName[entity.name] = own
       byName[entity.name] = entity
     }
+    try Self.checkSchemaRelationships(schema)
     let names = schema.entities.map(\.name)
     let indexByName = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, Int32($0)) })
     func children(of name: String) -> [String] { schema.entities.filter { $0.superentity == name }.map(\.name) }
@@ -91,6 +92,33 @@ extension ManagedObjectModel {
       root = parentEntity.table
     }
     guard entity.table == root else { throw ModelError(entity: entity.name, reason: .invalidName(entity.table)) }
+  }
+}
+
+extension ManagedObjectModel {
+  /// Relationship names are identifiers, and their key and order columns clash with no other
+  /// column of their table: the checks a class model makes as it lays them out.
+  fileprivate static func checkSchemaRelationships(_ schema: ModelSchema) throws {
+    var columnsByTable: [String: Set<String>] = [:]
+    for entity in schema.entities {
+      for attribute in entity.attributes {
+        columnsByTable[entity.table, default: []].insert(attribute.column.lowercased())
+      }
+    }
+    for entity in schema.entities {
+      for relationship in entity.relationships ?? [] {
+        guard Self.isValidIdentifier(relationship.name) else {
+          throw ModelError(entity: entity.name, property: relationship.name, reason: .invalidName(relationship.name))
+        }
+        for column in [relationship.column, relationship.column == nil ? nil : relationship.orderColumn]
+        where column != nil {
+          guard let column, columnsByTable[entity.table, default: []].insert(column.lowercased()).inserted else {
+            throw ModelError(
+              entity: entity.name, property: relationship.name, reason: .duplicateColumn(column ?? ""))
+          }
+        }
+      }
+    }
   }
 }
 

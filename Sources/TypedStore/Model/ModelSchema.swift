@@ -84,7 +84,8 @@ public struct ModelSchema: Codable, Sendable, Equatable {
 
 extension ModelSchema {
   /// Whether the two schemas store alike: the same entities, properties and storage, in any
-  /// order (a model file lists properties by name, classes in declaration order).
+  /// order (a model file lists properties by name, classes in declaration order), with a
+  /// uniqueness constraint of one attribute taken as that attribute's unique flag.
   ///
   /// ```swift
   /// let same = try XcodeModel(contentsOf: url).schema().storesAlike(classModel.schema)
@@ -96,9 +97,19 @@ extension ModelSchema {
     ModelSchema(
       entities: entities.sorted { $0.name < $1.name }.map { entity in
         var entity = entity
+        // A constraint of one attribute is the attribute's unique flag, however it was declared.
+        let singles = Set(
+          (entity.uniquenessConstraints ?? []).filter { $0.count == 1 }.joined().filter { name in
+            entity.attributes.contains { $0.name == name }
+          })
+        entity.uniquenessConstraints = entity.uniquenessConstraints?.filter {
+          $0.count != 1 || !singles.contains($0[0])
+        }
+        if entity.uniquenessConstraints?.isEmpty == true { entity.uniquenessConstraints = nil }
         entity.attributes = entity.attributes.sorted { $0.name < $1.name }.map { attribute in
           var attribute = attribute
           attribute.bounds = attribute.bounds.map(Attribute.canonicalBounds)
+          if singles.contains(attribute.name) { attribute.unique = true }
           return attribute
         }
         entity.relationships = entity.relationships?.sorted { $0.name < $1.name }

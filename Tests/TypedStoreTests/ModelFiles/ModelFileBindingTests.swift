@@ -36,6 +36,16 @@ enum Drift {
     @Relationship(inverse: \Person.buddyOf) var buddy: Person?  // to-many in the file
     @Relationship() var buddyOf: Set<Person>
   }
+  /// One unique attribute, declared two ways.
+  final class Flagged: ManagedObject {
+    override class var entityName: String { "Member" }
+    @Attribute(unique: true) var email: String = ""
+  }
+  final class Constrained: ManagedObject {
+    override class var entityName: String { "Member" }
+    override class var uniquenessConstraints: [UniquenessConstraint] { [UniquenessConstraint(\Constrained.email)] }
+    @Attribute var email: String = ""
+  }
 }
 
 @Suite struct ModelFileBindingTests {
@@ -55,7 +65,8 @@ enum Drift {
         <attribute name="x" optional="YES" attributeType="String"/>
     </entity>
     <entity name="Person" representedClassName="Person">
-        <attribute name="age" attributeType="Integer 64" defaultValueString="1" usesScalarValueType="YES"/>
+        <attribute name="age" attributeType="Integer 64" defaultValueString="1" usesScalarValueType="YES" \
+    elementID="years"/>
         <attribute name="city" optional="YES" attributeType="String" indexed="YES"/>
         <attribute name="code" attributeType="String" defaultValueString=""/>
         <attribute name="email" optional="YES" attributeType="String"/>
@@ -130,6 +141,21 @@ enum Drift {
     }
   }
 
+  @Test func aUniqueAttributeAndAConstraintOfOneStoreAlike() throws {
+    let flagged = try ManagedObjectModel(Drift.Flagged.self)
+    let constrained = try ManagedObjectModel(Drift.Constrained.self)
+    #expect(flagged.versionHash != constrained.versionHash)
+    #expect(flagged.schema.storesAlike(constrained.schema))
+  }
+
+  @Test func keywordsAreQuotedInGeneratedCode() throws {
+    let url = try ModelFiles.version(
+      ModelFiles.model(
+        #"<entity name="Rule"><attribute name="default" optional="YES" attributeType="String"/></entity>"#))
+    let source = try #require(try XcodeModel(contentsOf: url).swiftSources().first)
+    #expect(source.text.contains("@Attribute var `default`: String? = nil"))
+  }
+
   @Test func everyKindOfMismatchIsReportedAtOnce() throws {
     let url = try ModelFiles.version(Self.driftModel)
     let classes: [ManagedObject.Type] = [
@@ -157,6 +183,7 @@ enum Drift {
       "Pet: parentEntity: Animal in the file, no parent in the class",
       "Lost: missingEntity: entity of class Lost in the file, no class in the class",
       "Person.scratch: transient: transient in the file, stored (@Attribute) in the class",
+      "Person.age: renamingIdentifier: renamed from years in the file, no originalName in the class",
     ] {
       #expect(described.contains(expected), "missing: \(expected)")
     }

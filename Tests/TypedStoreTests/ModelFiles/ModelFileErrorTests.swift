@@ -138,6 +138,32 @@ import TypedStore
     Case(
       description: "an unknown element", body: "\(person)<widget/></entity>", line: 3, entity: "Person",
       reason: unsupported("<widget>")),
+    Case(
+      description: "parent entities in a cycle",
+      body: """
+        <entity name="A" parentEntity="B"/>
+        <entity name="B" parentEntity="A"/>
+        """, line: 3, entity: "A", reason: dangling("cycle")),
+    Case(
+      description: "two entities of one name",
+      body: "<entity name=\"A\"/>\n<entity name=\"A\"/>", line: 4, entity: "A",
+      reason: { if case .invalidValue(let message) = $0 { message.contains("two entities") } else { false } }),
+    Case(
+      description: "a constraint on a to-many",
+      body: """
+        \(person)
+        <relationship name="friends" toMany="YES" destinationEntity="Person" inverseName="friendOf"/>
+        <relationship name="friendOf" toMany="YES" destinationEntity="Person" inverseName="friends"/>
+        <uniquenessConstraints><uniquenessConstraint><constraint value="friends"/></uniquenessConstraint>
+        </uniquenessConstraints></entity>
+        """, line: 3, entity: "Person", reason: unsupported("no stored attribute")),
+    Case(
+      description: "an empty constraint",
+      body: """
+        \(person)<attribute name="a" attributeType="String"/>
+        <uniquenessConstraints><uniquenessConstraint/></uniquenessConstraints></entity>
+        """, line: 3, entity: "Person",
+      reason: { if case .invalidValue(let message) = $0 { message.contains("names no property") } else { false } }),
   ]
 
   @Test(arguments: cases) func aBadFileIsATypedErrorWithItsPlace(_ bad: Case) throws {
@@ -158,6 +184,9 @@ import TypedStore
       ("<?xml version=\"1.0\"?>\n<model/>\n<model/>", 3),
       ("<?xml version=\"1.0\"?>\n<!-- a comment -- that breaks -->\n<model/>", 2),
       ("", 1),
+      ("<?xml version=\"1.0\"?>\r\n<model>\r\n<entity name=\"&#0;\"/></model>", 3),
+      ("<?xml version=\"1.0\"?>\n<model>\n]]></model>", 3),
+      (String(repeating: "<a>", count: 300) + String(repeating: "</a>", count: 300), 1),
     ]
     for (xml, line) in documents {
       let url = try ModelFiles.version(xml)
@@ -168,6 +197,13 @@ import TypedStore
       }
       #expect(error.line == line, "\(xml): \(error)")
     }
+  }
+
+  @Test func bytesThatAreNotUTF8AreRefused() throws {
+    let url = try ModelFiles.version("")
+    try Data([0x3C, 0x6D, 0x6F, 0x64, 0x65, 0x6C, 0xFF, 0x2F, 0x3E]).write(to: url.appendingPathComponent("contents"))
+    let error = try #require(ModelFiles.readingError(url))
+    #expect(error.reason == .malformedXML("the document is not valid UTF-8"))
   }
 
   @Test func wellFormedXMLInEveryFormXcodeMightWriteIsRead() throws {

@@ -18,6 +18,42 @@ enum ShopV1 {
   }
 }
 
+/// A ticket whose status is an enum: the model file says String.
+enum TicketModels {
+  enum Status: String, Sendable { case open, closed }
+  final class TicketV1: ManagedObject {
+    override class var entityName: String { "Ticket" }
+    @Attribute var status: Status = .open
+  }
+  final class Ticket: ManagedObject {
+    @Attribute var status: Status = .open
+    @Attribute var note: String? = nil
+  }
+  static func bundle() throws -> URL {
+    let url = try ModelFiles.temporaryFolder().appendingPathComponent("Tickets.xcdatamodeld")
+    for (name, body) in [
+      (
+        "Tickets",
+        #"<entity name="Ticket"><attribute name="status" attributeType="String" defaultValueString="open"/></entity>"#
+      ),
+      (
+        "Tickets 2",
+        #"<entity name="Ticket"><attribute name="note" optional="YES" attributeType="String"/>"#
+          + #"<attribute name="status" attributeType="String" defaultValueString="open"/></entity>"#
+      ),
+    ] {
+      let version = url.appendingPathComponent("\(name).xcdatamodel")
+      try FileManager.default.createDirectory(at: version, withIntermediateDirectories: true)
+      try Data(ModelFiles.model(body).utf8).write(to: version.appendingPathComponent("contents"))
+    }
+    let marker =
+      #"<?xml version="1.0"?><plist version="1.0"><dict><key>_XCCurrentVersionName</key>"#
+      + #"<string>Tickets 2.xcdatamodel</string></dict></plist>"#
+    try Data(marker.utf8).write(to: url.appendingPathComponent(".xccurrentversion"))
+    return url
+  }
+}
+
 /// A store made with the first version of a three-version bundle migrates to its current
 /// version through a plan read from the bundle.
 @Suite struct ModelFileMigrationTests {
@@ -72,6 +108,46 @@ enum ShopV1 {
     // Version 1's history names the renamed attribute by its new name.
     let changes = try container.persistentStore.fetchHistory(HistoryRequest()).flatMap(\.changes)
     #expect(changes.contains { $0.objectID.entityName == "Shopper" && $0.updatedProperties == ["fullName"] })
+  }
+
+  @Test func aStoreAtTheFilesOrderOfTheLastVersionIsStampedOnce() throws {
+    let url = try Self.makeVersion1Store()
+    // A tool migrates it to the file's model, which lists properties in the file's order.
+    _ = try PersistentStore(url: url, model: ManagedObjectModel(contentsOf: ModelFiles.shop))
+    let plan = try MigrationPlan(bundle: ModelFiles.shop, order: Self.order, classes: ModelFiles.shopClasses)
+    func markers() throws -> Int {
+      try PersistentStore(
+        url: url, model: ManagedObjectModel(contentsOf: ModelFiles.shop, classes: ModelFiles.shopClasses)
+      )
+      .fetchHistory(HistoryRequest()).filter { $0.author == PersistentStore.migrationTransactionAuthor }.count
+    }
+    do { _ = try PersistentContainer(name: "Shop", migrationPlan: plan, storeURL: url) }
+    let first = try markers()
+    do { _ = try PersistentContainer(name: "Shop", migrationPlan: plan, storeURL: url) }
+    #expect(try markers() == first, "a second open migrated again")
+    let metadata = try PersistentStore.metadataForPersistentStore(at: url)
+    #expect(metadata.modelHash == plan.versions.last?.model.versionHash)
+    var readOnly = StoreOptions()
+    readOnly.isReadOnly = true
+    _ = try PersistentContainer(name: "Shop", migrationPlan: plan, storeURL: url, options: readOnly)
+  }
+
+  @Test func anEnumTheFileCallsAStringMigratesThroughThePlan() throws {
+    let bundle = try TicketModels.bundle()
+    let first = try XcodeModelBundle(contentsOf: bundle).model(named: "Tickets")
+    let container = try PersistentContainer.makeTest(
+      model: ManagedObjectModel(xcodeModel: first, classes: [TicketModels.TicketV1.self]))
+    try container.viewContext.performAndWait { context in
+      TicketModels.TicketV1(context: context).status = .closed
+      try context.save()
+    }
+    let url = container.persistentStore.url
+    let plan = try MigrationPlan(bundle: bundle, order: ["Tickets", "Tickets 2"], classes: [TicketModels.Ticket.self])
+    let migrated = try PersistentContainer(name: "Tickets", migrationPlan: plan, storeURL: url)
+    let statuses = try migrated.viewContext.performAndWait { context in
+      try context.fetch(FetchRequest<TicketModels.Ticket>()).map(\.status)
+    }
+    #expect(statuses == [.closed])
   }
 
   @Test func aPlanMustEndAtTheCurrentVersion() throws {

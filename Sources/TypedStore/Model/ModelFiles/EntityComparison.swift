@@ -20,6 +20,7 @@ struct EntityComparison {
       note(
         .entityName, file: "entity \(entity.name)", classes: "class \(className) names its entity \(classEntity.name)")
     }
+    compareRename(entity.renamingIdentifier, entity.name, classEntity.originalName, property: nil)
     if classEntity.superentityName != entity.parentEntity {
       note(.parentEntity, file: entity.parentEntity ?? "no parent", classes: classEntity.superentityName ?? "no parent")
     }
@@ -90,6 +91,18 @@ struct EntityComparison {
       note(.bounds, name, file: bounds ?? "no bounds", classes: declared.bounds.map { "bounds: \($0)" } ?? "no bounds")
     }
     try compareDefault(of: attribute, with: declared)
+    compareRename(attribute.renamingIdentifier, name, declared.originalName, property: name)
+  }
+
+  /// The file's renaming identifier (when it is not the name itself) against the class's
+  /// `originalName`.
+  private mutating func compareRename(_ identifier: String?, _ name: String, _ original: String?, property: String?) {
+    let fileRename = identifier == name ? nil : identifier
+    let classRename = original == name ? nil : original
+    guard fileRename != classRename else { return }
+    note(
+      .renamingIdentifier, property, file: fileRename.map { "renamed from \($0)" } ?? "no renaming identifier",
+      classes: classRename.map { "originalName \($0)" } ?? "no originalName")
   }
 
   /// A default the file states must be the class's; an optional attribute without one must
@@ -151,6 +164,7 @@ struct EntityComparison {
       if relationship.kind != declared.kind {
         note(.ordered, name, file: Self.words(relationship.kind), classes: Self.words(declared.kind))
       }
+      compareRename(relationship.renamingIdentifier, name, declared.originalName, property: name)
       let fileCounts = Self.counts(
         required: relationship.isRequired, minimum: relationship.minimumCount, maximum: relationship.maximumCount)
       let classCounts = Self.counts(

@@ -26,7 +26,26 @@ extension ManagedObjectModel {
   ///
   /// - Throws: ``ModelFileError`` for a file whose model TypedStore cannot store.
   public convenience init(xcodeModel file: XcodeModel) throws {
-    let schema = try file.schema()
+    try self.init(xcodeModel: file, storageLike: nil)
+  }
+
+  /// The model of `file`, without classes, whose attributes are stored raw where `model`'s
+  /// attribute of the same entity, name and type is (a Swift enum: a model file cannot say
+  /// so), as an earlier version of a plan whose last version `model` is.
+  convenience init(xcodeModel file: XcodeModel, storageLike model: ManagedObjectModel?) throws {
+    var schema = try file.schema()
+    if let model {
+      for (index, entity) in schema.entities.enumerated() {
+        guard let later = model.entity(named: entity.name) else { continue }
+        for (slot, attribute) in entity.attributes.enumerated() {
+          if let match = later.attribute(named: attribute.name), match.storage == .raw,
+            match.attributeType == attribute.type
+          {
+            schema.entities[index].attributes[slot].storage = .raw
+          }
+        }
+      }
+    }
     let model: ManagedObjectModel
     do {
       model = try ManagedObjectModel(schema: schema, json: Self.canonicalJSON(schema), details: try file.details())

@@ -57,6 +57,9 @@ public struct ModelMismatch: Sendable, Equatable, Codable, CustomStringConvertib
     case counts
     /// One side is ordered and the other is not.
     case ordered
+    /// The renaming identifier (`elementID`) differs from `originalName:` (or
+    /// `originalEntityName`): a migration would lose the values the file says to keep.
+    case renamingIdentifier
   }
 
   /// What differs.

@@ -39,9 +39,32 @@ struct XMLReader {
   ///
   /// - Throws: `XMLReadError` for a document that is not well formed.
   static func read(_ data: Data) throws(XMLReadError) -> XMLNode {
-    var reader = XMLReader(bytes: Array(data))
+    var bytes = Array(data)
+    guard String(validating: bytes, as: UTF8.self) != nil else {
+      throw XMLReadError(message: "the document is not valid UTF-8", line: 1)
+    }
+    // XML reads every line end as a line feed.
+    if bytes.contains(UInt8(ascii: "\r")) {
+      var normalized: [UInt8] = []
+      normalized.reserveCapacity(bytes.count)
+      for (index, byte) in bytes.enumerated() {
+        if byte == UInt8(ascii: "\r") {
+          if index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "\n") { continue }
+          normalized.append(UInt8(ascii: "\n"))
+        } else {
+          normalized.append(byte)
+        }
+      }
+      bytes = normalized
+    }
+    var reader = XMLReader(bytes: bytes)
     return try reader.document()
   }
+
+  /// How deep elements may nest: a model file nests five deep; this keeps a hostile file from
+  /// exhausting the stack.
+  private static let maximumDepth = 256
+  private var depth = 0
 
   private init(bytes: [UInt8]) {
     self.bytes = bytes
@@ -103,6 +126,9 @@ struct XMLReader {
   // MARK: - Elements
 
   private mutating func element() throws(XMLReadError) -> XMLNode {
+    depth += 1
+    defer { depth -= 1 }
+    guard depth <= Self.maximumDepth else { throw fail("elements nest more than \(Self.maximumDepth) deep") }
     let startLine = line
     _ = consume("<")
     let name = try self.name(what: "element name")
@@ -151,6 +177,8 @@ struct XMLReader {
         node.children.append(try element())
       } else if peek(is: "&") {
         text += try reference()
+      } else if peek(is: "]]>") {
+        throw fail("']]>' in text")
       } else {
         text.append(bytes[position])
         advance()
@@ -201,6 +229,10 @@ struct XMLReader {
         body.hasPrefix("#x")
         ? UInt32(body.dropFirst(2), radix: 16) : body.hasPrefix("#") ? UInt32(body.dropFirst()) : nil
       guard let code, let scalar = Unicode.Scalar(code) else { throw fail("an unknown reference &\(body);") }
+      // XML's characters: tab, line feed, carriage return and from space up.
+      guard code == 0x9 || code == 0xA || code == 0xD || (code >= 0x20 && code != 0xFFFE && code != 0xFFFF) else {
+        throw fail("a reference &\(body); to a character XML does not allow")
+      }
       return Array(String(Character(scalar)).utf8)
     }
   }

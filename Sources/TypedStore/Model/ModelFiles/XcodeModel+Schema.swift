@@ -43,7 +43,38 @@ extension XcodeModel {
           relationships: relationships.isEmpty ? nil : relationships,
           uniquenessConstraints: compound.isEmpty ? nil : compound))
     }
-    return ModelSchema(entities: result)
+    let schema = ModelSchema(entities: result)
+    try checkUniquenessStorage(schema)
+    return schema
+  }
+
+  /// Each name of a uniqueness constraint is a stored attribute or a to-one whose row holds
+  /// the key, as for classes: a to-many, the other side of a one-to-one, or a transient
+  /// attribute has no column to index.
+  private func checkUniquenessStorage(_ schema: ModelSchema) throws(ModelFileError) {
+    let byName = Dictionary(schema.entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    func columns(of name: String) -> Set<String> {
+      guard let entity = byName[name] else { return [] }
+      return (entity.superentity.map(columns) ?? []).union(entity.attributes.map(\.name))
+        .union((entity.relationships ?? []).filter { $0.column != nil }.map(\.name))
+    }
+    for entity in entities {
+      let stored = columns(of: entity.name)
+      for constraint in entity.uniquenessConstraints {
+        let element = "uniquenessConstraint (\(constraint.joined(separator: ", ")))"
+        guard !constraint.isEmpty else {
+          throw ModelFileError(
+            file: file, line: entity.line, entity: entity.name, element: element,
+            reason: .invalidValue("a uniqueness constraint names no property"))
+        }
+        for name in constraint where !stored.contains(name) {
+          throw ModelFileError(
+            file: file, line: entity.line, entity: entity.name, element: element,
+            reason: .unsupported(
+              "a constraint on \(name), which is no stored attribute or to-one whose row holds the key"))
+        }
+      }
+    }
   }
 
   /// The entities, superentities before subentities, otherwise by name.

@@ -22,8 +22,9 @@ extension XcodeModel {
   /// ```
   ///
   /// - Parameter isPublic: declare the classes and their properties `public` (for a library).
-  /// - Throws: ``ModelFileError`` for a default the file cannot state.
+  /// - Throws: ``ModelFileError`` for a default, bound or constraint the classes cannot state.
   public func swiftSources(public isPublic: Bool = false) throws(ModelFileError) -> [SwiftSource] {
+    _ = try schema()  // bounds and constraints the classes could not state
     let parents = Set(entities.compactMap(\.parentEntity))
     let classNames = Dictionary(entities.map { ($0.name, $0.className) }, uniquingKeysWith: { first, _ in first })
     var sources: [SwiftSource] = []
@@ -85,7 +86,8 @@ private struct SwiftSourceWriter {
     if !compound.isEmpty {
       members.append("override \(access)class var uniquenessConstraints: [UniquenessConstraint] {")
       let constraints = compound.map { constraint in
-        "UniquenessConstraint(" + constraint.map { "\\\(entity.className).\($0)" }.joined(separator: ", ") + ")"
+        "UniquenessConstraint("
+          + constraint.map { "\\\(entity.className).\(Self.identifier($0))" }.joined(separator: ", ") + ")"
       }
       let oneLine = "  [" + constraints.joined(separator: ", ") + "]"
       if oneLine.count + 2 <= 120 {
@@ -106,7 +108,7 @@ private struct SwiftSourceWriter {
     guard let type = attribute.attributeType, !attribute.isTransient else {
       let swiftType = attribute.attributeType.map { Self.swiftType($0, attribute) } ?? "Any"
       lines.append("  /// Transient: never stored.")
-      lines.append("  \(access)var \(attribute.name): \(swiftType)? = nil")
+      lines.append("  \(access)var \(Self.identifier(attribute.name)): \(swiftType)? = nil")
       return
     }
     var arguments: [String] = []
@@ -125,7 +127,7 @@ private struct SwiftSourceWriter {
     let wrapper = arguments.isEmpty ? "@Attribute" : "@Attribute(\(arguments.joined(separator: ", ")))"
     let swiftType = Self.swiftType(type, attribute) + (attribute.isOptional ? "?" : "")
     let value = try defaultExpression(attribute, type: type)
-    lines.append("  \(wrapper) \(access)var \(attribute.name): \(swiftType) = \(value)")
+    lines.append("  \(wrapper) \(access)var \(Self.identifier(attribute.name)): \(swiftType) = \(value)")
   }
 
   private mutating func relationship(_ relationship: XcodeModel.Relationship) {
@@ -133,7 +135,9 @@ private struct SwiftSourceWriter {
     // One side of a pair names the other (both would make the key paths' types circular): the
     // to-one of a one-to-many, otherwise the side that does not own the links.
     var arguments: [String] = []
-    if namesInverse(relationship) { arguments.append("inverse: \\\(destination).\(relationship.inverse)") }
+    if namesInverse(relationship) {
+      arguments.append("inverse: \\\(destination).\(Self.identifier(relationship.inverse))")
+    }
     if relationship.deleteRule != .nullify { arguments.append("deleteRule: .\(relationship.deleteRule.rawValue)") }
     if relationship.isRequired { arguments.append("required: true") }
     if let minimum = relationship.minimumCount { arguments.append("minimumCount: \(minimum)") }
@@ -148,7 +152,8 @@ private struct SwiftSourceWriter {
       case .ordered: "[\(destination)]"
       }
     lines.append(
-      "  @Relationship(\(arguments.joined(separator: ", "))) \(access)var \(relationship.name): \(type)")
+      "  @Relationship(\(arguments.joined(separator: ", "))) \(access)var \(Self.identifier(relationship.name)): \(type)"
+    )
   }
 
   /// Whether this side's declaration names its inverse.
@@ -232,6 +237,18 @@ private struct SwiftSourceWriter {
     case .codable: attribute.customClassName.map { $0.split(separator: ".").last.map(String.init) ?? $0 } ?? "Data"
     }
   }
+
+  /// Swift's keywords, which a property name must be quoted with backticks to be.
+  static let keywords: Set<String> = [
+    "associatedtype", "class", "deinit", "enum", "extension", "fileprivate", "func", "import", "init", "inout",
+    "internal", "let", "open", "operator", "private", "precedencegroup", "protocol", "public", "rethrows", "static",
+    "struct", "subscript", "typealias", "var", "break", "case", "catch", "continue", "default", "defer", "do", "else",
+    "fallthrough", "for", "guard", "if", "in", "repeat", "return", "throw", "switch", "where", "while", "Any", "as",
+    "false", "is", "nil", "self", "Self", "super", "throws", "true", "try",
+  ]
+
+  /// A property name as Swift code: in backticks when it is a keyword.
+  static func identifier(_ name: String) -> String { keywords.contains(name) ? "`\(name)`" : name }
 
   /// `text` as a Swift string literal.
   private func literal(_ text: String) -> String {

@@ -288,7 +288,14 @@ struct XcodeModelReader {
 
   /// Parents, destinations, inverses and constrained names that name nothing.
   private func checkReferences(_ model: XcodeModel) throws(ModelFileError) {
-    let byName = Dictionary(model.entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    var byName: [String: XcodeModel.Entity] = [:]
+    for entity in model.entities {
+      guard byName.updateValue(entity, forKey: entity.name) == nil else {
+        throw ModelFileError(
+          file: file, line: entity.line, entity: entity.name,
+          reason: .invalidValue("two entities are named \(entity.name)"))
+      }
+    }
     func properties(of name: String) -> [String] {
       guard let entity = byName[name] else { return [] }
       return (entity.parentEntity.map(properties) ?? []) + entity.attributes.map(\.name)
@@ -300,6 +307,18 @@ struct XcodeModelReader {
           file: file, line: entity.line, entity: entity.name,
           reason: .danglingReference("its parent entity \(parent) is not in the model"))
       }
+      var seen: Set<String> = [entity.name]
+      var ancestor = entity.parentEntity
+      while let name = ancestor {
+        guard seen.insert(name).inserted else {
+          throw ModelFileError(
+            file: file, line: entity.line, entity: entity.name,
+            reason: .danglingReference("its parent entities form a cycle through \(name)"))
+        }
+        ancestor = byName[name]?.parentEntity
+      }
+    }
+    for entity in model.entities {
       for relationship in entity.relationships {
         guard let destination = byName[relationship.destination] else {
           throw ModelFileError(

@@ -123,7 +123,9 @@ extension PersistentStore {
       try stage.didMigrate?(store(to), connection)
       stored = try storedForm(of: to.model, path: path)
     }
-    try recordMigration(
-      to: plan.versions[(start + 1)...].map { ($0.model, $0.identifier) }, connection: connection, previous: metadata)
+    // At the last version already (it stores alike, under another hash: a model file lists
+    // properties in its own order), the store is stamped with the last version's hash.
+    let reached = start < plan.versions.count - 1 ? plan.versions[(start + 1)...] : plan.versions.suffix(1)
+    try recordMigration(to: reached.map { ($0.model, $0.identifier) }, connection: connection, previous: metadata)
   }
 }
