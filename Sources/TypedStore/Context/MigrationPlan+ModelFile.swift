@@ -30,21 +30,21 @@ extension MigrationPlan {
   ///   from the last version; ``MigrationError/invalidPlan(reason:)`` for an order that does
   ///   not end at the current version.
   public init(
-    bundle url: URL, order: [String], classes: [ManagedObject.Type], stages: [MigrationStage]? = nil
+    bundle: URL, order: [String], classes: [ManagedObject.Type], stages: [MigrationStage]? = nil
   ) throws {
-    let bundle = try XcodeModelBundle(contentsOf: url)
+    let versionsBundle = try XcodeModelBundle(contentsOf: bundle)
     guard let last = order.last else { throw MigrationError.invalidPlan(reason: "it has no versions") }
-    guard last == bundle.currentVersionName else {
+    guard last == versionsBundle.currentVersionName else {
       throw MigrationError.invalidPlan(
         reason: "its last version is \(last), and the bundle's current version is "
-          + (bundle.currentVersionName ?? "not named (no .xccurrentversion)"))
+          + (versionsBundle.currentVersionName ?? "not named (no .xccurrentversion)"))
     }
-    let current = try ManagedObjectModel(xcodeModel: bundle.model(named: last), classes: classes)
+    let current = try ManagedObjectModel(xcodeModel: versionsBundle.model(named: last), classes: classes)
     var versions: [Version] = []
     for name in order.dropLast() {
       // An attribute the classes store raw (an enum) was stored raw by earlier versions too.
       versions.append(
-        Version(name, try ManagedObjectModel(xcodeModel: bundle.model(named: name), storageLike: current)))
+        Version(name, try ManagedObjectModel(xcodeModel: versionsBundle.model(named: name), storageLike: current)))
     }
     versions.append(Version(last, current))
     self.init(versions: versions, stages: stages ?? Array(repeating: .lightweight, count: max(order.count - 1, 0)))
