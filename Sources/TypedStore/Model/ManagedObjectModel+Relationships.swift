@@ -88,7 +88,10 @@ private struct Graph {
   func namedInverses() throws -> [String: [Pending]] {
     var pending: [String: [Pending]] = [:]
     for entity in entities {
-      pending[entity.name] = try entity.relationships.map { try namedInverse(of: $0, in: entity) }
+      pending[entity.name] = try entity.relationships.enumerated().map { index, own in
+        own.declaration.isOwnInverse
+          ? try ownInverse(of: own, at: index, in: entity) : try namedInverse(of: own, in: entity)
+      }
     }
     return pending
   }
@@ -122,6 +125,18 @@ private struct Graph {
         reason: .invalidInverse("its inverse is not a relationship of \(destination)"))
     }
     return Pending(destination: destination, inverse: refs[Int(-slot - 1)])
+  }
+
+  /// A relationship declared with `inverse: .itself`: its destination is its own entity.
+  private func ownInverse(of own: Own, at index: Int, in entity: Entity) throws -> Pending {
+    guard ObjectIdentifier(own.accessor.destinationType) == ObjectIdentifier(entity.type) else {
+      throw ModelError(
+        entity: entity.name, property: own.name,
+        reason: .invalidInverse(
+          "it is its own inverse, so its destination must be \(entity.name), not "
+            + String(describing: own.accessor.destinationType)))
+    }
+    return Pending(destination: entity.name, inverse: (entity.name, index))
   }
 
   /// A side that names no inverse takes the one relationship of its destination that names it.

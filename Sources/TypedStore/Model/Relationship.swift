@@ -121,6 +121,8 @@ struct RelationshipDeclaration: Sendable {
   @usableFromInline var isRequired: Bool
   /// The relationship's name in the previous model version (`originalName:`).
   @usableFromInline var originalName: String?
+  /// Whether the relationship is its own inverse (`inverse: .itself`).
+  @usableFromInline var isOwnInverse = false
   /// For a `Set` relationship: builds its value from objects. Made in the initializer, which is
   /// inlined into the entity's module where the element type is known, so the set's insertions
   /// are specialized there (the library's own generic code would not be).
@@ -139,9 +141,61 @@ struct RelationshipDeclaration: Sendable {
     self.isRequired = isRequired
     self.makeValue = makeValue
   }
+
+  /// A relationship that is its own inverse.
+  @inlinable
+  init(ownInverse deleteRule: DeleteRule, originalName: String?, makeValue: RelationshipValueBuilder?) {
+    self.init(inverse: nil, deleteRule: deleteRule, originalName: originalName, makeValue: makeValue)
+    isOwnInverse = true
+  }
+}
+
+/// The inverse of a relationship that is its own: a person's `spouse`, a person's `friends`.
+/// A key path cannot name the property it is declared on (Swift reads it as a circular
+/// reference), so the declaration says so with `.itself`.
+///
+/// ```swift
+/// @Relationship(inverse: .itself) var friends: Set<Person>
+/// ```
+public enum RelationshipInverse: Sendable {
+  /// The relationship is its own inverse: linking `a` to `b` links `b` to `a`.
+  case itself
 }
 
 // MARK: - Initializers, one per kind
+
+extension Relationship {
+  /// Declares a to-one relationship that is its own inverse (Core Data's inverse set to the
+  /// relationship itself): setting `a.spouse = b` sets `b.spouse = a`.
+  ///
+  /// ```swift
+  /// @Relationship(inverse: .itself) var spouse: Person?
+  /// ```
+  @inlinable
+  public init<Destination: ManagedObject>(
+    inverse: RelationshipInverse, deleteRule: DeleteRule = .nullify, originalName: String? = nil
+  ) where Value == Destination? {
+    self.init(
+      value: nil,
+      declaration: RelationshipDeclaration(ownInverse: deleteRule, originalName: originalName, makeValue: nil))
+  }
+
+  /// Declares a to-many relationship that is its own inverse: inserting `b` in `a.friends`
+  /// inserts `a` in `b.friends`.
+  ///
+  /// ```swift
+  /// @Relationship(inverse: .itself) var friends: Set<Person>
+  /// ```
+  @inlinable
+  public init<Destination: ManagedObject>(
+    inverse: RelationshipInverse, deleteRule: DeleteRule = .nullify, originalName: String? = nil
+  ) where Value == Set<Destination> {
+    self.init(
+      value: [],
+      declaration: RelationshipDeclaration(
+        ownInverse: deleteRule, originalName: originalName, makeValue: makeSet(Destination.self)))
+  }
+}
 
 extension Relationship {
   /// Declares a to-one relationship.

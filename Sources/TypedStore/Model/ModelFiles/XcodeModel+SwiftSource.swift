@@ -133,9 +133,12 @@ private struct SwiftSourceWriter {
   private mutating func relationship(_ relationship: XcodeModel.Relationship) {
     let destination = classNames[relationship.destination] ?? relationship.destination
     // One side of a pair names the other (both would make the key paths' types circular): the
-    // to-one of a one-to-many, otherwise the side that does not own the links.
+    // to-one of a one-to-many, otherwise the side that does not own the links; a relationship
+    // that is its own inverse says `.itself`.
     var arguments: [String] = []
-    if namesInverse(relationship) {
+    if relationship.inverse == relationship.name && relationship.destination == entity.name {
+      arguments.append("inverse: .itself")
+    } else if namesInverse(relationship) {
       arguments.append("inverse: \\\(destination).\(Self.identifier(relationship.inverse))")
     }
     if relationship.deleteRule != .nullify { arguments.append("deleteRule: .\(relationship.deleteRule.rawValue)") }

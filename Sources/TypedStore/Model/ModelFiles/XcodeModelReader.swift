@@ -355,12 +355,7 @@ struct XcodeModelReader {
       throw fail(
         .danglingReference("its inverse \(relationship.inverse) is not a relationship of \(relationship.destination)"))
     }
-    if inverse.destination == entity.name && inverse.inverse == relationship.name {
-      if relationship.inverse == relationship.name && relationship.destination == entity.name {
-        throw fail(.unsupported("a relationship that is its own inverse; declare two relationships, each the other's"))
-      }
-      return
-    }
+    if inverse.destination == entity.name && inverse.inverse == relationship.name { return }
     var ancestor: String? = entity.parentEntity
     while let name = ancestor {
       if inverse.destination == name && inverse.inverse == relationship.name { return }

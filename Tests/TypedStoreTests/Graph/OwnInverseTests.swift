@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+import TypedStore
+import TypedStoreTesting
+
+/// People whose `friends` and `spouse` are their own inverses.
+final class Neighbour: ManagedObject {
+  @Attribute var name: String = ""
+  @Relationship(inverse: .itself) var friends: Set<Neighbour>
+  @Relationship(inverse: .itself) var spouse: Neighbour?
+}
+
+/// `Neighbour` before it had relationships.
+final class NeighbourV1: ManagedObject {
+  override class var entityName: String { "Neighbour" }
+  @Attribute var name: String = ""
+}
+
+/// A relationship that is its own inverse (`inverse: .itself`, Core Data's inverse set to the
+/// relationship itself): links are kept both ways, in memory and in the store.
+@Suite struct OwnInverseTests {
+  static func names(_ people: Set<Neighbour>) -> [String] { people.map(\.name).sorted() }
+
+  @Test func linkingOneWayLinksBothWaysAndIsStoredSo() throws {
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Neighbour.self))
+    let model = container.managedObjectModel
+    let friends = try #require(model.entity(named: "Neighbour")?.relationship(named: "friends"))
+    #expect(friends.inverseName == "friends" && friends.kind == .toMany)
+    try container.viewContext.performAndWait { context in
+      let ada = Neighbour(context: context)
+      ada.name = "Ada"
+      let bob = Neighbour(context: context)
+      bob.name = "Bob"
+      let cy = Neighbour(context: context)
+      cy.name = "Cy"
+      ada.friends.insert(bob)
+      cy.friends = [ada, bob]
+      ada.spouse = bob
+      #expect(Self.names(bob.friends) == ["Ada", "Cy"] && bob.spouse === ada)
+      try context.save()
+    }
+    let other = container.newBackgroundContext()
+    try other.performAndWait { context in
+      let people = try context.fetch(FetchRequest<Neighbour>(sortBy: [SortDescriptor(\.name)]))
+      #expect(people.map { Self.names($0.friends) } == [["Bob", "Cy"], ["Ada", "Cy"], ["Ada", "Bob"]])
+      #expect(people[1].spouse?.name == "Ada" && people[0].spouse?.name == "Bob" && people[2].spouse == nil)
+      // Unlinking from either side, and deleting, leave no link behind.
+      people[1].friends.remove(people[2])
+      people[2].spouse = people[0]
+      context.delete(people[1])
+      try context.save()
+    }
+    try container.newBackgroundContext().performAndWait { context in
+      let people = try context.fetch(FetchRequest<Neighbour>(sortBy: [SortDescriptor(\.name)]))
+      #expect(people.map(\.name) == ["Ada", "Cy"])
+      #expect(people.map { Self.names($0.friends) } == [["Cy"], ["Ada"]])
+      #expect(people[0].spouse?.name == "Cy" && people[1].spouse?.name == "Ada")
+    }
+    #expect(try container.persistentStore.checkConsistency().passed)
+  }
+
+  @Test func addingThemIsAnInferredMigration() throws {
+    let old = try PersistentContainer.makeTest(model: ManagedObjectModel(NeighbourV1.self))
+    try old.viewContext.performAndWait { context in
+      for name in ["Ada", "Bob"] { NeighbourV1(context: context).name = name }
+      try context.save()
+    }
+    let url = old.persistentStore.url
+    let report = try PersistentStore.migrationReport(forStoreAt: url, to: ManagedObjectModel(Neighbour.self))
+    #expect(report.canMigrate, "\(report)")
+    let container = try PersistentContainer(
+      name: "Neighbours", model: ManagedObjectModel(Neighbour.self), storeURL: url)
+    try container.viewContext.performAndWait { context in
+      let people = try context.fetch(FetchRequest<Neighbour>(sortBy: [SortDescriptor(\.name)]))
+      people[0].friends = [people[1]]
+      try context.save()
+      #expect(people[1].friends.map(\.name) == ["Ada"])
+    }
+    #expect(try container.persistentStore.checkConsistency().passed)
+  }
+}
