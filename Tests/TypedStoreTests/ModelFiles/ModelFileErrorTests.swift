@@ -94,14 +94,6 @@ import TypedStore
         "\(person)\n<attribute name=\"address\" optional=\"YES\" attributeType=\"Composite\" composite=\"Address\"/></entity>",
       line: 4, entity: "Person", reason: unsupported("composite")),
     Case(
-      description: "an index on two attributes",
-      body: """
-        \(person)
-        <attribute name="a" attributeType="String"/><attribute name="b" attributeType="String"/>
-        <fetchIndex name="both"><fetchIndexElement property="a" type="Binary" order="ascending"/>
-        <fetchIndexElement property="b" type="Binary" order="ascending"/></fetchIndex></entity>
-        """, line: 5, entity: "Person", reason: unsupported("several properties")),
-    Case(
       description: "a stored attribute of Undefined type",
       body: "\(person)\n<attribute name=\"blob\" optional=\"YES\"/></entity>", line: 4, entity: "Person",
       reason: unsupported("Undefined")),
@@ -236,6 +228,36 @@ import TypedStore
     #expect(file.ignored.count == 2, "\(file.ignored)")  // code generation and Spotlight flags are silent
     let model = try ManagedObjectModel(xcodeModel: file)
     #expect(model.entity(named: "Dog")?.superentityName == "Animal")
+  }
+
+  @Test func indexesTypedStoreDoesNotMakeAreListedAsIgnored() throws {
+    let url = try ModelFiles.version(
+      ModelFiles.model(
+        """
+        <entity name="Place">
+        <attribute name="a" attributeType="String"/><attribute name="b" attributeType="String"/>
+        <fetchIndex name="both"><fetchIndexElement property="a" type="Binary" order="ascending"/>
+        <fetchIndexElement property="b" type="Binary" order="ascending"/></fetchIndex>
+        <fetchIndex name="near"><fetchIndexElement property="a" type="RTree" order="ascending"/></fetchIndex>
+        <fetchIndex name="lower"><fetchIndexElement expression="lowercase:(a)" expressionType="String" \
+        order="ascending"/></fetchIndex>
+        </entity>
+        """))
+    let file = try XcodeModel(contentsOf: url)
+    #expect(file.ignored.filter { $0.contains("is not made") }.count == 3, "\(file.ignored)")
+    #expect(file.entities.first?.attributes.allSatisfy { !$0.isIndexed } == true)
+    _ = try ManagedObjectModel(xcodeModel: file)
+    let dangling = try ModelFiles.version(
+      ModelFiles.model(
+        """
+        <entity name="Place"><attribute name="a" attributeType="String"/>
+        <compoundIndexes><compoundIndex><index value="a"/><index value="zz"/></compoundIndex></compoundIndexes>
+        </entity>
+        """))
+    guard case .danglingReference? = ModelFiles.readingError(dangling)?.reason else {
+      Issue.record("an index on nothing was read")
+      return
+    }
   }
 
   @Test func unknownXMLAttributesAreReadAndListed() throws {

@@ -88,7 +88,8 @@ struct XcodeModelReader {
       switch child.name {
       case "attribute": entity.attributes.append(try attribute(child, entity: name))
       case "relationship": entity.relationships.append(try relationship(child, entity: name))
-      case "fetchIndex": indexes.append((try fetchIndex(child, entity: name), child.line))
+      case "fetchIndex":
+        if let names = try fetchIndex(child, entity: name) { indexes.append((names, child.line)) }
       case "compoundIndexes":
         for index in child.children(named: "compoundIndex") {
           indexes.append((index.children(named: "index").compactMap { $0.attributes["value"] }, index.line))
@@ -110,31 +111,42 @@ struct XcodeModelReader {
     return entity
   }
 
-  /// A fetch index's attribute names; refuses the forms TypedStore cannot make.
-  private func fetchIndex(_ node: XMLNode, entity: String) throws(ModelFileError) -> [String] {
-    let element = "fetchIndex \(node.attributes["name"] ?? "")"
+  /// A fetch index's attribute names; nil for the forms TypedStore does not make (an index on
+  /// an expression, an R-tree index), which are noted as ignored: an index changes how fast a
+  /// fetch is, never what it finds.
+  private mutating func fetchIndex(_ node: XMLNode, entity: String) throws(ModelFileError) -> [String]? {
+    let indexName = node.attributes["name"] ?? ""
     var names: [String] = []
     for part in node.children(named: "fetchIndexElement") {
-      if part.attributes["expression"] != nil {
-        throw error(part, entity: entity, element: element, reason: .unsupported("an index on an expression"))
-      }
-      if let type = part.attributes["type"], type != "Binary" {
-        throw error(part, entity: entity, element: element, reason: .unsupported("a \(type) index (only Binary)"))
+      if part.attributes["expression"] != nil || (part.attributes["type"].map { $0 != "Binary" } ?? false) {
+        ignored.append(
+          "entity \(entity): fetchIndex \(indexName) (line \(node.line)): an index on an expression or an R-tree "
+            + "index is not made; fetches find the same objects")
+        return nil
       }
       names.append(try required("property", of: part))
     }
     return names
   }
 
-  /// One-attribute indexes mark their attribute; compound indexes are refused.
-  private func applyIndexes(_ indexes: [(names: [String], line: Int)], to entity: inout XcodeModel.Entity)
+  /// One-property indexes mark their attribute; an index on several properties is checked and
+  /// noted as ignored (TypedStore makes one-property indexes only; fetches find the same
+  /// objects, perhaps more slowly).
+  private mutating func applyIndexes(_ indexes: [(names: [String], line: Int)], to entity: inout XcodeModel.Entity)
     throws(ModelFileError)
   {
     for (names, line) in indexes {
-      guard names.count == 1, let name = names.first else {
+      let known = Set(entity.attributes.map(\.name) + entity.relationships.map(\.name))
+      for name in names where !known.contains(name) {
         throw ModelFileError(
           file: file, line: line, entity: entity.name, element: "index (\(names.joined(separator: ", ")))",
-          reason: .unsupported("an index on several properties; index each one, or none"))
+          reason: .danglingReference("the index names \(name), which is no property of \(entity.name)"))
+      }
+      guard names.count == 1, let name = names.first else {
+        ignored.append(
+          "entity \(entity.name): index (\(names.joined(separator: ", "))) (line \(line)): an index on several "
+            + "properties is not made; fetches find the same objects")
+        continue
       }
       if let index = entity.attributes.firstIndex(where: { $0.name == name }) {
         entity.attributes[index].isIndexed = true
