@@ -110,16 +110,6 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
   ///
   /// The file is read with a descriptor of its own: SQLite keeps no lock on a `-wal` file
   /// (only on the database and `-shm` files), so closing it cannot release SQLite's locks.
-  /// The index reading that says which frames of the log at `walSalt` were published: the one
-  /// taken `before` an open when it is of this log; when the log was restarted since (another
-  /// salt), one taken `now`, if it is of this log; nil when neither is (nothing to judge by).
-  static func publishedReading(before: Published?, now: () -> Published?, walSalt: Data?) -> Published? {
-    guard let before, let walSalt else { return nil }
-    if before.salt == walSalt { return before }
-    guard let current = now(), current.salt == walSalt else { return nil }
-    return current
-  }
-
   public init?(path: String) throws {
     guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
     defer { try? handle.close() }

@@ -375,23 +375,13 @@ extension PersistentStore {
   /// published its commit, partly overwritten by a later commit
   /// (`WALInspection.publishedFrames`). SQLite never replays them, and no one was told they
   /// were committed.
-  ///
-  /// The index read before this open speaks for the log only while the log has not been
-  /// restarted since (its salt is the log's): a writer that restarts it (after a checkpoint)
-  /// publishes the new log's frames in the index, so a reading taken before names another
-  /// log. Then the index is read again now: under the write lock no one publishes, and a
-  /// valid index header was written by the writer that restarted the log (this connection's
-  /// recovery, which stops at damage, runs only on an invalid one).
   private static func isUnpublishedLeftover(
     _ inspection: WALInspection, path: String, published: WALInspection.Published?
   ) -> Bool {
-    let salt = WALInspection.salt(walPath: path + "-wal")
-    guard inspection.headerIsValid, let invalid = inspection.firstInvalidFrame,
-      let reading = WALInspection.publishedReading(
-        before: published, now: { WALInspection.publishedFrames(walPath: path + "-wal", shmPath: path + "-shm") },
-        walSalt: salt)
+    guard inspection.headerIsValid, let invalid = inspection.firstInvalidFrame, let published,
+      WALInspection.salt(walPath: path + "-wal") == published.salt
     else { return false }
-    return invalid > reading.frames
+    return invalid > published.frames
   }
 
   /// For a read-only open, which cannot take the write lock: damage must be seen in three

@@ -144,23 +144,4 @@ private func eventCount(_ url: URL, options: StoreOptions = StoreOptions()) thro
       try FileManager.default.removeItem(at: folder.appendingPathComponent(copy))
     }
   }
-
-  /// Which index reading judges damage: the one taken before the open, unless the log was
-  /// restarted since (another salt: a harness run refused a store this way, after a writer
-  /// restarted the log while the open waited for the lock and another was killed mid-commit);
-  /// then the one taken under the lock, if it is of this log.
-  @Test func damageIsJudgedByTheIndexReadingOfTheCurrentLog() {
-    let old = Data([1, 2, 3, 4, 5, 6, 7, 8])
-    let current = Data([9, 9, 9, 9, 9, 9, 9, 9])
-    let before = WALInspection.Published(frames: 1500, salt: old)
-    let now = WALInspection.Published(frames: 313, salt: current)
-    #expect(WALInspection.publishedReading(before: before, now: { now }, walSalt: old) == before)
-    #expect(WALInspection.publishedReading(before: before, now: { now }, walSalt: current) == now)
-    #expect(WALInspection.publishedReading(before: before, now: { nil }, walSalt: current) == nil)
-    #expect(WALInspection.publishedReading(before: before, now: { before }, walSalt: current) == nil)
-    // No reading before the open (no index, or one being written): nothing to judge by, even
-    // if one exists now (it may be this connection's recovery, which stops at the damage).
-    #expect(WALInspection.publishedReading(before: nil, now: { now }, walSalt: current) == nil)
-    #expect(WALInspection.publishedReading(before: before, now: { now }, walSalt: nil) == nil)
-  }
 }
