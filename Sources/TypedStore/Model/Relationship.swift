@@ -150,9 +150,11 @@ struct RelationshipDeclaration: Sendable {
   }
 }
 
-/// The inverse of a relationship that is its own: a person's `spouse`, a person's `friends`.
-/// A key path cannot name the property it is declared on (Swift reads it as a circular
-/// reference), so the declaration says so with `.itself`.
+/// The inverse of a relationship that is its own: a person's `friends`. A key path cannot name
+/// the property it is declared on (Swift reads it as a circular reference), so the declaration
+/// says so with `.itself`. An unordered to-many only, for now: a to-one that is its own inverse
+/// (a spouse) is kept in a key column of each row, which deletes made in the store itself do
+/// not yet clear.
 ///
 /// ```swift
 /// @Relationship(inverse: .itself) var friends: Set<Person>
@@ -165,21 +167,6 @@ public enum RelationshipInverse: Sendable {
 // MARK: - Initializers, one per kind
 
 extension Relationship {
-  /// Declares a to-one relationship that is its own inverse (Core Data's inverse set to the
-  /// relationship itself): setting `a.spouse = b` sets `b.spouse = a`.
-  ///
-  /// ```swift
-  /// @Relationship(inverse: .itself) var spouse: Person?
-  /// ```
-  @inlinable
-  public init<Destination: ManagedObject>(
-    inverse: RelationshipInverse, deleteRule: DeleteRule = .nullify, originalName: String? = nil
-  ) where Value == Destination? {
-    self.init(
-      value: nil,
-      declaration: RelationshipDeclaration(ownInverse: deleteRule, originalName: originalName, makeValue: nil))
-  }
-
   /// Declares a to-many relationship that is its own inverse: inserting `b` in `a.friends`
   /// inserts `a` in `b.friends`.
   ///
@@ -188,12 +175,14 @@ extension Relationship {
   /// ```
   @inlinable
   public init<Destination: ManagedObject>(
-    inverse: RelationshipInverse, deleteRule: DeleteRule = .nullify, originalName: String? = nil
+    inverse: RelationshipInverse, deleteRule: DeleteRule = .nullify, minimumCount: Int? = nil,
+    maximumCount: Int? = nil, originalName: String? = nil
   ) where Value == Set<Destination> {
-    self.init(
-      value: [],
-      declaration: RelationshipDeclaration(
-        ownInverse: deleteRule, originalName: originalName, makeValue: makeSet(Destination.self)))
+    var declaration = RelationshipDeclaration(
+      ownInverse: deleteRule, originalName: originalName, makeValue: makeSet(Destination.self))
+    declaration.minimumCount = minimumCount
+    declaration.maximumCount = maximumCount
+    self.init(value: [], declaration: declaration)
   }
 }
 

@@ -60,6 +60,12 @@ import TypedStore
         <relationship name="work" maxCount="1" destinationEntity="Person" inverseName="owner"/></entity>
         """, line: 4, entity: "Person", reason: dangling("not back")),
     Case(
+      description: "a to-one that is its own inverse",
+      body: """
+        \(person)
+        <relationship name="spouse" maxCount="1" destinationEntity="Person" inverseName="spouse"/></entity>
+        """, line: 4, entity: "Person", reason: unsupported("its own inverse")),
+    Case(
       description: "a relationship without an inverse",
       body: "\(person)\n<relationship name=\"friend\" maxCount=\"1\" destinationEntity=\"Person\"/></entity>",
       line: 4, entity: "Person", reason: unsupported("without an inverse")),

@@ -137,10 +137,18 @@ struct XcodeModelReader {
   {
     for (names, line) in indexes {
       let known = Set(entity.attributes.map(\.name) + entity.relationships.map(\.name))
-      for name in names where !known.contains(name) {
-        throw ModelFileError(
-          file: file, line: line, entity: entity.name, element: "index (\(names.joined(separator: ", ")))",
-          reason: .danglingReference("the index names \(name), which is no property of \(entity.name)"))
+      if let unknown = names.first(where: { !known.contains($0) }) {
+        // A subentity's index may name an inherited property, which its root's table indexes
+        // as the parent declares; its parent is read later, so it is noted, not checked.
+        guard entity.parentEntity != nil else {
+          throw ModelFileError(
+            file: file, line: line, entity: entity.name, element: "index (\(names.joined(separator: ", ")))",
+            reason: .danglingReference("the index names \(unknown), which is no property of \(entity.name)"))
+        }
+        ignored.append(
+          "entity \(entity.name): index (\(names.joined(separator: ", "))) (line \(line)): an index on an inherited "
+            + "property is not made; fetches find the same objects")
+        continue
       }
       guard names.count == 1, let name = names.first else {
         ignored.append(
@@ -367,7 +375,16 @@ struct XcodeModelReader {
       throw fail(
         .danglingReference("its inverse \(relationship.inverse) is not a relationship of \(relationship.destination)"))
     }
-    if inverse.destination == entity.name && inverse.inverse == relationship.name { return }
+    if inverse.destination == entity.name && inverse.inverse == relationship.name {
+      if relationship.inverse == relationship.name && relationship.destination == entity.name
+        && relationship.kind != .toMany
+      {
+        throw fail(
+          .unsupported(
+            "a to-one or ordered relationship that is its own inverse; TypedStore keeps unordered to-many ones only"))
+      }
+      return
+    }
     var ancestor: String? = entity.parentEntity
     while let name = ancestor {
       if inverse.destination == name && inverse.inverse == relationship.name { return }

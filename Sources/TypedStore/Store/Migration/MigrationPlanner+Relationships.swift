@@ -178,6 +178,20 @@ extension MigrationPlanner {
           case .success(let found): change = found
           }
           noteKindChange(change, entity.name, relationship.name, previous)
+          // A relationship that becomes its own inverse (or stops being one) keeps its links one
+          // way only: each link is stored once for a pair, twice for its own inverse.
+          let wasOwnInverse = previous.inverse == previous.name && previous.destination == previousEntity?.name
+          let isOwnInverse =
+            relationship.inverseName == relationship.name
+            && relationship.destinationEntityName == entity.name
+          if wasOwnInverse != isOwnInverse {
+            refuse(
+              entity.name, relationship.name,
+              isOwnInverse
+                ? "becomes its own inverse: its links are stored one way and would be read one way"
+                : "stops being its own inverse: its links are stored both ways")
+            continue
+          }
         }
         if previous == nil && previousEntity != nil { note(.addRelationship, entity.name, relationship.name, "") }
         if let previous, previous.name != relationship.name {
