@@ -240,18 +240,24 @@ extension ModelSchema.Relationship {
         name: relationship.name, destination: relationship.destinationEntityName, inverse: relationship.inverseName,
         kind: relationship.kind, deleteRule: relationship.deleteRule, required: relationship.isRequired,
         minimumCount: relationship.minimumCount, maximumCount: relationship.maximumCount)
-      switch relationship.storage {
-      case .foreignKey(let column, let orderColumn):
-        schema.column = column
-        schema.orderColumn = orderColumn
-      case .inverseForeignKey(_, let orderColumn):
-        schema.orderColumn = orderColumn
-      case .joinTable(let table, let ownColumn, _, let orderColumn, _):
-        schema.joinTable = table
-        schema.joinColumn = ownColumn
-        schema.orderColumn = orderColumn
-      }
+      schema.store(relationship.storage)
       return schema
+    }
+  }
+
+  /// Records where the links are stored: the key, order and join-table columns the schema says
+  /// (the classes' model and a model file's layout both write them here).
+  mutating func store(_ storage: RelationshipStorage) {
+    switch storage {
+    case .foreignKey(let column, let orderColumn):
+      self.column = column
+      self.orderColumn = orderColumn
+    case .inverseForeignKey(_, let orderColumn):
+      self.orderColumn = orderColumn
+    case .joinTable(let table, let ownColumn, _, let orderColumn, _):
+      joinTable = table
+      joinColumn = ownColumn
+      self.orderColumn = orderColumn
     }
   }
 }

@@ -364,18 +364,23 @@ private func expectRefusal(
     #expect(tables.contains("_join_Label_purchases") && !tables.contains("_join_Label_orders"))
   }
 
+  /// Saves a refund of each order's number, linked to it.
+  private func refundEveryOrder(_ container: PersistentContainer) throws {
+    try container.viewContext.performAndWait { context in
+      for order in try context.fetch(FetchRequest<OrderWithRefunds>()) {
+        let refund = Refund(context: context)
+        refund.amount = Double(order.number)
+        refund.order = order
+      }
+      try context.save()
+    }
+  }
+
   @Test func aStoreWithLinksKeepsThemWhenAnotherChangeMigratesIt() throws {
     let url = try makeVersion1Store()
     do {
       let container = try open(url, OrderWithRefunds.self, Refund.self)
-      try container.viewContext.performAndWait { context in
-        for order in try context.fetch(FetchRequest<OrderWithRefunds>()) {
-          let refund = Refund(context: context)
-          refund.amount = Double(order.number)
-          refund.order = order
-        }
-        try context.save()
-      }
+      try refundEveryOrder(container)
     }
     let links = try rows(url, "Refund", ["pk", "amount", "order"])
     // A new entity sorting first moves every code; the key columns and their index stay.
@@ -398,14 +403,7 @@ private func expectRefusal(
     _ = try PersistentStore(url: url, model: fromJSON)
     // The classes find the store at their version, its key column and index in place.
     let container = try open(url, OrderWithRefunds.self, Refund.self)
-    try container.viewContext.performAndWait { context in
-      for order in try context.fetch(FetchRequest<OrderWithRefunds>()) {
-        let refund = Refund(context: context)
-        refund.amount = Double(order.number)
-        refund.order = order
-      }
-      try context.save()
-    }
+    try refundEveryOrder(container)
     let numbers = try container.viewContext.performAndWait { context in
       try context.fetch(FetchRequest<Refund>()).compactMap { $0.order?.number }.sorted()
     }

@@ -201,21 +201,7 @@ struct EntityComparison {
   }
 
   static func words(_ type: AttributeType) -> String {
-    switch type {
-    case .integer16: "Integer 16"
-    case .integer32: "Integer 32"
-    case .integer64: "Integer 64"
-    case .decimal: "Decimal"
-    case .double: "Double"
-    case .float: "Float"
-    case .string: "String"
-    case .boolean: "Boolean"
-    case .date: "Date"
-    case .binaryData: "Binary"
-    case .uuid: "UUID"
-    case .uri: "URI"
-    case .codable: "Transformable (.codable)"
-    }
+    type == .codable ? "Transformable (.codable)" : type.xcodeName
   }
 
   static func words(_ kind: RelationshipKind) -> String {

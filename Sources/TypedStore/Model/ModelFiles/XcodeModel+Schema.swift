@@ -119,17 +119,7 @@ extension XcodeModel {
       name: relationship.name, destination: relationship.destination, inverse: relationship.inverse,
       kind: relationship.kind, deleteRule: relationship.deleteRule, required: relationship.isRequired,
       minimumCount: relationship.minimumCount, maximumCount: relationship.maximumCount)
-    switch storage {
-    case .foreignKey(let column, let orderColumn):
-      schema.column = column
-      schema.orderColumn = orderColumn
-    case .inverseForeignKey(_, let orderColumn):
-      schema.orderColumn = orderColumn
-    case .joinTable(let table, let ownColumn, _, let orderColumn, _):
-      schema.joinTable = table
-      schema.joinColumn = ownColumn
-      schema.orderColumn = orderColumn
-    }
+    schema.store(storage)
     return schema
   }
 }

@@ -213,6 +213,7 @@ struct XcodeModelReader {
   private func attributeType(
     _ typeName: String?, node: XMLNode, entity: String, element: String, isTransient: Bool
   ) throws(ModelFileError) -> AttributeType? {
+    if let typeName, let type = AttributeType(xcodeName: typeName) { return type }
     switch typeName {
     case nil, "Undefined":
       guard isTransient else {
@@ -221,19 +222,6 @@ struct XcodeModelReader {
           reason: .unsupported("an attribute of Undefined type that is not transient; give it a type"))
       }
       return nil
-    case "Integer 16": return .integer16
-    case "Integer 32": return .integer32
-    case "Integer 64": return .integer64
-    case "Decimal": return .decimal
-    case "Double": return .double
-    case "Float": return .float
-    case "String": return .string
-    case "Boolean": return .boolean
-    case "Date": return .date
-    case "Binary": return .binaryData
-    case "UUID": return .uuid
-    case "URI": return .uri
-    case "Transformable": return .codable
     case "Object ID":
       throw error(
         node, entity: entity, element: element,
@@ -437,6 +425,22 @@ struct XcodeModelReader {
 }
 
 extension AttributeType {
+  /// Xcode's name of each type (`attributeType` in a `contents` file).
+  private static let xcodeNames: [(name: String, type: AttributeType)] = [
+    ("Integer 16", .integer16), ("Integer 32", .integer32), ("Integer 64", .integer64), ("Decimal", .decimal),
+    ("Double", .double), ("Float", .float), ("String", .string), ("Boolean", .boolean), ("Date", .date),
+    ("Binary", .binaryData), ("UUID", .uuid), ("URI", .uri), ("Transformable", .codable),
+  ]
+
+  /// The type Xcode names `name`, or nil for a name that is no stored type.
+  init?(xcodeName name: String) {
+    guard let type = Self.xcodeNames.first(where: { $0.name == name })?.type else { return nil }
+    self = type
+  }
+
+  /// Xcode's name of the type (`Integer 64`, `Transformable`).
+  var xcodeName: String { Self.xcodeNames.first { $0.type == self }?.name ?? rawValue }
+
   /// Whether Core Data's minimum and maximum are numeric bounds for this type (for strings
   /// and data they are lengths, which `@Attribute(bounds:)` does not express).
   var hasNumericBounds: Bool {
