@@ -78,12 +78,16 @@ struct AttributeOptions: Sendable {
   @usableFromInline var unique: Bool
   @usableFromInline var bounds: AttributeBounds?
   @usableFromInline var validator: AttributeValidator?
+  /// Whether the attribute is a composite (`CompositeAttributeValue`), stored as the
+  /// columns of its elements.
+  @usableFromInline var isComposite: Bool
 
   @inlinable
   init(
     persistentName: String?, originalName: String? = nil, preservedOnDeletion: Bool, indexed: Bool, unique: Bool,
-    bounds: AttributeBounds? = nil, validator: AttributeValidator? = nil
+    bounds: AttributeBounds? = nil, validator: AttributeValidator? = nil, isComposite: Bool = false
   ) {
+    self.isComposite = isComposite
     self.persistentName = persistentName
     self.originalName = originalName
     self.preservedOnDeletion = preservedOnDeletion

@@ -27,6 +27,9 @@ public struct AttributeDescription: Sendable {
   /// The entity that declares the attribute (a superentity, for an inherited attribute).
   public let entityName: String
   let accessor: any AttributeAccessor
+  /// For an element of a composite attribute (`address.city`), the composite's name
+  /// (`address`); nil for any other attribute.
+  public internal(set) var compositeName: String? = nil
   /// For the key column of a to-one relationship, the relationship's name: such a column has
   /// a slot like an attribute (so changes, updates, conflicts and history treat it as one) but
   /// is not listed in `EntityDescription.attributes`.
@@ -44,4 +47,10 @@ public struct AttributeDescription: Sendable {
 
   /// The bounds declared with `@Attribute(bounds:)`, as written (`0...150`), or nil.
   public var bounds: String? { boundsCheck?.description }
+
+  /// The composite an attribute named `name` is an element of: the path's first component
+  /// (`address` for `address.city`), nil for a name with no dot.
+  static func compositeName(of name: String) -> String? {
+    name.contains(".") ? String(name.prefix { $0 != "." }) : nil
+  }
 }

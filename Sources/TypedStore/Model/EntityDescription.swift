@@ -56,6 +56,10 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   /// For an entity whose class declares `Observable`: the key paths its objects' observation
   /// registrars hear, by slot. Nil for other entities, whose objects report nothing.
   let observationKeyPaths: ObservationKeyPaths?
+  /// By slot, for the first element of a composite attribute: the slot after its last
+  /// element (a composite's slot is its first element's); 0 for other slots. Empty when the
+  /// entity has no composite.
+  let compositeEnds: [Int32]
   /// Whether `save()` has rules to check for this entity's objects.
   var hasValidationRules: Bool {
     !boundedSlots.isEmpty
@@ -81,6 +85,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     self.relationshipIndexByName = Dictionary(
       relationships.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
     self.accessors = storedAttributes.map(\.accessor)
+    self.compositeEnds = Self.compositeEnds(of: storedAttributes)
     self.slotFields = Self.slotFields(storedAttributes: storedAttributes, relationships: relationships)
     self.boundedSlots = storedAttributes.indices.filter {
       storedAttributes[$0].boundsCheck != nil || storedAttributes[$0].validator != nil
@@ -121,6 +126,39 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     return fields
   }
 
+  private static func compositeEnds(of storedAttributes: [AttributeDescription]) -> [Int32] {
+    guard storedAttributes.contains(where: { $0.compositeName != nil }) else { return [] }
+    var ends = [Int32](repeating: 0, count: storedAttributes.count)
+    var slot = 0
+    while slot < storedAttributes.count {
+      guard let composite = storedAttributes[slot].compositeName else {
+        slot += 1
+        continue
+      }
+      var end = slot + 1
+      while end < storedAttributes.count, storedAttributes[end].compositeName == composite,
+        storedAttributes[end].entityName == storedAttributes[slot].entityName
+      {
+        end += 1
+      }
+      ends[slot] = Int32(end)
+      slot = end
+    }
+    return ends
+  }
+
+  /// The slot of the composite whose element is in `slot` (its first element's), or `slot`.
+  func compositeSlot(of slot: Int32) -> Int32 {
+    guard !compositeEnds.isEmpty, slot >= 0 else { return slot }
+    var first = slot
+    while first > 0, compositeEnds[Int(first)] == 0,
+      let name = storedAttributes[Int(first)].compositeName, storedAttributes[Int(first - 1)].compositeName == name
+    {
+      first -= 1
+    }
+    return first
+  }
+
   /// The name of the table that stores this entity's rows (its root entity's name).
   public var tableName: String { rootName }
 
@@ -138,11 +176,12 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   }
 
   /// The slot observers hear for a change recorded under `slot` in `committedValues`: the
-  /// relationship's marker for a to-one's key column, the slot itself otherwise.
+  /// relationship's marker for a to-one's key column, the composite's slot for an element of
+  /// one, the slot itself otherwise.
   func observedSlot(of slot: Int32) -> Int32 {
     guard slot >= 0, let name = storedAttributes[Int(slot)].foreignKeyOf,
       let index = relationshipIndexByName[name]
-    else { return slot }
+    else { return compositeSlot(of: slot) }
     return ManagedObject.relationshipMarker(Int32(index))
   }
 

@@ -67,8 +67,17 @@ extension ManagedObjectModel {
   {
     guard entity.hasClass, Self.isRoot(of: keyPath, instance: entity.objectType),
       let resolved = reads(of: keyPath, on: entity, maximumDepth: maximumDepth),
-      let components = Self.components(of: keyPath), components == resolved.relationships.count + 1
+      let components = Self.components(of: keyPath)
     else { return nil }
+    if case .attribute(let slot) = resolved.target, let last = self.entity(along: resolved.relationships, from: entity),
+      !last.compositeEnds.isEmpty, last.compositeEnds[slot] > 0
+    {
+      // A composite's slot is its first element's: the components after the composite's
+      // name which element.
+      return compositeElement(
+        keyPath, resolved, from: entity, last: last, depth: components - resolved.relationships.count - 1)
+    }
+    guard components == resolved.relationships.count + 1 else { return nil }
     switch resolved.target {
     case .identity:
       return identityMatches(keyPath, resolved, from: entity) ? resolved : nil
@@ -199,11 +208,63 @@ extension ManagedObjectModel {
     return nodes
   }
 
+  /// The entity the to-one `relationships` reach from `entity`.
+  private func entity(along relationships: [Int], from entity: EntityDescription) -> EntityDescription? {
+    var current = entity
+    for index in relationships {
+      guard let next = self.entity(named: current.relationships[index].destinationEntityName) else { return nil }
+      current = next
+    }
+    return current
+  }
+
+  // MARK: - Composites
+
+  /// The element of the composite in `resolved`'s slot that `keyPath` names, `depth`
+  /// components below the composite (`\Customer.address.geo.latitude`: 2), or nil.
+  ///
+  /// Reading any element reads the composite, so the reads name the composite only. Each
+  /// element at that depth is tried with the values checks, the composite's other elements
+  /// holding other values meanwhile: a computed property of the struct that reads an element
+  /// (`var label: String { city + street }`) returns something else for some of them. Exactly
+  /// one element must pass.
+  private func compositeElement(
+    _ keyPath: AnyKeyPath, _ resolved: ResolvedKeyPath, from entity: EntityDescription, last: EntityDescription,
+    depth: Int
+  ) -> ResolvedKeyPath? {
+    guard case .attribute(let slot) = resolved.target, depth > 0 else { return nil }
+    let elements = slot..<Int(last.compositeEnds[slot])
+    let matching = elements.filter { element in
+      last.storedAttributes[element].name.split(separator: ".").count == depth + 1
+        && valuesMatch(
+          keyPath, ResolvedKeyPath(relationships: resolved.relationships, target: .attribute(element)), from: entity,
+          otherElements: elements)
+    }
+    guard matching.count == 1, let element = matching.first else { return nil }
+    return ResolvedKeyPath(relationships: resolved.relationships, target: .attribute(element))
+  }
+
+  /// Stores in each element of `elements` but `slot` one of its sample values, the one after
+  /// the `index`th (different from the element's own sample when the two share a type).
+  private static func fillOtherElements(
+    _ elements: Range<Int>, but slot: Int, sample index: Int, of entity: EntityDescription, in object: ManagedObject
+  ) {
+    for element in elements where element != slot {
+      let accessor = entity.storedAttributes[element].accessor
+      let samples = Self.samples(for: accessor.codec)
+      guard !samples.isEmpty else { continue }
+      _ = try? accessor.decode(samples[(index + 1 + element - elements.lowerBound) % samples.count], into: object)
+    }
+  }
+
   // MARK: - Values
 
   /// Whether the key path returns what the attribute or relationship it reads holds, for
   /// several values, and nil when a relationship on the way holds nothing.
-  private func valuesMatch(_ keyPath: AnyKeyPath, _ resolved: ResolvedKeyPath, from entity: EntityDescription) -> Bool {
+  private func valuesMatch(
+    _ keyPath: AnyKeyPath, _ resolved: ResolvedKeyPath, from entity: EntityDescription,
+    otherElements: Range<Int>? = nil
+  ) -> Bool {
     // Optional chaining: nil as soon as a relationship on the way holds nothing.
     for depth in resolved.relationships.indices {
       guard let nodes = probes(along: resolved.relationships, from: entity, fillingUpTo: depth),
@@ -220,9 +281,14 @@ extension ManagedObjectModel {
       var samples = Self.samples(for: accessor.codec)
       if samples.isEmpty, let initial = try? accessor.encode(last.object) { samples = [initial] }
       guard !samples.isEmpty else { return false }
-      for sample in samples {
+      for (index, sample) in samples.enumerated() {
         guard let nodes = probes(along: resolved.relationships, from: entity), let root = nodes.first?.object,
-          let last = nodes.last, (try? accessor.decode(sample, into: last.object)) != nil,
+          let last = nodes.last
+        else { return false }
+        if let otherElements {
+          Self.fillOtherElements(otherElements, but: slot, sample: index, of: last.entity, in: last.object)
+        }
+        guard (try? accessor.decode(sample, into: last.object)) != nil,
           let value = root[keyPath: keyPath], (try? accessor.codec.encodeAny(value)) == sample
         else { return false }
       }
@@ -310,8 +376,8 @@ extension ManagedObjectModel {
 
   /// The number of properties in `keyPath`, as the standard library describes it
   /// (`\Note.<computed 0x… (Optional<Folder>)>?.<computed 0x… (String)>?` has two), when
-  /// they are joined by optional chaining alone; nil for any other shape (a force unwrap, a
-  /// subscript).
+  /// they are joined by optional chaining or a plain `.` alone; nil for any other shape (a
+  /// force unwrap, a subscript).
   static func components(of keyPath: AnyKeyPath) -> Int? {
     let description = keyPath.debugDescription
     let prefix = "\\" + String(describing: type(of: keyPath).rootType)
@@ -319,9 +385,9 @@ extension ManagedObjectModel {
     var rest = description.dropFirst(prefix.count)
     var count = 0
     while !rest.isEmpty {
-      if count > 0 {
+      if count > 0 && rest.first == "?" {
         // Between two properties, optional chaining; after the last, an optional's wrapping.
-        guard rest.first == "?" else { return nil }
+        // (A plain `.` joins a composite to its elements.)
         rest = rest.dropFirst()
         if rest.isEmpty { break }
       }

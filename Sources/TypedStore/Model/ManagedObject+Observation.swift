@@ -82,9 +82,15 @@ extension ManagedObject {
     observation.registrar.willSet(ObservedSlots.subject, keyPath: keyPath)
   }
 
-  /// Tells observers that `slot` changed.
+  /// Tells observers that `slot` changed (after a composite is set, first drops the elements
+  /// the set left as they were: see `keepChangedElements`).
   @usableFromInline
   final func _observationDidSet(slot: Int32) {
+    if slot >= 0, lifecycle == .persisted, let entity, !entity.compositeEnds.isEmpty,
+      entity.compositeEnds[Int(slot)] > 0
+    {
+      keepChangedElements(slot: slot, of: entity)
+    }
     guard let observation, let keyPath = entity?.observationKeyPaths?[slot] else { return }
     observation.registrar.didSet(ObservedSlots.subject, keyPath: keyPath)
   }
@@ -131,7 +137,8 @@ extension ManagedObject {
       for (slot, value) in before.enumerated() {
         guard entity.storedAttributes[slot].foreignKeyOf == nil else { continue }
         if assumeChanged || isFault || (try? entity.accessors[slot].encode(self)) != value {
-          changed.append(Int32(slot))
+          let observed = entity.compositeSlot(of: Int32(slot))  // a composite's elements: the composite
+          if changed.last != observed { changed.append(observed) }
         }
       }
     }

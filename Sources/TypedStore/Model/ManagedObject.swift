@@ -408,6 +408,10 @@ open class ManagedObject: Hashable {
     let observed = observation != nil
     if observed { observationWillSet(slot: slot) }
     guard listMembership & Self.inAwakeFromFetch == 0 else { return observed }
+    if lifecycle == .persisted, let entity, !entity.compositeEnds.isEmpty, entity.compositeEnds[Int(slot)] > 0 {
+      willChangeComposite(slot: slot, of: entity, tracker: tracker)
+      return true  // the setter then calls `_observationDidSet`, which keeps what changed
+    }
     if lifecycle == .persisted, committedValues[slot] == nil, let entity {
       let wasUpdated = !committedValues.isEmpty
       committedValues[slot] = (try? entity.accessors[Int(slot)].encode(self)) ?? .null
@@ -418,6 +422,33 @@ open class ManagedObject: Hashable {
     }
     noteChangeInEvent(tracker)
     return observed
+  }
+
+  /// Before a composite attribute of a saved object is set: records the saved value of each
+  /// of its elements not recorded yet (`keepChangedElements` drops those the set leaves).
+  private func willChangeComposite(slot: Int32, of entity: EntityDescription, tracker: any ObjectTracking) {
+    let wasUpdated = !committedValues.isEmpty
+    for element in slot..<entity.compositeEnds[Int(slot)] where committedValues[element] == nil {
+      committedValues[element] = (try? entity.accessors[Int(element)].encode(self)) ?? .null
+    }
+    if wasUpdated { noteChangeInEvent(tracker) } else { tracker.objectDidBecomeUpdated(self) }
+  }
+
+  /// After a composite attribute of a saved object was set: forgets the recorded values of the
+  /// elements that hold them still, so only the elements whose values differ count as
+  /// changed (in `changedValues()`, merges and history), but for the first element when none
+  /// differs: setting a value equal to the saved one is a change, as for any attribute.
+  final func keepChangedElements(slot: Int32, of entity: EntityDescription) {
+    let end = entity.compositeEnds[Int(slot)]
+    var kept = 0
+    for element in (slot..<end).reversed() {
+      guard let saved = committedValues[element] else { continue }
+      if element != slot || kept > 0, (try? entity.accessors[Int(element)].encode(self)) == saved {
+        committedValues[element] = nil
+      } else {
+        kept += 1
+      }
+    }
   }
 
   /// Notes the object in its context's current event, once per event: a saved object, or an

@@ -36,7 +36,8 @@ extension ManagedObjectModel {
         })
       var own: [AttributeDescription] = []
       for attribute in entity.attributes {
-        for name in [attribute.name, attribute.column] where !Self.isValidIdentifier(name) {
+        for (name, valid) in [(attribute.name, Self.isValidAttributeName), (attribute.column, Self.isValidIdentifier)]
+        where !valid(name) {
           throw ModelError(entity: entity.name, property: attribute.name, reason: .invalidName(name))
         }
         guard columns.insert(attribute.column.lowercased()).inserted else {
@@ -49,7 +50,8 @@ extension ManagedObjectModel {
           name: attribute.name, columnName: attribute.column, attributeType: attribute.type,
           storage: attribute.storage, isOptional: attribute.optional,
           isPreservedOnDeletion: attribute.preservedOnDeletion, isIndexed: attribute.indexed,
-          isUnique: attribute.unique, entityName: entity.name, accessor: accessor)
+          isUnique: attribute.unique, entityName: entity.name, accessor: accessor,
+          compositeName: AttributeDescription.compositeName(of: attribute.name))
         description.originalName = details.originalNames[entity.name]?[attribute.name]
         description.constantDefault = details.defaults[entity.name]?[attribute.name]
         own.append(description)

@@ -147,6 +147,12 @@ public final class ManagedObjectModel: Sendable {
 
   private static let reservedColumns: Set<String> = ["pk"]
 
+  /// Whether `name` can name an attribute: an identifier, or the path of a composite's
+  /// element (`address.city`), identifiers joined by dots.
+  static func isValidAttributeName(_ name: String) -> Bool {
+    name.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { isValidIdentifier(String($0)) }
+  }
+
   static func isValidIdentifier(_ name: String) -> Bool {
     guard let first = name.unicodeScalars.first, first != "_", !("0"..."9").contains(first) else {
       return false
@@ -187,6 +193,11 @@ public final class ManagedObjectModel: Sendable {
       for (field, declaration) in zip(attributeFields, declarations) {
         guard let attributeType = field.type as? any AttributeField.Type else { continue }
         let property = field.name.hasPrefix("_") ? String(field.name.dropFirst()) : field.name
+        if declaration.options.isComposite {
+          attributes += try compositeFields(
+            property, of: attributeType, at: field.offset, declaration: declaration, entity: name)
+          continue
+        }
         guard let accessor = attributeType.makeAccessor(offset: field.offset, storage: declaration.storage) else {
           throw ModelError(
             entity: name, property: property,
@@ -210,6 +221,39 @@ public final class ManagedObjectModel: Sendable {
       }
       return Declared(
         name: name, type: type, superName: superName, fields: attributes, relationships: relationships)
+    }
+  }
+
+  /// The fields of a composite attribute's elements: each an attribute named by its path
+  /// (`address.city`) and stored in its own column (`address_city`, after the composite's
+  /// `persistentName:` when it has one), sharing the composite's options and field offset.
+  private static func compositeFields(
+    _ property: String, of attributeType: any AttributeField.Type, at offset: Int, declaration: AttributeDeclaration,
+    entity: String
+  ) throws -> [(String, Int, AttributeDeclaration, any AttributeAccessor)] {
+    let elements: [CompositeElement]
+    do {
+      elements = try attributeType.compositeElements(offset: offset)
+    } catch {
+      let element = ([property] + error.path).joined(separator: ".")
+      throw ModelError(
+        entity: entity, property: property,
+        reason: .unsupportedType(
+          error.path.isEmpty
+            ? "\(error.type) (a composite must be a struct with stored properties)"
+            : "\(error.type) (\(element): a composite's elements are attribute values or composites)"))
+    }
+    let options = declaration.options
+    return elements.map { element in
+      let tail = element.path.joined(separator: ".")
+      let elementOptions = AttributeOptions(
+        persistentName: ([options.persistentName ?? property] + element.path).joined(separator: "_"),
+        originalName: options.originalName.map { "\($0).\(tail)" }, preservedOnDeletion: options.preservedOnDeletion,
+        indexed: false, unique: false)
+      return (
+        "\(property).\(tail)", offset, AttributeDeclaration(storage: element.storage, options: elementOptions),
+        element.accessor
+      )
     }
   }
 
@@ -368,7 +412,7 @@ public final class ManagedObjectModel: Sendable {
     for field in entity.fields where !inheritedOffsets.contains(field.offset) {
       let options = field.declaration.options
       let column = options.persistentName ?? field.name
-      guard isValidIdentifier(field.name) else {
+      guard isValidAttributeName(field.name) else {
         throw ModelError(entity: entity.name, property: field.name, reason: .invalidName(field.name))
       }
       guard isValidIdentifier(column) else {
@@ -382,8 +426,8 @@ public final class ManagedObjectModel: Sendable {
           storage: field.declaration.storage, isOptional: codec.isOptional,
           isPreservedOnDeletion: options.preservedOnDeletion, isIndexed: options.indexed,
           isUnique: options.unique, originalName: options.originalName, entityName: entity.name,
-          accessor: field.accessor, boundsCheck: options.bounds,
-          validator: options.validator))
+          accessor: field.accessor, compositeName: AttributeDescription.compositeName(of: field.name),
+          boundsCheck: options.bounds, validator: options.validator))
     }
     return own
   }

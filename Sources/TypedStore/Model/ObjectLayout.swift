@@ -54,6 +54,12 @@ protocol AttributeAccessor: AnyObject, Sendable {
   var directField: DirectField { get }
   /// The attribute's current Swift value in `object` (for validation).
   func currentValue(of object: ManagedObject) -> Any
+  /// The same accessor, numbering the slot field at `slotOffset` (a composite's first element).
+  func numbering(slotOffset: Int) -> any AttributeAccessor
+}
+
+extension AttributeAccessor {
+  func numbering(slotOffset: Int) -> any AttributeAccessor { self }
 }
 
 /// The place of one attribute's field in objects of one class, and the plain type it holds,
@@ -142,12 +148,22 @@ final class FieldAccessor<Value, Codec: ValueCodec>: AttributeAccessor where Cod
   /// without going through the generic codec.
   let directField: DirectField
 
-  init(offset: Int, codec: Codec) {
+  convenience init(offset: Int, codec: Codec) {
+    self.init(
+      valueOffset: offset + (MemoryLayout<Attribute<Value>>.offset(of: \Attribute<Value>.value) ?? 0),
+      slotOffset: offset + (MemoryLayout<Attribute<Value>>.offset(of: \Attribute<Value>.slot) ?? 0), codec: codec)
+  }
+
+  /// An accessor of a value of type `Value` at `valueOffset` in objects, numbering the slot
+  /// field at `slotOffset` (0: none, for the elements of a composite but its first).
+  init(valueOffset: Int, slotOffset: Int, codec: Codec) {
     self.typedCodec = codec
     directField = DirectField(
-      kind: codec.isStandard ? FastKind(Value.self) : .none,
-      valueOffset: offset + (MemoryLayout<Attribute<Value>>.offset(of: \Attribute<Value>.value) ?? 0),
-      slotOffset: offset + (MemoryLayout<Attribute<Value>>.offset(of: \Attribute<Value>.slot) ?? 0))
+      kind: codec.isStandard ? FastKind(Value.self) : .none, valueOffset: valueOffset, slotOffset: slotOffset)
+  }
+
+  func numbering(slotOffset: Int) -> any AttributeAccessor {
+    FieldAccessor(valueOffset: directField.valueOffset, slotOffset: slotOffset, codec: typedCodec)
   }
 
   var codec: any ValueCodec { typedCodec }
@@ -171,7 +187,7 @@ final class FieldAccessor<Value, Codec: ValueCodec>: AttributeAccessor where Cod
   func decode(_ value: PrimitiveValue, slot: Int32, into object: ManagedObject) throws {
     try withExtendedLifetime(object) {
       try store(value, in: object)
-      directField.setSlot(slot, in: object)
+      if directField.slotOffset > 0 { directField.setSlot(slot, in: object) }
     }
   }
 
@@ -193,7 +209,7 @@ final class FieldAccessor<Value, Codec: ValueCodec>: AttributeAccessor where Cod
   }
 
   func setSlot(_ slot: Int32, in object: ManagedObject) {
-    directField.setSlot(slot, in: object)
+    if directField.slotOffset > 0 { directField.setSlot(slot, in: object) }
   }
 
   func currentValue(of object: ManagedObject) -> Any {
@@ -223,6 +239,8 @@ protocol AttributeField {
   /// Builds the accessor for a field of this type at `offset`, or nil when `storage` has no
   /// codec for the field's `Value`.
   static func makeAccessor(offset: Int, storage: AttributeStorage) -> (any AttributeAccessor)?
+  /// The elements of a composite attribute's field at `offset` (`CompositeAttribute.swift`).
+  static func compositeElements(offset: Int) throws(CompositeLayoutError) -> [CompositeElement]
 }
 
 extension Attribute: AttributeField {

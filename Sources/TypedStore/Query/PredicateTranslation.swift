@@ -212,7 +212,29 @@ protocol SQLTranslatable {
 
 extension PredicateExpressions.KeyPath: SQLTranslatable {
   func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
-    try translator.column(keyPath, root: root)
+    let (root, keyPath) = joined
+    return try translator.column(keyPath, root: root)
+  }
+}
+
+/// A key path expression into a composite, as one key path from the expression below the
+/// composite: `#Predicate` writes `$0.address.city` as `\.city` applied to `\.address`, and
+/// only the whole `\Customer.address.city` names the composite's element.
+protocol JoinedKeyPathExpression {
+  var joined: (root: Any, keyPath: AnyKeyPath) { get }
+}
+
+extension PredicateExpressions.KeyPath: JoinedKeyPathExpression {
+  var joined: (root: Any, keyPath: AnyKeyPath) {
+    if let inner = root as? any JoinedKeyPathExpression {
+      let (innerRoot, innerKeyPath) = inner.joined
+      if type(of: innerKeyPath).valueType is any CompositeAttributeValue.Type,
+        let whole = innerKeyPath.appending(path: keyPath)
+      {
+        return (innerRoot, whole)
+      }
+    }
+    return (root, keyPath)
   }
 }
 

@@ -10,7 +10,8 @@ final class RowReader: Sendable {
     let direct: DirectField
     let column: Int32
     let slot: Int32
-    /// False for a relationship's key column, which has no `Attribute` field to number.
+    /// False for a relationship's key column, which has no `Attribute` field to number, and
+    /// for a composite's elements but the first, which share the composite's.
     let hasSlotField: Bool
   }
 
@@ -29,7 +30,7 @@ final class RowReader: Sendable {
     fields = zip(entity.accessors, positions).enumerated().map { slot, pair in
       Field(
         direct: pair.0.directField, column: pair.1, slot: Int32(slot),
-        hasSlotField: entity.storedAttributes[slot].foreignKeyOf == nil)
+        hasSlotField: entity.storedAttributes[slot].foreignKeyOf == nil && pair.0.directField.slotOffset > 0)
     }
   }
 

@@ -1,0 +1,235 @@
+import Foundation
+import Testing
+import TypedStoreTesting
+
+@testable import TypedStore
+
+/// Composite attributes: structs stored as columns of their owner's table.
+enum Composites {
+  struct Geo: CompositeAttributeValue, Equatable {
+    var latitude: Double = 0
+    var longitude: Double = 0
+  }
+
+  enum Kind: String, CaseIterable, Comparable, Codable, Sendable {
+    case home, work
+    static func < (a: Kind, b: Kind) -> Bool { a.rawValue < b.rawValue }
+  }
+
+  struct Address: CompositeAttributeValue, Equatable {
+    var street: String = ""
+    var city: String = ""
+    var postcode: String? = nil
+    var kind: Kind = .home
+    var geo: Geo = Geo()
+    /// Reads two elements: no element of the composite, though each of its reads is one.
+    var label: String { city + street }
+  }
+
+  final class Customer: ManagedObject {
+    @Attribute var name: String = ""
+    @Attribute(preservedOnDeletion: true) var address: Address = Address()
+    @Attribute(persistentName: "bill") var billing: Address = Address(city: "Nowhere")
+    @Attribute var rank: Int = 0
+    @Relationship() var orders: Set<Order>
+  }
+
+  final class Order: ManagedObject {
+    @Attribute var total: Int = 0
+    @Relationship(inverse: \Customer.orders) var customer: Customer?
+  }
+
+  /// An attribute of a type a composite cannot hold.
+  struct Tagged: CompositeAttributeValue {
+    var name: String = ""
+    var tags: [String] = []
+  }
+
+  final class BadElement: ManagedObject {
+    @Attribute var tagged: Tagged = Tagged()
+  }
+
+  final class NotAStruct: CompositeAttributeValue {}
+
+  final class BadComposite: ManagedObject {
+    @Attribute var thing: NotAStruct = NotAStruct()
+  }
+
+  static let model = try! ManagedObjectModel(Customer.self, Order.self)
+}
+
+@Suite struct CompositeAttributeTests {
+  typealias Customer = Composites.Customer
+  typealias Address = Composites.Address
+
+  @Test func eachElementIsAnAttributeWithItsOwnColumn() throws {
+    let entity = try #require(Composites.model.entity(for: Customer.self))
+    #expect(
+      entity.attributes.map(\.name) == [
+        "name", "address.street", "address.city", "address.postcode", "address.kind", "address.geo.latitude",
+        "address.geo.longitude", "billing.street", "billing.city", "billing.postcode", "billing.kind",
+        "billing.geo.latitude", "billing.geo.longitude", "rank",
+      ])
+    let city = try #require(entity.attribute(named: "address.city"))
+    #expect(city.columnName == "address_city")
+    #expect(city.compositeName == "address")
+    #expect(city.isPreservedOnDeletion)
+    #expect(entity.attribute(named: "billing.geo.latitude")?.columnName == "bill_geo_latitude")
+    #expect(entity.attribute(named: "address.postcode")?.isOptional == true)
+    #expect(entity.attribute(named: "address.kind")?.storage == .raw)
+    #expect(entity.attribute(named: "rank")?.compositeName == nil)
+  }
+
+  @Test func aCompositeRoundTripsThroughTheStore() async throws {
+    let container = try PersistentContainer.makeTest(model: Composites.model)
+    let address = Address(
+      street: "1 Rue", city: "Paris", postcode: "75001", kind: .work,
+      geo: Composites.Geo(latitude: 48.85, longitude: 2.35))
+    let id = try await container.performBackgroundTask { context in
+      let customer = Customer(context: context)
+      customer.name = "Ada"
+      customer.address = address
+      try context.save()
+      return customer.managedID
+    }
+    let (read, billing) = try await container.performBackgroundTask { context in
+      let customer = try context.existingObject(with: id)
+      return (customer.address, customer.billing)
+    }
+    #expect(read == address)
+    #expect(billing == Address(city: "Nowhere"))
+  }
+}
+
+extension CompositeAttributeTests {
+  /// Four customers in three cities, with orders.
+  static func seeded(_ container: PersistentContainer) async throws -> [ManagedID<Customer>] {
+    try await container.performBackgroundTask { context in
+      let rows: [(String, String, String, String?, Composites.Kind, Double, Int)] = [
+        ("Ada", "2 Quai", "Paris", "75004", .home, 48.9, 3),
+        ("Bob", "1 Rue", "Paris", nil, .work, 48.8, 1),
+        ("Cyd", "9 Lane", "Oslo", "0150", .home, 59.9, 2),
+        ("Dee", "5 Road", "Bonn", nil, .work, 50.7, 4),
+      ]
+      let customers = rows.map { name, street, city, postcode, kind, latitude, rank in
+        let customer = Customer(context: context)
+        customer.name = name
+        customer.rank = rank
+        customer.address = Address(
+          street: street, city: city, postcode: postcode, kind: kind, geo: Composites.Geo(latitude: latitude))
+        let order = Composites.Order(context: context)
+        order.total = rank * 10
+        order.customer = customer
+        return customer
+      }
+      try context.save()
+      return customers.map(\.managedID)
+    }
+  }
+
+  @Test func predicatesSortsAndAggregatesSeeElementsByKeyPath() async throws {
+    let container = try PersistentContainer.makeTest(model: Composites.model)
+    _ = try await Self.seeded(container)
+    try await container.performBackgroundTask { context in
+      let paris = try context.fetch(
+        FetchRequest<Customer>(
+          predicate: #Predicate { $0.address.city == "Paris" }, sortBy: [SortDescriptor(\.address.street)]))
+      #expect(paris.map(\.name) == ["Bob", "Ada"])
+      let north = try context.fetch(
+        FetchRequest<Customer>(
+          predicate: #Predicate { $0.address.geo.latitude > 50 && $0.address.postcode == nil },
+          sortBy: [SortDescriptor(\.address.geo.latitude, order: .reverse)]))
+      #expect(north.map(\.name) == ["Dee"])
+      let work = Composites.Kind.work
+      let atWork = try context.fetch(FetchRequest<Customer>(predicate: #Predicate { $0.address.kind == work }))
+      #expect(Set(atWork.map(\.name)) == ["Bob", "Dee"])
+      #expect(try context.aggregate(.max(\.address.geo.latitude), for: FetchRequest<Customer>()) == 59.9)
+      let byCity = try context.aggregate(.count, for: FetchRequest<Customer>(), groupedBy: \.address.city)
+      #expect(byCity == ["Paris": 2, "Oslo": 1, "Bonn": 1])
+      // Through a relationship, by optional chaining.
+      let orders = try context.fetch(
+        FetchRequest<Composites.Order>(
+          predicate: #Predicate { $0.customer?.address.city == "Paris" }, sortBy: [SortDescriptor(\.total)]))
+      #expect(orders.map(\.total) == [10, 30])
+      let sorted = try context.fetch(
+        FetchRequest<Composites.Order>(sortBy: [SortDescriptor(\.customer?.address.city), SortDescriptor(\.total)]))
+      #expect(sorted.map(\.total) == [40, 20, 10, 30])
+    }
+  }
+
+  @Test func keyPathsThatNameNoElementAreRefused() async throws {
+    let container = try PersistentContainer.makeTest(model: Composites.model)
+    let model = Composites.model
+    let entity = try #require(model.entity(for: Customer.self))
+    #expect(
+      model.attributeSlot(for: \Customer.address.city, on: entity)
+        == entity.attributeSlot(named: "address.city").map(Int.init))
+    #expect(model.describe(\Customer.address.geo.longitude, on: entity) == "\\Customer.address.geo.longitude")
+    #expect(model.resolve(\Customer.address, on: entity) == nil)  // the whole composite
+    #expect(model.resolve(\Customer.address.geo, on: entity) == nil)  // a nested composite
+    #expect(model.resolve(\Customer.address.label, on: entity) == nil)  // computed: reads city and street
+    #expect(model.resolve(\Customer.address.city.count, on: entity) == nil)
+    await #expect(throws: PredicateTranslationError.self) {
+      try await container.performBackgroundTask { context in
+        _ = try context.fetch(FetchRequest<Customer>(predicate: #Predicate { $0.address.label == "Paris1 Rue" }))
+      }
+    }
+  }
+
+  @Test func settingACompositeChangesOnlyTheElementsThatDiffer() async throws {
+    let container = try PersistentContainer.makeTest(model: Composites.model)
+    let ids = try await Self.seeded(container)
+    let start = try container.currentHistoryToken
+    try await container.performBackgroundTask { context in
+      let ada = try context.existingObject(with: ids[0])
+      var moved = ada.address
+      moved.street = "3 Quai"
+      moved.geo.longitude = 2.4
+      ada.address = moved
+      #expect(Set(ada.changedValues().keys) == ["address.street", "address.geo.longitude"])
+      #expect(ada.committedValues(forKeys: ["address.street"])["address.street"] as? String == "2 Quai")
+      let bob = try context.existingObject(with: ids[1])
+      bob.address = bob.address  // the same value: a change, as for any attribute
+      #expect(bob.isUpdated)
+      var back = ada.address
+      back.street = "2 Quai"
+      ada.address = back  // street back to its saved value: no longer changed
+      #expect(Set(ada.changedValues().keys) == ["address.geo.longitude"])
+      ada.address.city = "Lyon"  // a mutation in place is a set, too
+      #expect(Set(ada.changedValues().keys) == ["address.geo.longitude", "address.city"])
+      try context.save()
+    }
+    let transactions = try container.fetchHistory(HistoryRequest(after: start))
+    let changes = transactions.flatMap(\.changes)
+    let ada = try #require(changes.first { $0.objectID(as: Customer.self) == ids[0] })
+    #expect(Set(ada.updatedProperties) == ["address.geo.longitude", "address.city"])
+    let read = try await container.performBackgroundTask { context in try context.existingObject(with: ids[0]).address }
+    #expect(
+      read
+        == Address(
+          street: "2 Quai", city: "Lyon", postcode: "75004", kind: .home, geo: .init(latitude: 48.9, longitude: 2.4)))
+  }
+
+  @Test func batchRequestsTombstonesAndTheExportCarryElements() async throws {
+    let container = try PersistentContainer.makeTest(model: Composites.model)
+    let ids = try await Self.seeded(container)
+    try await container.performBackgroundTask { context in
+      let request = BatchUpdateRequest<Customer>(
+        predicate: #Predicate { $0.address.city == "Paris" }, propertiesToUpdate: [.set(\.address.postcode, "75000")])
+      _ = try context.execute(request)
+      _ = try context.execute(BatchDeleteRequest<Customer>(predicate: #Predicate { $0.address.city == "Oslo" }))
+      let postcodes = try context.fetch(FetchRequest<Customer>(sortBy: [SortDescriptor(\.name)])).map(
+        \.address.postcode)
+      #expect(postcodes == ["75000", "75000", nil])
+    }
+    let deleted = try #require(
+      try container.fetchHistory(HistoryRequest()).flatMap(\.changes).first { $0.changeType == .delete })
+    #expect(deleted.objectID(as: Customer.self) == ids[2])
+    let tombstone = try #require(deleted.tombstone)
+    #expect(tombstone[\Customer.address.city] == "Oslo")
+    #expect(tombstone[\Customer.address.geo.latitude] == 59.9)
+    #expect(tombstone[\Customer.address.kind] == .home)
+    #expect(tombstone[\Customer.billing.city] == nil)  // not preserved
+    #expect(tombstone.values["address.postcode"] == .text("0150"))
+  }
+}
