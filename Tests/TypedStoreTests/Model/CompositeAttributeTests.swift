@@ -233,3 +233,105 @@ extension CompositeAttributeTests {
     #expect(tombstone.values["address.postcode"] == .text("0150"))
   }
 }
+
+/// Versions of a customer's model whose address gains elements and is renamed.
+enum CompositeVersions {
+  struct AddressV1: CompositeAttributeValue {
+    var street: String = ""
+    var city: String = ""
+  }
+
+  struct AddressV2: CompositeAttributeValue {
+    var street: String = ""
+    var city: String = ""
+    var country: String = "FR"
+    var geo: Composites.Geo = Composites.Geo()
+  }
+
+  final class CustomerV1: ManagedObject {
+    override class var entityName: String { "Customer" }
+    @Attribute var name: String = ""
+    @Attribute var address: AddressV1 = AddressV1()
+  }
+
+  final class CustomerV2: ManagedObject {
+    override class var entityName: String { "Customer" }
+    @Attribute var name: String = ""
+    @Attribute(originalName: "address") var home: AddressV2 = AddressV2()
+  }
+}
+
+extension CompositeAttributeTests {
+  @Test func aStructACompositeCannotHoldIsRefusedByName() throws {
+    let element = #expect(throws: ModelError.self) { try ManagedObjectModel(Composites.BadElement.self) }
+    #expect(element?.property == "tagged")
+    #expect("\(element!)".contains("tagged.tags"), "\(element!)")
+    #expect("\(element!)".contains("Array<String>"), "\(element!)")
+    let notStruct = #expect(throws: ModelError.self) { try ManagedObjectModel(Composites.BadComposite.self) }
+    #expect("\(notStruct!)".contains("a composite must be a struct"), "\(notStruct!)")
+  }
+
+  @Test func aMigrationAddsElementsAndRenamesTheComposite() throws {
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    let v1 = try PersistentContainer(
+      name: "Customers", model: ManagedObjectModel(CompositeVersions.CustomerV1.self), storeURL: url)
+    try v1.viewContext.performAndWait { context in
+      let customer = CompositeVersions.CustomerV1(context: context)
+      customer.name = "Ada"
+      customer.address = CompositeVersions.AddressV1(street: "1 Rue", city: "Paris")
+      try context.save()
+    }
+    let model = try ManagedObjectModel(CompositeVersions.CustomerV2.self)
+    let report = try PersistentStore.migrationReport(forStoreAt: url, to: model)
+    #expect(report.canMigrate, "\(report)")
+    let v2 = try PersistentContainer(name: "Customers", model: model, storeURL: url)
+    let home = try v2.viewContext.performAndWait { context in
+      try #require(try context.fetch(FetchRequest<CompositeVersions.CustomerV2>()).first).home
+    }
+    #expect(home.street == "1 Rue" && home.city == "Paris" && home.country == "FR" && home.geo == Composites.Geo())
+  }
+
+  @Test func propertyMergePoliciesMergeElementByElement() async throws {
+    let container = try PersistentContainer.makeTest(model: Composites.model)
+    let ids = try await Self.seeded(container)
+    let mine = container.newBackgroundContext()
+    let stale = try await mine.perform { context in try context.existingObject(with: ids[0]).address }
+    try await container.performBackgroundTask { context in
+      try context.existingObject(with: ids[0]).address.city = "Lyon"
+      try context.save()
+    }
+    try await mine.perform { context in
+      context.mergePolicy = .objectTrump
+      var edited = stale  // read before the other save: its city is the old one
+      edited.street = "7 Quai"
+      try context.existingObject(with: ids[0]).address = edited
+      try context.save()
+    }
+    let saved = try await container.performBackgroundTask { context in try context.existingObject(with: ids[0]).address
+    }
+    #expect(saved.street == "7 Quai" && saved.city == "Lyon")
+  }
+
+  @Test func aRefreshThatMergesKeepsOnlyTheEditedElements() async throws {
+    let container = try PersistentContainer.makeTest(model: Composites.model)
+    let ids = try await Self.seeded(container)
+    let mine = container.newBackgroundContext()
+    try await mine.perform { context in
+      var address = try context.existingObject(with: ids[1]).address
+      address.postcode = "75002"
+      try context.existingObject(with: ids[1]).address = address
+    }
+    try await container.performBackgroundTask { context in
+      try context.existingObject(with: ids[1]).address.street = "4 Rue"
+      try context.save()
+    }
+    let merged = try await mine.perform { context in
+      let bob = try context.existingObject(with: ids[1])
+      context.refresh(bob, mergeChanges: true)
+      return (bob.address, Set(bob.changedValues().keys))
+    }
+    #expect(merged.0.street == "4 Rue" && merged.0.postcode == "75002")
+    #expect(merged.1 == ["address.postcode"])
+  }
+}

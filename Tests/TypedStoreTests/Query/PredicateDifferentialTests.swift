@@ -24,6 +24,7 @@ final class Sample: ManagedObject {
   @Attribute var priority: Priority? = nil
   @Attribute var decimal: Decimal = 0
   @Attribute var optionalDecimal: Decimal? = nil
+  @Attribute var place: Place = Place()
   // Key paths that are no attribute, though each reads one: a predicate reading any of them
   // must be refused with `.unknownKeyPath` before the store is read.
   var shout: String { string.uppercased() }
@@ -32,6 +33,17 @@ final class Sample: ManagedObject {
   var isBig: Bool { decimal > 10 }
   /// A plain stored property, no attribute: the store has no column for it.
   var plain: Int = 0
+}
+
+/// A composite attribute, nested, with a computed property no predicate may read.
+struct Place: CompositeAttributeValue {
+  struct Geo: CompositeAttributeValue {
+    var height: Double = 0
+  }
+  var city: String = ""
+  var code: Int? = nil
+  var geo: Geo = Geo()
+  var label: String { city + "!" }
 }
 
 /// A seeded generator (SplitMix64): the same seed makes the same cases.
@@ -156,7 +168,7 @@ indirect enum Recipe: CustomStringConvertible, Sendable {
     case unstored(Unstored, String)
 
     enum Unstored: Sendable, CaseIterable {
-      case shout, cappedInt, labelOrNone, isBig, plain
+      case shout, cappedInt, labelOrNone, isBig, plain, placeLabel
     }
     /// `decimal op (optionalDecimal ?? fallback)`: two attributes.
     case decimalAgainstOptional(PredicateExpressions.ComparisonOperator, Decimal)
@@ -164,6 +176,10 @@ indirect enum Recipe: CustomStringConvertible, Sendable {
     case optionalDecimalAbove(Decimal, orElse: Bool)
     case intInRange(Int, Int, closed: Bool, captured: Bool)
     case stringInRange(String, String, closed: Bool, captured: Bool)
+    /// The elements of the composite `place`, as `#Predicate` writes them: `$0.place.city`.
+    case compareCity(String, PredicateExpressions.ComparisonOperator)
+    case equalCode(Int?, negated: Bool)
+    case compareHeight(Double, PredicateExpressions.ComparisonOperator)
   }
 
   var description: String {
@@ -211,7 +227,7 @@ extension Recipe.Leaf {
       .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual,
     ]
     let negated = Bool.random(using: &rng)
-    switch Int.random(in: 0..<37, using: &rng) {
+    switch Int.random(in: 0..<40, using: &rng) {
     case 0: return .compareInt(pick(Pools.ints), pick(operators))
     case 1: return .equalOptionalInt(Bool.random(using: &rng) ? nil : pick(Pools.ints), negated: negated)
     case 2: return .coalescedInt(pick(Pools.ints), pick(operators), pick(Pools.ints))
@@ -266,6 +282,9 @@ extension Recipe.Leaf {
     case 33:
       let (a, b) = (pick(Pools.ints), pick(Pools.ints))
       return .intInRange(min(a, b), max(a, b), closed: Bool.random(using: &rng), captured: Bool.random(using: &rng))
+    case 37: return .compareCity(pick(Pools.strings), pick(operators))
+    case 38: return .equalCode(Bool.random(using: &rng) ? nil : pick(Pools.ints), negated: negated)
+    case 39: return .compareHeight(pick(Pools.doubles.filter(\.isFinite)), pick(operators))
     default:
       let (a, b) = (pick(Pools.strings), pick(Pools.strings))
       return .stringInRange(min(a, b), max(a, b), closed: Bool.random(using: &rng), captured: Bool.random(using: &rng))
@@ -281,7 +300,28 @@ extension Recipe.Leaf {
       case .labelOrNone: Build.equal(row, \.labelOrNone, text, negated: true)
       case .isBig: PredicateExpressions.KeyPath(root: row, keyPath: \Sample.isBig)
       case .plain: Build.equal(row, \.plain, text.count, negated: false)
+      case .placeLabel:
+        PredicateExpressions.Equal(
+          lhs: PredicateExpressions.KeyPath(root: Build.place(row), keyPath: \Place.label),
+          rhs: PredicateExpressions.Value(text))
       }
+    case .compareCity(let value, let op):
+      PredicateExpressions.Comparison(
+        lhs: PredicateExpressions.KeyPath(root: Build.place(row), keyPath: \Place.city),
+        rhs: PredicateExpressions.Value(value), op: op)
+    case .equalCode(let value, let negated):
+      negated
+        ? PredicateExpressions.NotEqual(
+          lhs: PredicateExpressions.KeyPath(root: Build.place(row), keyPath: \Place.code),
+          rhs: PredicateExpressions.Value(value))
+        : PredicateExpressions.Equal(
+          lhs: PredicateExpressions.KeyPath(root: Build.place(row), keyPath: \Place.code),
+          rhs: PredicateExpressions.Value(value))
+    case .compareHeight(let value, let op):
+      PredicateExpressions.Comparison(
+        lhs: PredicateExpressions.KeyPath(
+          root: PredicateExpressions.KeyPath(root: Build.place(row), keyPath: \Place.geo), keyPath: \Place.Geo.height),
+        rhs: PredicateExpressions.Value(value), op: op)
     case .compareInt(let value, let op): Build.compare(row, \.int, op, value)
     case .equalOptionalInt(let value, let negated): Build.equal(row, \.optionalInt, value, negated: negated)
     case .coalescedInt(let fallback, let op, let value):
@@ -409,6 +449,10 @@ extension Recipe.Leaf {
 /// Builds expressions from existentials by opening them, as the `#Predicate` macro would with
 /// concrete types.
 enum Build {
+  /// `$0.place`, the composite, as `#Predicate` writes the start of `$0.place.city`.
+  static func place(_ row: Row) -> PredicateExpressions.KeyPath<Row, Place> {
+    PredicateExpressions.KeyPath(root: row, keyPath: \Sample.place)
+  }
   static func compare<Value: Comparable & Codable & Sendable>(
     _ row: Row, _ keyPath: KeyPath<Sample, Value> & Sendable, _ op: PredicateExpressions.ComparisonOperator,
     _ value: Value
@@ -524,6 +568,9 @@ enum Build {
         sample.priority = pick(Pools.priorities)
         sample.decimal = pick(Pools.decimals)
         sample.optionalDecimal = maybe(Pools.decimals)
+        sample.place = Place(
+          city: pick(Pools.strings), code: maybe(Pools.ints),
+          geo: Place.Geo(height: pick(Pools.doubles.filter(\.isFinite))))
       }
       try context.save()
     }

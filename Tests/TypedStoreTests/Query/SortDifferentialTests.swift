@@ -5,8 +5,8 @@ import TypedStoreTesting
 
 // The sort differential test: generated sort descriptors over every attribute type a sort
 // orders, optional and not, enums with and without an order of their own, strings with each
-// comparator Foundation offers on Linux, a Codable value with its own `<`, and attributes of
-// related objects; the store's order must be Swift's `sorted(using:)` on the same objects
+// comparator Foundation offers on Linux, a Codable value with its own `<`, the elements of a
+// composite, nested, and attributes of related objects; the store's order must be Swift's `sorted(using:)` on the same objects
 // (ties by primary key), and a computed property must be refused before the store is read.
 
 /// Cases in declaration order, which is not their raw values' order ("high" < "low" < "mid").
@@ -60,14 +60,27 @@ final class SortRow: ManagedObject {
   @Attribute(.codable) var price: Price = Price(cents: 0)
   @Attribute var amount: Decimal = 0
   @Attribute var optionalAmount: Decimal? = nil
+  @Attribute var spot: Spot = Spot()
   @Relationship(deleteRule: .nullify) var parent: SortParent?
   var shout: String { string.uppercased() }
   var parentName: String? { parent?.name }
 }
 
+/// A composite, nested: its elements sort as attributes of their own.
+struct Spot: CompositeAttributeValue {
+  struct Depth: CompositeAttributeValue {
+    var metres: Double? = nil
+    var urgency: Urgency = .low
+  }
+  var name: String = ""
+  var floor: Int = 0
+  var depth: Depth = Depth()
+}
+
 final class SortParent: ManagedObject {
   @Attribute var name: String = ""
   @Attribute var number: Int? = nil
+  @Attribute var spot: Spot = Spot()
   @Attribute var urgency: Urgency = .low
   @Relationship(inverse: \SortRow.parent, deleteRule: .nullify) var rows: Set<SortRow>
   @Relationship(deleteRule: .nullify) var group: SortGroup?
@@ -110,6 +123,11 @@ struct SortCase: Sendable, CustomStringConvertible {
     SortCase(name: "parent?.number") { SortDescriptor(\.parent?.number, order: $0) },
     SortCase(name: "parent?.urgency") { SortDescriptor(\.parent?.urgency, order: $0) },
     SortCase(name: "parent?.group?.title") { SortDescriptor(\.parent?.group?.title, order: $0) },
+    SortCase(name: "spot.name (composite)") { SortDescriptor(\.spot.name, order: $0) },
+    SortCase(name: "spot.floor") { SortDescriptor(\.spot.floor, order: $0) },
+    SortCase(name: "spot.depth.metres (nested)") { SortDescriptor(\.spot.depth.metres, order: $0) },
+    SortCase(name: "spot.depth.urgency") { SortDescriptor(\.spot.depth.urgency, order: $0) },
+    SortCase(name: "parent?.spot.name") { SortDescriptor(\.parent?.spot.name, order: $0) },
   ]
 }
 
@@ -149,6 +167,7 @@ struct SortCase: Sendable, CustomStringConvertible {
         parent.name = pick(Pools.strings)
         parent.number = maybe(Pools.smalls)
         parent.urgency = pick(Urgency.allCases)
+        parent.spot.name = pick(Pools.strings)
         parent.group = pick(groups)
         return parent
       }
@@ -174,6 +193,9 @@ struct SortCase: Sendable, CustomStringConvertible {
       row.price = Price(cents: pick([5, -3, 100, 0, 42]))
       row.amount = pick(Self.decimals)
       row.optionalAmount = maybe(Self.decimals)
+      row.spot = Spot(
+        name: pick(Pools.strings), floor: pick(Pools.smalls),
+        depth: Spot.Depth(metres: maybe(Pools.doubles), urgency: pick(Urgency.allCases)))
       row.parent = pick(parents)
     }
   }
