@@ -5,6 +5,7 @@ import Foundation
 import TypedStore
 
 public final class Shopper: ManagedObject {
+  @Attribute(preservedOnDeletion: true) public var address: Address = Address()
   /// Transient: never stored.
   public var cache: Any? = nil
   @Attribute(unique: true) public var email: String? = nil

@@ -28,7 +28,8 @@ enum ModelCommands {
     let summary = CheckSummary(
       model: path, version: file.name, versions: versions, entities: file.entities.count,
       attributes: attributes.count, transientAttributes: attributes.filter(\.isTransient).count,
-      relationships: file.entities.flatMap(\.relationships).count, versionHash: model.versionHash,
+      relationships: file.entities.flatMap(\.relationships).count, composites: file.composites.map(\.name),
+      versionHash: model.versionHash,
       ignored: file.ignored, store: storePath,
       storeMatches: store.map { $0.0 || !$0.1.isMigrationNeeded }, storeCanMigrate: report?.canMigrate,
       migration: report)
@@ -132,6 +133,7 @@ struct CheckSummary: Encodable {
   var attributes: Int
   var transientAttributes: Int
   var relationships: Int
+  var composites: [String]
   var versionHash: String
   var ignored: [String]
   var store: String?
@@ -145,6 +147,9 @@ struct CheckSummary: Encodable {
       "\(entities) entities, \(attributes) attributes (\(transientAttributes) transient), \(relationships) relationships",
       "model hash \(versionHash)",
     ]
+    if !composites.isEmpty {
+      lines.insert("composites (stored as their elements' columns): \(composites.joined(separator: ", "))", at: 2)
+    }
     lines += ignored.map { "ignored: \($0)" }
     if let store, let migration {
       if storeMatches == true {

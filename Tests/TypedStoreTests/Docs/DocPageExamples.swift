@@ -66,6 +66,23 @@ enum ModelPage {
     @Attribute var familyName: String = ""
   }
 
+  struct GeoPoint: CompositeAttributeValue {
+    var latitude = 0.0
+    var longitude = 0.0
+  }
+
+  struct PostalAddress: CompositeAttributeValue {
+    var street = ""
+    var city = ""
+    var postcode: String? = nil
+    var location = GeoPoint()
+  }
+
+  final class Customer: ManagedObject {
+    @Attribute var name: String = ""
+    @Attribute(preservedOnDeletion: true) var address: PostalAddress = PostalAddress()
+  }
+
   static func example() throws -> ManagedObjectModel {
     let model = try ManagedObjectModel(Folder.self, Note.self, Checklist.self)
     return model
@@ -396,6 +413,14 @@ enum RelationshipsPage {
     let model = try ModelPage.example()
     #expect(model.entity(for: ModelPage.Checklist.self)?.superentityName == "Note")
     _ = try ManagedObjectModel(ModelPage.Member.self)
+    let customer = try #require(try ManagedObjectModel(ModelPage.Customer.self).entity(for: ModelPage.Customer.self))
+    #expect(
+      customer.attributes.map(\.columnName) == [
+        "name", "address_street", "address_city", "address_postcode", "address_location_latitude",
+        "address_location_longitude",
+      ])
+    #expect(customer.attribute(named: "address.location.latitude")?.compositeName == "address")
+    #expect(customer.attributes.filter(\.isPreservedOnDeletion).count == 5)
   }
 
   @Test func theContainerPageExamplesRun() async throws {

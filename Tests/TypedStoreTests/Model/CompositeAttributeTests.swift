@@ -191,6 +191,7 @@ extension CompositeAttributeTests {
       let bob = try context.existingObject(with: ids[1])
       bob.address = bob.address  // the same value: a change, as for any attribute
       #expect(bob.isUpdated)
+      #expect(Set(bob.changedValues().keys) == ["address.street"])  // its first element
       var back = ada.address
       back.street = "2 Quai"
       ada.address = back  // street back to its saved value: no longer changed
@@ -231,6 +232,17 @@ extension CompositeAttributeTests {
     #expect(tombstone[\Customer.address.kind] == .home)
     #expect(tombstone[\Customer.billing.city] == nil)  // not preserved
     #expect(tombstone.values["address.postcode"] == .text("0150"))
+    var text = Data()
+    _ = try container.persistentStore.exportHistory(HistoryRequest()) { text.append(contentsOf: $0) }
+    let exported = try text.split(separator: UInt8(ascii: "\n")).map {
+      try #require(try JSONSerialization.jsonObject(with: Data($0)) as? [String: Any])
+    }
+    let changes = exported.compactMap { $0["changes"] as? [[String: Any]] }.joined()
+    let update = try #require(changes.first { $0["kind"] as? String == "update" })
+    #expect(update["changedAttributes"] as? [String] == ["address.postcode"])
+    let exportedTombstone = try #require(changes.compactMap { $0["tombstone"] as? [String: Any] }.first)
+    #expect(exportedTombstone["address.city"] as? String == "Oslo")
+    #expect(exportedTombstone["address.geo.latitude"] as? Double == 59.9)
   }
 }
 

@@ -95,10 +95,30 @@ import TypedStore
       body: "\(person)\n<attribute name=\"ref\" optional=\"YES\" attributeType=\"Object ID\"/></entity>", line: 4,
       entity: "Person", reason: unsupported("Object ID")),
     Case(
-      description: "a composite attribute",
+      description: "a composite attribute whose composite is not in the model",
       body:
         "\(person)\n<attribute name=\"address\" optional=\"YES\" attributeType=\"Composite\" composite=\"Address\"/></entity>",
-      line: 4, entity: "Person", reason: unsupported("composite")),
+      line: 4, entity: "Person", reason: dangling("its composite Address is not in the model")),
+    Case(
+      description: "a composite that holds itself",
+      body: """
+        \(person)<attribute name="a" attributeType="Composite" composite="Loop"/></entity>
+        <composite name="Loop"><attribute name="x" attributeType="String"/>
+        <attribute name="again" attributeType="Composite" composite="Loop"/></composite>
+        """, line: 5, entity: "Loop", reason: dangling("holds itself")),
+    Case(
+      description: "bounds on an element of a composite",
+      body: """
+        \(person)<attribute name="a" attributeType="Composite" composite="Box"/></entity>
+        <composite name="Box">
+        <attribute name="x" attributeType="Integer 64" minValueString="1" usesScalarValueType="YES"/></composite>
+        """, line: 5, entity: "Box", reason: unsupported("minimum and maximum on an element")),
+    Case(
+      description: "a default on a composite attribute",
+      body: """
+        \(person)<attribute name="a" attributeType="Composite" composite="Box" defaultValueString="x"/></entity>
+        <composite name="Box"><attribute name="x" attributeType="String"/></composite>
+        """, line: 3, entity: "Person", reason: unsupported("defaultValueString on a composite attribute")),
     Case(
       description: "a stored attribute of Undefined type",
       body: "\(person)\n<attribute name=\"blob\" optional=\"YES\"/></entity>", line: 4, entity: "Person",

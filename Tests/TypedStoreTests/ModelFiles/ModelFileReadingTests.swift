@@ -88,7 +88,13 @@ import TypedStore
     #expect(product.relationships?.first { $0.name == "tags" }?.joinTable == "_join_Product_tags")
     #expect(product.attributes.first { $0.name == "title" }?.indexed == true)
     let shopper = try #require(schema.entities.first { $0.name == "Shopper" })
-    #expect(shopper.attributes.map(\.name) == ["email", "fullName", "joined", "loyalty"])  // not the transient
+    #expect(
+      shopper.attributes.map(\.name) == [
+        "address.city", "address.geo.latitude", "address.geo.longitude", "address.postcode", "address.street", "email",
+        "fullName", "joined", "loyalty",
+      ])  // not the transient; the composite as its elements
+    #expect(shopper.attributes.first { $0.name == "address.geo.latitude" }?.column == "address_geo_latitude")
+    #expect(shopper.attributes.first { $0.name == "address.city" }?.preservedOnDeletion == true)
     #expect(shopper.attributes.first { $0.name == "email" }?.unique == true)
     #expect(shopper.attributes.first { $0.name == "loyalty" }?.bounds == "0...5")
     #expect(schema.entities.first { $0.name == "GiftBasket" }?.table == "Basket")

@@ -34,7 +34,8 @@ struct EntityComparison {
   private mutating func compareAttributes() throws(ModelFileError) {
     let own = classEntity.attributes.filter { $0.entityName == classEntity.name }
     let ownRelationships = Set(classEntity.relationships.filter { $0.entityName == classEntity.name }.map(\.name))
-    for attribute in entity.attributes {
+    let attributes = file.flatAttributes(of: entity)
+    for attribute in attributes {
       guard let declared = own.first(where: { $0.name == attribute.name }) else {
         if attribute.isTransient {
           if !storedPropertyNames.contains(attribute.name) {
@@ -53,7 +54,7 @@ struct EntityComparison {
       }
       try compare(attribute, with: declared)
     }
-    let fileNames = Set(entity.attributes.map(\.name))
+    let fileNames = Set(attributes.map(\.name))
     for declared in own where !fileNames.contains(declared.name) && !ownRelationships.contains(declared.name) {
       note(.extraProperty, declared.name, file: "no attribute", classes: "@Attribute of type \(declared.attributeType)")
     }
@@ -73,8 +74,9 @@ struct EntityComparison {
         .optionality, name, file: attribute.isOptional ? "optional" : "required",
         classes: declared.isOptional ? "optional" : "required")
     }
-    if declared.columnName != name {
-      note(.storageName, name, file: "column \(name)", classes: "column \(declared.columnName) (persistentName:)")
+    let column = name.replacingOccurrences(of: ".", with: "_")  // a composite's element: address_city
+    if declared.columnName != column {
+      note(.storageName, name, file: "column \(column)", classes: "column \(declared.columnName) (persistentName:)")
     }
     if attribute.isIndexed != declared.isIndexed {
       note(

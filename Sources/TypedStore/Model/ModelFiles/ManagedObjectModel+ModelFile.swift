@@ -108,7 +108,7 @@ extension XcodeModel {
       if let original = entity.renamingIdentifier, original != entity.name {
         details.originalEntityNames[entity.name] = original
       }
-      for attribute in entity.attributes where !attribute.isTransient {
+      for attribute in flatAttributes(of: entity) where !attribute.isTransient {
         if let value = try attribute.storedDefault(entity: entity.name, file: file) {
           details.defaults[entity.name, default: [:]][attribute.name] = value
         }

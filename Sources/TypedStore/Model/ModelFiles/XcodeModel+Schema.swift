@@ -27,11 +27,12 @@ extension XcodeModel {
         })
       let compound = entity.uniquenessConstraints.filter { $0.count != 1 || !singles.contains($0[0]) }
       var attributes: [ModelSchema.Attribute] = []
-      for attribute in entity.attributes where !attribute.isTransient {
+      for attribute in flatAttributes(of: entity) where !attribute.isTransient {
         guard let type = attribute.attributeType else { continue }
         attributes.append(
           ModelSchema.Attribute(
-            name: attribute.name, column: attribute.name, type: type, storage: type == .codable ? .codable : .standard,
+            name: attribute.name, column: attribute.name.replacingOccurrences(of: ".", with: "_"), type: type,
+            storage: type == .codable ? .codable : .standard,
             optional: attribute.isOptional, preservedOnDeletion: attribute.isPreservedOnDeletion,
             indexed: attribute.isIndexed, unique: singles.contains(attribute.name),
             bounds: try attribute.boundsDescription(entity: entity.name, file: file)))

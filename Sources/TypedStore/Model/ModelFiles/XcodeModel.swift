@@ -26,6 +26,20 @@ public struct XcodeModel: Sendable, Equatable {
   /// What was read and ignored because it does not change what is stored or checked, one
   /// line each (docs/apple-models.md lists what is ignored and why).
   public var ignored: [String]
+  /// The composites (Xcode's composite attributes, Core Data's
+  /// `NSCompositeAttributeDescription`): named groups of attributes, which an entity's
+  /// attribute of type Composite stores as columns of the entity's table.
+  public var composites: [Composite] = []
+
+  /// One composite as the file declares it (`<composite name="Address">`).
+  public struct Composite: Sendable, Equatable {
+    /// The composite's name: the Swift struct generated for it.
+    public var name: String
+    /// Its elements; an element of type Composite nests another composite.
+    public var attributes: [Attribute]
+    /// The line of its `<composite>` element.
+    public var line: Int
+  }
 
   /// One entity as the file declares it.
   public struct Entity: Sendable, Equatable {
@@ -92,6 +106,9 @@ public struct XcodeModel: Sendable, Equatable {
     public var userInfo: [String: String]
     /// The line of its `<attribute>` element.
     public var line: Int
+    /// For an attribute of type Composite, the composite it stores (`composite="Address"`);
+    /// its ``attributeType`` is nil.
+    public var composite: String? = nil
   }
 
   /// One relationship as the file declares it.
@@ -173,5 +190,32 @@ extension XcodeModel {
     }
     var reader = XcodeModelReader(file: contents.path)
     self = try reader.model(root, name: url.deletingPathExtension().lastPathComponent)
+  }
+}
+
+extension XcodeModel {
+  /// `entity`'s attributes with each composite attribute replaced by its elements, as the
+  /// store keeps them: `address` storing `Address` becomes `address.street`, `address.city`
+  /// and so on (nested composites too), each preserved on deletion when the composite is, and
+  /// renamed from the composite's renaming identifier when it has one.
+  func flatAttributes(of entity: Entity) -> [Attribute] {
+    let byName = Dictionary(composites.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    func flatten(_ attributes: [Attribute], depth: Int) -> [Attribute] {
+      attributes.flatMap { attribute -> [Attribute] in
+        guard let name = attribute.composite else { return [attribute] }
+        guard let composite = byName[name], depth < 16 else { return [] }  // the reader refuses both
+        return flatten(composite.attributes, depth: depth + 1).map { element in
+          var element = element
+          let original = element.renamingIdentifier ?? element.name
+          element.renamingIdentifier =
+            attribute.renamingIdentifier.map { "\($0).\(original)" }
+            ?? element.renamingIdentifier.map { "\(attribute.name).\($0)" }
+          element.name = "\(attribute.name).\(element.name)"
+          element.isPreservedOnDeletion = element.isPreservedOnDeletion || attribute.isPreservedOnDeletion
+          return element
+        }
+      }
+    }
+    return flatten(entity.attributes, depth: 0)
   }
 }

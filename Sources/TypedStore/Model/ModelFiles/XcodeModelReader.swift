@@ -54,16 +54,70 @@ struct XcodeModelReader {
             name: try required("name", of: child), entity: try required("entity", of: child),
             predicate: child.attributes["predicateString"]))
       case "elements": break  // the diagram's layout
-      case "composite":
-        throw error(
-          child, element: "composite \(child.attributes["name"] ?? "")",
-          reason: .unsupported("composite attributes are not read yet; flatten the composite into attributes"))
+      case "composite": model.composites.append(try composite(child))
       default: throw error(child, reason: .unsupported("the element <\(child.name)>"))
       }
     }
     model.ignored = ignored
     try checkReferences(model)
     return model
+  }
+
+  // MARK: - Composites
+
+  /// A `<composite>`: its elements are attributes (nested composites included), stored in
+  /// the columns of each entity whose attribute stores it.
+  private mutating func composite(_ node: XMLNode) throws(ModelFileError) -> XcodeModel.Composite {
+    let name = try required("name", of: node)
+    var composite = XcodeModel.Composite(name: name, attributes: [], line: node.line)
+    for child in node.children {
+      switch child.name {
+      case "attribute":
+        let element = try attribute(child, entity: name)
+        if element.isTransient {
+          throw error(
+            child, entity: name, element: "attribute \(element.name)",
+            reason: .unsupported("a transient element of a composite; declare it on the entity"))
+        }
+        try checkElement(element, of: name, node: child)
+        composite.attributes.append(element)
+        composite.attributes[composite.attributes.count - 1].isIndexed = false
+      case "userInfo": break
+      default:
+        throw error(
+          child, entity: name, element: "composite \(name)", reason: .unsupported("the element <\(child.name)>"))
+      }
+    }
+    guard !composite.attributes.isEmpty else {
+      throw error(
+        node, entity: name, element: "composite \(name)", reason: .invalidValue("a composite has no elements"))
+    }
+    return composite
+  }
+
+  /// What an element may not have, since a composite's Swift struct cannot state it for one
+  /// element: its own bounds, renaming or preservation (set those on the composite attribute).
+  /// An index is ignored.
+  private mutating func checkElement(_ element: XcodeModel.Attribute, of composite: String, node: XMLNode)
+    throws(ModelFileError)
+  {
+    let refused: [(Bool, String)] = [
+      (element.minimum != nil || element.maximum != nil, "minimum and maximum on an element of a composite"),
+      (
+        element.renamingIdentifier.map { $0 != element.name } ?? false,
+        "a renaming identifier on an element of a composite; rename the composite attribute"
+      ),
+      (
+        element.isPreservedOnDeletion,
+        "preserveAfterDeletion on an element of a composite; set it on the composite attribute"
+      ),
+    ]
+    for (present, what) in refused where present {
+      throw error(node, entity: composite, element: "attribute \(element.name)", reason: .unsupported(what))
+    }
+    if element.isIndexed {
+      ignored.append("\(composite).\(element.name): indexed (an element of a composite has no index of its own)")
+    }
   }
 
   // MARK: - Entities
@@ -181,6 +235,7 @@ struct XcodeModelReader {
     }
     let typeName = node.attributes["attributeType"]
     let isTransient = flag("transient", of: node)
+    if typeName == "Composite" { return try compositeAttribute(node, name: name, entity: entity) }
     let type = try attributeType(typeName, node: node, entity: entity, element: element, isTransient: isTransient)
     var attribute = XcodeModel.Attribute(
       name: name, typeName: typeName, attributeType: type, isOptional: flag("optional", of: node),
@@ -210,6 +265,36 @@ struct XcodeModelReader {
     return attribute
   }
 
+  /// An attribute of type Composite: the composite it stores, whose elements are its columns.
+  private mutating func compositeAttribute(_ node: XMLNode, name: String, entity: String) throws(ModelFileError)
+    -> XcodeModel.Attribute
+  {
+    let element = "attribute \(name)"
+    guard let composite = node.attributes["composite"], !composite.isEmpty else {
+      throw error(node, entity: entity, element: element, reason: .danglingReference("it names no composite"))
+    }
+    if flag("transient", of: node) {
+      throw error(node, entity: entity, element: element, reason: .unsupported("a transient composite attribute"))
+    }
+    for key in ["defaultValueString", "minValueString", "maxValueString", "valueTransformerName"]
+    where node.attributes[key] != nil {
+      throw error(
+        node, entity: entity, element: element,
+        reason: .unsupported("\(key) on a composite attribute; give its elements defaults and bounds"))
+    }
+    if flag("optional", of: node) {
+      ignored.append(
+        "\(entity).\(name): optional (a composite is stored as its elements; each element's own optional is kept)")
+    }
+    return XcodeModel.Attribute(
+      name: name, typeName: "Composite", attributeType: nil, isOptional: flag("optional", of: node),
+      isTransient: false, defaultValue: nil, minimum: nil, maximum: nil, isIndexed: false,
+      isPreservedOnDeletion: flag("preserveAfterDeletion", of: node),
+      renamingIdentifier: node.attributes["elementID"] ?? node.attributes["renamingIdentifier"],
+      valueTransformerName: nil, customClassName: nil, usesScalarValueType: false, userInfo: try userInfo(node),
+      line: node.line, composite: composite)
+  }
+
   private func attributeType(
     _ typeName: String?, node: XMLNode, entity: String, element: String, isTransient: Bool
   ) throws(ModelFileError) -> AttributeType? {
@@ -226,10 +311,6 @@ struct XcodeModelReader {
       throw error(
         node, entity: entity, element: element,
         reason: .unsupported("an Object ID attribute; store a ManagedID's uriRepresentation as a URI"))
-    case "Composite":
-      throw error(
-        node, entity: entity, element: element,
-        reason: .unsupported("composite attributes are not read yet; flatten the composite into attributes"))
     case let other?:
       throw error(node, entity: entity, element: element, reason: .unknownAttributeType(other))
     }
@@ -326,6 +407,7 @@ struct XcodeModelReader {
         ancestor = byName[name]?.parentEntity
       }
     }
+    try checkComposites(model)
     for entity in model.entities {
       for relationship in entity.relationships {
         guard let destination = byName[relationship.destination] else {
@@ -341,6 +423,39 @@ struct XcodeModelReader {
           reason: .danglingReference("the constraint names \(name), which is no property of \(entity.name)"))
       }
     }
+  }
+
+  /// Composites have distinct names, and each composite attribute (of an entity or of a
+  /// composite) names one, with no composite holding itself.
+  private func checkComposites(_ model: XcodeModel) throws(ModelFileError) {
+    var byName: [String: XcodeModel.Composite] = [:]
+    for composite in model.composites {
+      guard byName.updateValue(composite, forKey: composite.name) == nil else {
+        throw ModelFileError(
+          file: file, line: composite.line, entity: composite.name,
+          reason: .invalidValue("two composites are named \(composite.name)"))
+      }
+    }
+    func check(_ attributes: [XcodeModel.Attribute], in holder: String, through path: [String])
+      throws(ModelFileError)
+    {
+      for attribute in attributes {
+        guard let name = attribute.composite else { continue }
+        let fail = { (reason: ModelFileError.Reason) in
+          ModelFileError(
+            file: file, line: attribute.line, entity: holder, element: "attribute \(attribute.name)", reason: reason)
+        }
+        guard let composite = byName[name] else {
+          throw fail(.danglingReference("its composite \(name) is not in the model"))
+        }
+        guard !path.contains(name) else {
+          throw fail(.danglingReference("the composite \(name) holds itself"))
+        }
+        try check(composite.attributes, in: name, through: path + [name])
+      }
+    }
+    for entity in model.entities { try check(entity.attributes, in: entity.name, through: []) }
+    for composite in model.composites { try check(composite.attributes, in: composite.name, through: [composite.name]) }
   }
 
   /// The inverse exists on the destination (or an ancestor) and names this relationship back.
