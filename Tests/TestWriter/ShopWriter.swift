@@ -29,3 +29,28 @@ func shopPlanOpen(_ arguments: [String]) {
     return product.managedID.primaryKey ?? -1
   }
 }
+
+/// `shopper-move <store> <email> <city>`: opens the Shop store with the bundle's current
+/// version bound to its classes, and sets the city of the shopper with that email (one element
+/// of its composite `address`), leaving the other elements as they are.
+func shopperMove(_ arguments: [String]) {
+  guard arguments.count == 4 else { fail("usage: shopper-move <store> <email> <city>", code: 64) }
+  do {
+    let model = try ManagedObjectModel(contentsOf: shopBundle, classes: shopClasses)
+    let container = try PersistentContainer(
+      name: "Shop", model: model, storeURL: URL(fileURLWithPath: arguments[1]))
+    let email = arguments[2]
+    try container.viewContext.performAndWait { context in
+      context.transactionAuthor = "mover"
+      let shoppers = try context.fetch(FetchRequest<Shopper>(predicate: #Predicate { $0.email == email }))
+      guard let shopper = shoppers.first else { fail("no shopper \(email)", code: 66) }
+      var address = shopper.address
+      address.city = arguments[3]
+      shopper.address = address
+      try context.save()
+    }
+    say("moved")
+  } catch {
+    fail("\(error)", code: 1)
+  }
+}

@@ -151,6 +151,9 @@ case "plan-open":
 case "shop-plan":
   shopPlanOpen(arguments)
 
+case "shopper-move":
+  shopperMove(arguments)
+
 case "race":
   guard arguments.count == 5, let count = Int(arguments[3]), let start = Double(arguments[4]) else {
     fail("usage: race <store> <author> <count> <start ms>", code: 64)

@@ -289,3 +289,56 @@ require(
 let generated = try current.swiftSources()
 require(generated.map(\.fileName).contains("Shopper.swift"), "generated \(generated.map(\.fileName))")
 print("ExternalClient: a model bundle read, classes bound to it and checked, classes generated from it")
+
+// A composite attribute declared outside the package: stored as its elements' columns, found
+// by key path into the struct, changed element by element.
+struct Place: CompositeAttributeValue {
+  struct Point: CompositeAttributeValue {
+    var latitude = 0.0
+    var longitude = 0.0
+  }
+  var city = ""
+  var postcode: String? = nil
+  var point = Point()
+  var label: String { city + (postcode ?? "") }
+}
+
+final class Venue: ManagedObject {
+  @Attribute var name: String = ""
+  @Attribute(preservedOnDeletion: true) var place: Place = Place()
+}
+
+let venues = try PersistentContainer.makeTest(model: ManagedObjectModel(Venue.self), variant: "venues")
+let venueID = try await venues.performBackgroundTask { context in
+  for (name, city, latitude) in [("Hall", "Oslo", 59.9), ("Club", "Bonn", 50.7), ("Bar", "Oslo", 59.8)] {
+    let venue = Venue(context: context)
+    venue.name = name
+    venue.place.city = city
+    venue.place.point.latitude = latitude
+  }
+  try context.save()
+  return try context.fetch(FetchRequest<Venue>(predicate: #Predicate { $0.name == "Hall" }))[0].managedID
+}
+let placeStart = try venues.currentHistoryToken
+let inOslo = try await venues.performBackgroundTask { context in
+  let venue = try context.existingObject(with: venueID)
+  venue.place.postcode = "0150"
+  try context.save()
+  return try context.fetch(
+    FetchRequest<Venue>(
+      predicate: #Predicate { $0.place.city == "Oslo" }, sortBy: [SortDescriptor(\.place.point.latitude)])
+  ).map(\.name)
+}
+require(inOslo == ["Bar", "Hall"], "composite predicate: \(inOslo)")
+let placeChanges = try venues.fetchHistory(HistoryRequest(after: placeStart)).flatMap(\.changes)
+require(placeChanges.map(\.updatedProperties) == [["place.postcode"]], "composite history: \(placeChanges)")
+let refusedLabel = await venues.viewContext.perform { context in
+  do {
+    _ = try context.fetch(FetchRequest<Venue>(predicate: #Predicate { $0.place.label == "Oslo" }))
+    return false
+  } catch {
+    return error is PredicateTranslationError
+  }
+}
+require(refusedLabel, "a computed property of a composite was translated")
+print("ExternalClient: a composite attribute stored, queried by its elements and changed element by element")
