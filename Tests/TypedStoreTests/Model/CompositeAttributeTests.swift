@@ -24,6 +24,8 @@ enum Composites {
     var geo: Geo = Geo()
     /// Reads two elements: no element of the composite, though each of its reads is one.
     var label: String { city + street }
+    /// The city for a home address: the city itself while `kind` keeps its default.
+    var cityAtHome: String { kind == .home ? city : "" }
   }
 
   final class Customer: ManagedObject {
@@ -168,6 +170,7 @@ extension CompositeAttributeTests {
     #expect(model.resolve(\Customer.address, on: entity) == nil)  // the whole composite
     #expect(model.resolve(\Customer.address.geo, on: entity) == nil)  // a nested composite
     #expect(model.resolve(\Customer.address.label, on: entity) == nil)  // computed: reads city and street
+    #expect(model.resolve(\Customer.address.cityAtHome, on: entity) == nil)  // city, unless kind changes
     #expect(model.resolve(\Customer.address.city.count, on: entity) == nil)
     await #expect(throws: PredicateTranslationError.self) {
       try await container.performBackgroundTask { context in
