@@ -4,7 +4,7 @@
 import Foundation
 import TypedStore
 
-public struct Address: CompositeAttributeValue {
+public struct Address: CompositeAttributeValue, Equatable, Sendable {
   public var city: String = ""
   public var geo: GeoPoint = GeoPoint()
   public var postcode: String? = nil

@@ -4,7 +4,7 @@
 import Foundation
 import TypedStore
 
-public struct GeoPoint: CompositeAttributeValue {
+public struct GeoPoint: CompositeAttributeValue, Equatable, Sendable {
   public var latitude: Double = 0.0
   public var longitude: Double = 0.0
 

@@ -280,7 +280,12 @@ final class ContextState: ObjectTracking {
     }
     for object in updated {
       guard let entity = object.entity else { continue }
-      let observed = object.observation == nil ? [] : object.committedValues.keys.map { entity.observedSlot(of: $0) }
+      var observed: [Int32] = []
+      if object.observation != nil {
+        for slot in object.committedValues.keys.map(entity.observedSlot) where !observed.contains(slot) {
+          observed.append(slot)  // a composite's elements: the composite once
+        }
+      }
       for (slot, value) in object.committedValues where slot >= 0 {
         try? entity.accessors[Int(slot)].decode(value, into: object)
       }

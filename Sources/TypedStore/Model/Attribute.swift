@@ -48,9 +48,9 @@ public struct Attribute<Value> {
     }
     @inline(__always) set {
       let slot = object[keyPath: storageKeyPath].slot
-      let observed = object._willChangeValue(slot: slot)
+      let heard = object._willChangeValue(slot: slot)
       object[keyPath: storageKeyPath].value = newValue
-      if observed { object._observationDidSet(slot: slot) }
+      if heard { object._didChangeValue(slot: slot) }
     }
   }
 

@@ -16,8 +16,7 @@
 /// }
 ///
 /// let inParis = try context.fetch(
-///   FetchRequest<Customer>(predicate: #Predicate { $0.address.city == "Paris" },
-///                          sortDescriptors: [SortDescriptor(\.address.street)]))
+///   FetchRequest<Customer>(predicate: #Predicate { $0.address.city == "Paris" }, sortBy: [SortDescriptor(\.address.street)]))
 /// ```
 ///
 /// Each stored property of the struct is an element of the composite. Elements are of the

@@ -62,6 +62,24 @@ extension ManagedObjectModel {
     return resolved
   }
 
+  /// What `joined` names on objects of `entity` (with no relationship on the way), where
+  /// `joined` was made at run time from `parts`, key paths written in the code
+  /// (`\Customer.address` and `\Address.city`): resolved once per list of parts, whose objects
+  /// live as long as the process, where a key path made at run time would be resolved again
+  /// each time.
+  func resolve(parts: [AnyKeyPath], joined: AnyKeyPath, on entity: EntityDescription) -> ResolvedKeyPath? {
+    let key = ResolvedKeyPathCache.JoinedKey(
+      parts: parts.map { ResolvedKeyPathCache.Part(keyPath: ObjectIdentifier($0), hash: $0.hashValue) },
+      entity: entity.index)
+    if let known = resolvedKeyPaths.withLock({ $0.joined[key] }) { return known }
+    let resolved = resolveAfresh(joined, on: entity, maximumDepth: 0)
+    resolvedKeyPaths.withLock { cache in
+      if cache.joined.count >= ResolvedKeyPathCache.capacity { cache.joined.removeAll() }
+      cache.joined[key] = .some(resolved)
+    }
+    return resolved
+  }
+
   private func resolveAfresh(_ keyPath: AnyKeyPath, on entity: EntityDescription, maximumDepth: Int)
     -> ResolvedKeyPath?
   {
@@ -73,7 +91,7 @@ extension ManagedObjectModel {
       !last.compositeEnds.isEmpty, last.compositeEnds[slot] > 0
     {
       // A composite's slot is its first element's: the components after the composite's
-      // name which element.
+      // name say which element.
       return compositeElement(
         keyPath, resolved, from: entity, last: last, depth: components - resolved.relationships.count - 1)
     }
@@ -244,8 +262,9 @@ extension ManagedObjectModel {
     return ResolvedKeyPath(relationships: resolved.relationships, target: .attribute(element))
   }
 
-  /// Stores in each element of `elements` but `slot` one of its sample values, the one after
-  /// the `index`th (different from the element's own sample when the two share a type).
+  /// Stores in each element of `elements` but `slot` one of its sample values other than the
+  /// `index`th (so it differs from the tried element's sample when the two share a type),
+  /// chosen by the element's place so that elements of one type differ among themselves too.
   private static func fillOtherElements(
     _ elements: Range<Int>, but slot: Int, sample index: Int, of entity: EntityDescription, in object: ManagedObject
   ) {
@@ -253,7 +272,8 @@ extension ManagedObjectModel {
       let accessor = entity.storedAttributes[element].accessor
       let samples = Self.samples(for: accessor.codec)
       guard !samples.isEmpty else { continue }
-      _ = try? accessor.decode(samples[(index + 1 + element - elements.lowerBound) % samples.count], into: object)
+      let shift = 1 + (element - elements.lowerBound) % max(samples.count - 1, 1)  // 1 ... count - 1
+      _ = try? accessor.decode(samples[(index + shift) % samples.count], into: object)
     }
   }
 
@@ -431,9 +451,21 @@ struct ResolvedKeyPathCache {
     var maximumDepth: Int
   }
 
+  /// The parts of a key path joined at run time (`ManagedObjectModel.resolve(parts:joined:on:)`).
+  struct Part: Hashable, Sendable {
+    var keyPath: ObjectIdentifier
+    var hash: Int
+  }
+
+  struct JoinedKey: Hashable, Sendable {
+    var parts: [Part]
+    var entity: Int32
+  }
+
   /// Key paths made at run time (`appending(path:)`) could grow the cache without end.
   static let capacity = 4096
   var entries: [Key: ResolvedKeyPath?] = [:]
+  var joined: [JoinedKey: ResolvedKeyPath?] = [:]
 }
 
 extension ManagedObject {

@@ -82,15 +82,9 @@ extension ManagedObject {
     observation.registrar.willSet(ObservedSlots.subject, keyPath: keyPath)
   }
 
-  /// Tells observers that `slot` changed (after a composite is set, first drops the elements
-  /// the set left as they were: see `keepChangedElements`).
+  /// Tells observers that `slot` changed.
   @usableFromInline
   final func _observationDidSet(slot: Int32) {
-    if slot >= 0, lifecycle == .persisted, let entity, !entity.compositeEnds.isEmpty,
-      entity.compositeEnds[Int(slot)] > 0
-    {
-      keepChangedElements(slot: slot, of: entity)
-    }
     guard let observation, let keyPath = entity?.observationKeyPaths?[slot] else { return }
     observation.registrar.didSet(ObservedSlots.subject, keyPath: keyPath)
   }

@@ -391,9 +391,10 @@ open class ManagedObject: Hashable {
   }
 
   /// Records the attribute's committed value before its first change, and tells observers it
-  /// will change. Returns whether observers must hear `_observationDidSet` after the write:
-  /// the setter asks this, not the object's fields, because a field read from inlined code
-  /// in the user's module costs a run-time exclusivity check.
+  /// will change. Returns whether the setter must call `_didChangeValue` after the write
+  /// (observers must hear it, or a composite keeps only its changed elements): the setter
+  /// asks this, not the object's fields, because a field read from inlined code in the
+  /// user's module costs a run-time exclusivity check.
   @usableFromInline
   @discardableResult
   final func _willChangeValue(slot: Int32) -> Bool {
@@ -425,30 +426,50 @@ open class ManagedObject: Hashable {
   }
 
   /// Before a composite attribute of a saved object is set: records the saved value of each
-  /// of its elements not recorded yet (`keepChangedElements` drops those the set leaves).
+  /// of its elements not recorded yet, and which those are (`keepChangedElements` drops the
+  /// ones the set leaves as they were).
   private func willChangeComposite(slot: Int32, of entity: EntityDescription, tracker: any ObjectTracking) {
     let wasUpdated = !committedValues.isEmpty
+    var added: [Int32] = []
     for element in slot..<entity.compositeEnds[Int(slot)] where committedValues[element] == nil {
       committedValues[element] = (try? entity.accessors[Int(element)].encode(self)) ?? .null
+      added.append(element)
     }
+    trackerLink?.compositeSet = TrackerLink.CompositeSet(object: ObjectIdentifier(self), slot: slot, added: added)
     if wasUpdated { noteChangeInEvent(tracker) } else { tracker.objectDidBecomeUpdated(self) }
   }
 
-  /// After a composite attribute of a saved object was set: forgets the recorded values of the
-  /// elements that hold them still, so only the elements whose values differ count as
-  /// changed (in `changedValues()`, merges and history), but for the first element when none
-  /// differs: setting a value equal to the saved one is a change, as for any attribute.
+  /// After a composite attribute of a saved object was set: of the elements whose saved values
+  /// the set recorded, forgets those that still hold them, so that only the elements whose
+  /// values differ count as changed (in `changedValues()`, merges and history). Elements
+  /// recorded by earlier changes stay recorded, as any attribute's do. When the composite has
+  /// no element recorded left, its first stays: setting a value equal to the saved one is a
+  /// change, as for any attribute.
   final func keepChangedElements(slot: Int32, of entity: EntityDescription) {
-    let end = entity.compositeEnds[Int(slot)]
-    var kept = 0
-    for element in (slot..<end).reversed() {
-      guard let saved = committedValues[element] else { continue }
-      if element != slot || kept > 0, (try? entity.accessors[Int(element)].encode(self)) == saved {
+    guard let set = trackerLink?.compositeSet, set.object == ObjectIdentifier(self), set.slot == slot else { return }
+    trackerLink?.compositeSet = nil
+    for element in set.added.reversed() {
+      if let saved = committedValues[element], (try? entity.accessors[Int(element)].encode(self)) == saved {
         committedValues[element] = nil
-      } else {
-        kept += 1
       }
     }
+    if !(slot..<entity.compositeEnds[Int(slot)]).contains(where: { committedValues[$0] != nil }),
+      let first = set.added.first, first == slot
+    {
+      committedValues[slot] = (try? entity.accessors[Int(slot)].encode(self)) ?? .null
+    }
+  }
+
+  /// After an attribute set that `_willChangeValue` asked to hear about: for a composite of a
+  /// saved object, keeps only the elements that changed; then tells observers.
+  @usableFromInline
+  final func _didChangeValue(slot: Int32) {
+    if slot >= 0, lifecycle == .persisted, let entity, !entity.compositeEnds.isEmpty,
+      entity.compositeEnds[Int(slot)] > 0
+    {
+      keepChangedElements(slot: slot, of: entity)
+    }
+    _observationDidSet(slot: slot)
   }
 
   /// Notes the object in its context's current event, once per event: a saved object, or an
@@ -510,6 +531,17 @@ final class TrackerLink {
   /// executor; the run-time check cost the first change of a saved object about 110
   /// instructions.
   @exclusivity(unchecked) weak var tracker: (any ObjectTracking)?
+
+  /// A composite attribute being set in one of the context's objects: the element slots whose
+  /// saved values its `_willChangeValue` recorded, for its `_didChangeValue` (the two run on
+  /// the context's executor, one right after the other).
+  struct CompositeSet {
+    var object: ObjectIdentifier
+    var slot: Int32
+    var added: [Int32]
+  }
+
+  var compositeSet: CompositeSet?
 }
 
 /// What an object calls back into its context with. The Context layer implements it; the

@@ -494,6 +494,11 @@ public final class ManagedObjectModel: Sendable {
         _ = probe[keyPath: path]
         let read = probe.keyPathRecorder ?? []
         probe.keyPathRecorder = nil
+        if read.count == 1, let slot = read.first, slot >= 0, let composite = stored[Int(slot)].compositeName {
+          throw ModelError(
+            entity: name, property: composite,
+            reason: .invalidUniquenessConstraint("a composite attribute or its elements cannot be constrained"))
+        }
         guard read.count == 1, let slot = read.first, Self.components(of: path) == 1 else {
           throw ModelError(
             entity: name,

@@ -30,7 +30,13 @@ extension PredicateTranslator {
   /// What `keyPath` names on an object of `entity` (`ManagedObjectModel.resolve(_:on:)`): a
   /// computed property is no attribute, even when it reads one.
   func target(of keyPath: AnyKeyPath, on entity: EntityDescription) throws -> ResolvedKeyPath.Target {
-    guard let resolved = model.resolve(keyPath, on: entity, maximumDepth: 0) else {
+    let resolved =
+      if let parts = joinedParts[ObjectIdentifier(keyPath)] {
+        model.resolve(parts: parts, joined: keyPath, on: entity)
+      } else {
+        model.resolve(keyPath, on: entity, maximumDepth: 0)
+      }
+    guard let resolved else {
       throw PredicateTranslationError.unknownKeyPath(model.describe(keyPath, on: entity))
     }
     return resolved.target

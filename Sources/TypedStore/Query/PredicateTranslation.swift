@@ -55,6 +55,9 @@ struct PredicateTranslator<Entity: ManagedObject> {
   var slots: Set<Int32> = []
   /// Subquery aliases handed out so far.
   var aliasCount = 0
+  /// Key paths into composites joined from the parts `#Predicate` wrote, by the joined key
+  /// path: the parts, whose objects last, key their resolution (`KeyPathResolution.swift`).
+  var joinedParts: [ObjectIdentifier: [AnyKeyPath]] = [:]
 
   static func translate(_ predicate: Predicate<Entity>, model: ManagedObjectModel, storeIdentifier: UUID? = nil)
     throws -> TranslatedPredicate
@@ -212,29 +215,31 @@ protocol SQLTranslatable {
 
 extension PredicateExpressions.KeyPath: SQLTranslatable {
   func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
-    let (root, keyPath) = joined
+    let (root, keyPath, parts) = joined
+    if parts.count > 1 { translator.joinedParts[ObjectIdentifier(keyPath)] = parts }
     return try translator.column(keyPath, root: root)
   }
 }
 
 /// A key path expression into a composite, as one key path from the expression below the
 /// composite: `#Predicate` writes `$0.address.city` as `\.city` applied to `\.address`, and
-/// only the whole `\Customer.address.city` names the composite's element.
+/// only the whole `\Customer.address.city` names the composite's element. `parts` are the
+/// key paths written (one when nothing was joined).
 protocol JoinedKeyPathExpression {
-  var joined: (root: Any, keyPath: AnyKeyPath) { get }
+  var joined: (root: Any, keyPath: AnyKeyPath, parts: [AnyKeyPath]) { get }
 }
 
 extension PredicateExpressions.KeyPath: JoinedKeyPathExpression {
-  var joined: (root: Any, keyPath: AnyKeyPath) {
+  var joined: (root: Any, keyPath: AnyKeyPath, parts: [AnyKeyPath]) {
     if let inner = root as? any JoinedKeyPathExpression {
-      let (innerRoot, innerKeyPath) = inner.joined
+      let (innerRoot, innerKeyPath, innerParts) = inner.joined
       if type(of: innerKeyPath).valueType is any CompositeAttributeValue.Type,
         let whole = innerKeyPath.appending(path: keyPath)
       {
-        return (innerRoot, whole)
+        return (innerRoot, whole, innerParts + [keyPath])
       }
     }
-    return (root, keyPath)
+    return (root, keyPath, [keyPath])
   }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 import Testing
 import TypedStoreTesting
 
@@ -197,10 +198,10 @@ extension CompositeAttributeTests {
       #expect(Set(bob.changedValues().keys) == ["address.street"])  // its first element
       var back = ada.address
       back.street = "2 Quai"
-      ada.address = back  // street back to its saved value: no longer changed
-      #expect(Set(ada.changedValues().keys) == ["address.geo.longitude"])
+      ada.address = back  // street back to its saved value: still recorded, as any attribute is
+      #expect(Set(ada.changedValues().keys) == ["address.street", "address.geo.longitude"])
       ada.address.city = "Lyon"  // a mutation in place is a set, too
-      #expect(Set(ada.changedValues().keys) == ["address.geo.longitude", "address.city"])
+      #expect(Set(ada.changedValues().keys) == ["address.street", "address.geo.longitude", "address.city"])
       try context.save()
     }
     let transactions = try container.fetchHistory(HistoryRequest(after: start))
@@ -246,6 +247,48 @@ extension CompositeAttributeTests {
     let exportedTombstone = try #require(changes.compactMap { $0["tombstone"] as? [String: Any] }.first)
     #expect(exportedTombstone["address.city"] as? String == "Oslo")
     #expect(exportedTombstone["address.geo.latitude"] as? Double == 59.9)
+  }
+}
+
+/// Composites whose elements share types, with computed properties that forward to one.
+enum CompositeShapes {
+  struct Flags: CompositeAttributeValue {
+    struct Inner: CompositeAttributeValue {
+      var archived = false
+    }
+    var a = false
+    var b = false
+    var inner = Inner()
+    var archived: Bool { inner.archived }
+  }
+
+  struct Frame: CompositeAttributeValue {
+    var x = 0.0
+    var y = 0.0
+    var width = 0.0
+    var height = 0.0
+    var area: Double { width * height }
+  }
+
+  final class Widget: ManagedObject {
+    @Attribute var flags: Flags = Flags()
+    @Attribute var frame: Frame = Frame()
+  }
+
+  final class UniqueAddress: ManagedObject {
+    override class var uniquenessConstraints: [UniquenessConstraint] { [UniquenessConstraint(\UniqueAddress.address)] }
+    @Attribute var address: Composites.Address = Composites.Address()
+  }
+
+  final class UniqueCity: ManagedObject {
+    override class var uniquenessConstraints: [UniquenessConstraint] {
+      [UniquenessConstraint(\UniqueCity.address.city)]
+    }
+    @Attribute var address: Composites.Address = Composites.Address()
+  }
+
+  final class Watched: ManagedObject, Observable {
+    @Attribute var address: Composites.Address = Composites.Address()
   }
 }
 
@@ -307,8 +350,9 @@ extension CompositeAttributeTests {
     #expect(home.street == "1 Rue" && home.city == "Paris" && home.country == "FR" && home.geo == Composites.Geo())
   }
 
-  @Test func propertyMergePoliciesMergeElementByElement() async throws {
-    let container = try PersistentContainer.makeTest(model: Composites.model)
+  @Test(arguments: [MergePolicy.objectTrump, .storeTrump])
+  func propertyMergePoliciesMergeElementByElement(_ policy: MergePolicy) async throws {
+    let container = try PersistentContainer.makeTest(model: Composites.model, variant: "\(policy)")
     let ids = try await Self.seeded(container)
     let mine = container.newBackgroundContext()
     let stale = try await mine.perform { context in try context.existingObject(with: ids[0]).address }
@@ -317,7 +361,7 @@ extension CompositeAttributeTests {
       try context.save()
     }
     try await mine.perform { context in
-      context.mergePolicy = .objectTrump
+      context.mergePolicy = policy
       var edited = stale  // read before the other save: its city is the old one
       edited.street = "7 Quai"
       try context.existingObject(with: ids[0]).address = edited
@@ -326,6 +370,69 @@ extension CompositeAttributeTests {
     let saved = try await container.performBackgroundTask { context in try context.existingObject(with: ids[0]).address
     }
     #expect(saved.street == "7 Quai" && saved.city == "Lyon")
+  }
+
+  @Test func elementsOfOneTypeAndForwardingPropertiesResolveAsTheyAre() throws {
+    let model = try ManagedObjectModel(CompositeShapes.Widget.self)
+    let entity = try #require(model.entity(for: CompositeShapes.Widget.self))
+    func name(_ keyPath: AnyKeyPath) -> String? {
+      model.resolve(keyPath, on: entity).flatMap { resolved in
+        if case .attribute(let slot) = resolved.target { entity.storedAttributes[slot].name } else { nil }
+      }
+    }
+    #expect(name(\CompositeShapes.Widget.flags.a) == "flags.a")
+    #expect(name(\CompositeShapes.Widget.flags.b) == "flags.b")
+    #expect(name(\CompositeShapes.Widget.flags.inner.archived) == "flags.inner.archived")
+    #expect(name(\CompositeShapes.Widget.flags.archived) == nil)  // forwards to inner.archived
+    #expect(name(\CompositeShapes.Widget.frame.x) == "frame.x")
+    #expect(name(\CompositeShapes.Widget.frame.y) == "frame.y")
+    #expect(name(\CompositeShapes.Widget.frame.width) == "frame.width")
+    #expect(name(\CompositeShapes.Widget.frame.height) == "frame.height")
+    #expect(name(\CompositeShapes.Widget.frame.area) == nil)
+  }
+
+  @Test func aUniquenessConstraintOnACompositeIsRefused() {
+    for type in [CompositeShapes.UniqueAddress.self, CompositeShapes.UniqueCity.self] as [ManagedObject.Type] {
+      let error = #expect(throws: ModelError.self) { try ManagedObjectModel(type) }
+      #expect(error?.property == "address")
+      #expect("\(error!)".contains("a composite attribute or its elements cannot be constrained"), "\(error!)")
+    }
+  }
+
+  @Test(arguments: [false, true])
+  func changesAreTheSameWhetherTheObjectIsObservedOrNot(_ observed: Bool) async throws {
+    let container = try PersistentContainer.makeTest(
+      model: ManagedObjectModel(CompositeShapes.Watched.self), variant: "\(observed)")
+    let id = try await container.performBackgroundTask { context in
+      let watched = CompositeShapes.Watched(context: context)
+      watched.address.city = "Paris"
+      try context.save()
+      return watched.managedID
+    }
+    let mine = container.newBackgroundContext()
+    try await mine.perform { context in
+      let watched = try context.existingObject(with: id)
+      if observed {
+        withObservationTracking {
+          _ = watched.address
+        } onChange: {
+        }
+      }
+      watched.address.city = "Lyon"  // not saved
+    }
+    try await container.performBackgroundTask { context in
+      let watched = try context.existingObject(with: id)
+      watched.address.city = "Lyon"
+      watched.address.street = "1 Rue"
+      try context.save()
+    }
+    let (changed, isUpdated, street) = try await mine.perform { context in
+      let watched = try context.existingObject(with: id)
+      context.refresh(watched, mergeChanges: true)
+      return (Set(watched.changedValues().keys), watched.isUpdated, watched.address.street)
+    }
+    #expect(street == "1 Rue")
+    #expect(changed == ["address.city"] && isUpdated)
   }
 
   @Test func aRefreshThatMergesKeepsOnlyTheEditedElements() async throws {
@@ -348,5 +455,52 @@ extension CompositeAttributeTests {
     }
     #expect(merged.0.street == "4 Rue" && merged.0.postcode == "75002")
     #expect(merged.1 == ["address.postcode"])
+  }
+}
+
+extension CompositeAttributeTests {
+  /// A model file's composite bound to a class's struct, element by element.
+  static func customerFile(elements: String) throws -> URL {
+    try ModelFiles.version(
+      ModelFiles.model(
+        """
+        <entity name="Customer" representedClassName="CustomerV1">
+        <attribute name="address" optional="YES" attributeType="Composite" composite="Place"/>
+        <attribute name="name" attributeType="String" defaultValueString=""/></entity>
+        <composite name="Place">\(elements)</composite>
+        """))
+  }
+
+  @Test func aFilesCompositeBindsToAStructElementByElement() throws {
+    let street = #"<attribute name="street" attributeType="String" defaultValueString=""/>"#
+    let city = #"<attribute name="city" attributeType="String" defaultValueString=""/>"#
+    let country = #"<attribute name="country" attributeType="String" defaultValueString="FR"/>"#
+    let matching = try Self.customerFile(elements: street + city)
+    let model = try ManagedObjectModel(contentsOf: matching, classes: [CompositeVersions.CustomerV1.self])
+    #expect(model.entity(named: "Customer")?.attribute(named: "address.city")?.columnName == "address_city")
+    let drifted = try Self.customerFile(elements: street + city + country)
+    let error = #expect(throws: ModelFileError.self) {
+      try ManagedObjectModel(contentsOf: drifted, classes: [CompositeVersions.CustomerV1.self])
+    }
+    guard case .mismatches(let mismatches)? = error?.reason else {
+      Issue.record("not a mismatch: \(String(describing: error))")
+      return
+    }
+    #expect(
+      mismatches.map(\.description) == [
+        "Customer.address.country: missingProperty: attribute in the file, no @Attribute in the class"
+      ])
+  }
+}
+
+extension CompositeAttributeTests {
+  @Test func aPredicateIntoACompositeIsResolvedOncePerKeyPathWritten() throws {
+    let model = try ManagedObjectModel(Customer.self, Composites.Order.self)
+    let predicate = #Predicate<Customer> { $0.address.geo.latitude > 50 && $0.address.city == "Oslo" }
+    _ = try PredicateTranslator<Customer>.translate(predicate, model: model)
+    let first = model.resolvedKeyPaths.withLock { ($0.entries.count, $0.joined.count) }
+    #expect(first.1 == 2)
+    for _ in 0..<3 { _ = try PredicateTranslator<Customer>.translate(predicate, model: model) }
+    #expect(model.resolvedKeyPaths.withLock { ($0.entries.count, $0.joined.count) } == first)
   }
 }

@@ -43,11 +43,12 @@ import TypedStoreTesting
     }
     #expect(postcode == "75002" && changed == ["address.postcode"])
     try await mine.perform { context in try context.save() }
-    let saved = try await container.performBackgroundTask { context in
-      let address = try context.existingObject(with: id).address
-      return [address.street, address.city, address.postcode ?? "nil"]
-    }
-    #expect(saved == ["1 Rue", "Lyon", "75002"])
+    let saved = try await container.performBackgroundTask { context in try context.existingObject(with: id).address }
+    var expected = Address()  // the generated struct: Sendable, so a perform block returns it
+    expected.street = "1 Rue"
+    expected.city = "Lyon"
+    expected.postcode = "75002"
+    #expect(saved == expected)
     let changes = try container.fetchHistory(HistoryRequest(after: start)).map { ($0.author, $0.changes) }
     #expect(changes.first?.0 == "mover")
     #expect(changes.first?.1.first?.updatedProperties == ["address.city"])

@@ -114,6 +114,44 @@ import TypedStore
         <attribute name="x" attributeType="Integer 64" minValueString="1" usesScalarValueType="YES"/></composite>
         """, line: 5, entity: "Box", reason: unsupported("minimum and maximum on an element")),
     Case(
+      description: "a Transformable element of a composite",
+      body: """
+        \(person)<attribute name="a" attributeType="Composite" composite="Box"/></entity>
+        <composite name="Box">
+        <attribute name="x" optional="YES" attributeType="Transformable" customClassName="Tags"/></composite>
+        """, line: 5, entity: "Box", reason: unsupported("a Transformable element")),
+    Case(
+      description: "a renaming identifier on an element of a composite",
+      body: """
+        \(person)<attribute name="a" attributeType="Composite" composite="Box"/></entity>
+        <composite name="Box"><attribute name="x" attributeType="String" elementID="old"/></composite>
+        """, line: 4, entity: "Box", reason: unsupported("a renaming identifier on an element")),
+    Case(
+      description: "preserveAfterDeletion on an element of a composite",
+      body: """
+        \(person)<attribute name="a" attributeType="Composite" composite="Box"/></entity>
+        <composite name="Box"><attribute name="x" attributeType="String" preserveAfterDeletion="YES"/></composite>
+        """, line: 4, entity: "Box", reason: unsupported("preserveAfterDeletion on an element")),
+    Case(
+      description: "a transient element of a composite",
+      body: """
+        \(person)<attribute name="a" attributeType="Composite" composite="Box"/></entity>
+        <composite name="Box"><attribute name="x" attributeType="String" transient="YES"/></composite>
+        """, line: 4, entity: "Box", reason: unsupported("a transient element")),
+    Case(
+      description: "bounds on a composite attribute",
+      body: """
+        \(person)<attribute name="a" attributeType="Composite" composite="Box" minValueString="1"/></entity>
+        <composite name="Box"><attribute name="x" attributeType="String"/></composite>
+        """, line: 3, entity: "Person", reason: unsupported("minValueString on a composite attribute")),
+    Case(
+      description: "a composite named as an entity's class",
+      body: """
+        \(person)<attribute name="a" attributeType="Composite" composite="Person"/></entity>
+        <composite name="Person"><attribute name="x" attributeType="String"/></composite>
+        """, line: 4, entity: "Person",
+      reason: { if case .invalidValue(let message) = $0 { message.contains("named Person") } else { false } }),
+    Case(
       description: "a default on a composite attribute",
       body: """
         \(person)<attribute name="a" attributeType="Composite" composite="Box" defaultValueString="x"/></entity>

@@ -15,6 +15,7 @@ import TypedStoreTesting
     #expect(run.status == 0, "\(run.stderr)")
     #expect(run.lines.first == "\(Self.bundle): version Shop 3 (versions: Shop, Shop 2, Shop 3)")
     #expect(run.lines.contains("6 entities, 14 attributes (1 transient), 8 relationships"))
+    #expect(run.lines.contains("composites (stored as their elements' columns): Address, GeoPoint"))
     #expect(run.lines.contains { $0.hasPrefix("ignored: configuration Default (line 65)") })
     let json = try typedstore(["model", "check", "--model", Self.bundle, "--json"]).json
     #expect(json["version"] as? String == "Shop 3")

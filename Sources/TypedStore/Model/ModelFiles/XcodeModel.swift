@@ -203,7 +203,9 @@ extension XcodeModel {
     func flatten(_ attributes: [Attribute], depth: Int) -> [Attribute] {
       attributes.flatMap { attribute -> [Attribute] in
         guard let name = attribute.composite else { return [attribute] }
-        guard let composite = byName[name], depth < 16 else { return [] }  // the reader refuses both
+        // The reader refuses a composite that is missing or holds itself; one edited in
+        // afterwards stops here.
+        guard let composite = byName[name], depth < 16 else { return [] }
         return flatten(composite.attributes, depth: depth + 1).map { element in
           var element = element
           let original = element.renamingIdentifier ?? element.name

@@ -102,6 +102,10 @@ struct XcodeModelReader {
     throws(ModelFileError)
   {
     let refused: [(Bool, String)] = [
+      (
+        element.attributeType == .codable,
+        "a Transformable element of a composite; a composite's elements are stored as their own types"
+      ),
       (element.minimum != nil || element.maximum != nil, "minimum and maximum on an element of a composite"),
       (
         element.renamingIdentifier.map { $0 != element.name } ?? false,
@@ -429,18 +433,20 @@ struct XcodeModelReader {
   /// composite) names one, with no composite holding itself.
   private func checkComposites(_ model: XcodeModel) throws(ModelFileError) {
     var byName: [String: XcodeModel.Composite] = [:]
+    let classNames = Set(model.entities.map(\.className))
     for composite in model.composites {
-      guard byName.updateValue(composite, forKey: composite.name) == nil else {
+      guard byName.updateValue(composite, forKey: composite.name) == nil, !classNames.contains(composite.name) else {
         throw ModelFileError(
           file: file, line: composite.line, entity: composite.name,
-          reason: .invalidValue("two composites are named \(composite.name)"))
+          reason: .invalidValue("two composites, or a composite and an entity's class, are named \(composite.name)"))
       }
     }
+    var checked: Set<String> = []  // composites whose nesting was checked already
     func check(_ attributes: [XcodeModel.Attribute], in holder: String, through path: [String])
       throws(ModelFileError)
     {
       for attribute in attributes {
-        guard let name = attribute.composite else { continue }
+        guard let name = attribute.composite, !checked.contains(name) else { continue }
         let fail = { (reason: ModelFileError.Reason) in
           ModelFileError(
             file: file, line: attribute.line, entity: holder, element: "attribute \(attribute.name)", reason: reason)
@@ -452,6 +458,7 @@ struct XcodeModelReader {
           throw fail(.danglingReference("the composite \(name) holds itself"))
         }
         try check(composite.attributes, in: name, through: path + [name])
+        checked.insert(name)
       }
     }
     for entity in model.entities { try check(entity.attributes, in: entity.name, through: []) }
