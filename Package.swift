@@ -21,6 +21,13 @@ let package = Package(
       pkgConfig: "zlib",
       providers: [.apt(["zlib1g-dev"])]
     ),
+    // libpq, for the PostgreSQL engine (issue 27, in progress): only what links
+    // TypedStorePostgreSQL needs it; TypedStore alone never does.
+    .systemLibrary(
+      name: "CLibPQ",
+      pkgConfig: "libpq",
+      providers: [.apt(["libpq-dev"])]
+    ),
     .target(
       name: "TypedStore",
       dependencies: ["CSQLite"]
@@ -28,6 +35,12 @@ let package = Package(
     .target(
       name: "TypedStoreTesting",
       dependencies: ["TypedStore"]
+    ),
+    // The PostgreSQL engine's parts built so far (a libpq connection, history numbering): no
+    // product yet, until a store opens on it.
+    .target(
+      name: "TypedStorePostgreSQL",
+      dependencies: ["TypedStore", "CLibPQ"]
     ),
     // The command-line parser of the tool: small, ours, shaped like swift-argument-parser.
     .target(
@@ -82,6 +95,7 @@ let package = Package(
       dependencies: [
         "TypedStore", "TypedStoreTesting", "ArgumentParsing", "Spawning", "typedstore", "typedstore-test-writer",
         "typedstore-bench", "typedstore-merging-example", "typedstore-order-service", "ShopModel",
+        "TypedStorePostgreSQL",
       ]
     ),
   ],

@@ -1,0 +1,173 @@
+import CLibPQ
+import Foundation
+
+// The only code of the PostgreSQL engine that touches libpq, as `SQLite/` is for SQLite: a
+// connection, statements with bound parameters (never spliced), transactions, typed errors,
+// and LISTEN/NOTIFY. Values travel in PostgreSQL's text format; the callers cast parameters
+// in SQL (`$1::bigint`) where a type matters.
+
+/// A failure reported by libpq or by the server.
+struct PostgreSQLError: Error, Sendable, Equatable, CustomStringConvertible {
+  enum Kind: Sendable, Equatable {
+    /// The connection could not be made, or was lost.
+    case connection
+    /// The server refused a statement.
+    case statement
+  }
+
+  var kind: Kind
+  /// The SQLSTATE the server sent (`40001` for a serialization failure, `55P03` for a lock
+  /// timeout, `23505` for a unique violation), when it sent one.
+  var sqlState: String?
+  var message: String
+
+  var description: String {
+    "PostgreSQL \(kind == .connection ? "connection" : "statement") error"
+      + (sqlState.map { " \($0)" } ?? "") + ": \(message)"
+  }
+}
+
+/// The rows a statement returned, as text (nil for NULL).
+struct PostgreSQLRows: Sendable, Equatable {
+  var columns: [String]
+  var rows: [[String?]]
+
+  /// The value of `column` in row `row`.
+  subscript(row: Int, column: String) -> String? {
+    guard let index = columns.firstIndex(of: column) else { return nil }
+    return rows[row][index]
+  }
+}
+
+/// A notification a listening connection received (`NOTIFY` or `pg_notify`).
+struct PostgreSQLNotification: Sendable, Equatable {
+  var channel: String
+  var payload: String
+  /// The server process of the session that sent it.
+  var processID: Int32
+}
+
+/// One connection to a PostgreSQL server through libpq: used by one thread at a time, as an
+/// SQLite connection is.
+final class PostgreSQLConnection {
+  private let connection: OpaquePointer
+
+  /// Connects to the server `url` names (`postgresql://user@host:port/database`, or
+  /// `postgresql:///database?host=/socket/folder`).
+  init(url: String) throws(PostgreSQLError) {
+    guard let connection = PQconnectdb(url) else {
+      throw PostgreSQLError(kind: .connection, message: "libpq could not allocate a connection")
+    }
+    guard PQstatus(connection) == CONNECTION_OK else {
+      let message = Self.message(PQerrorMessage(connection))
+      PQfinish(connection)
+      throw PostgreSQLError(kind: .connection, message: message)
+    }
+    self.connection = connection
+    // Notices (a NOTICE from CREATE ... IF NOT EXISTS) go nowhere instead of to stderr.
+    PQsetNoticeProcessor(connection, { _, _ in }, nil)
+  }
+
+  deinit { PQfinish(connection) }
+
+  /// The server process serving this connection (`pg_backend_pid()`).
+  var processID: Int32 { PQbackendPID(connection) }
+
+  /// Runs one statement with its parameters bound (`$1`, `$2`, … in `sql`), as text; nil is
+  /// NULL. Returns the rows it returned (none for a command).
+  @discardableResult
+  func execute(_ sql: String, _ parameters: [String?] = []) throws(PostgreSQLError) -> PostgreSQLRows {
+    let result = Self.withCStrings(parameters) { values in
+      PQexecParams(connection, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+    }
+    guard let result else {
+      throw PostgreSQLError(kind: .connection, message: Self.message(PQerrorMessage(connection)))
+    }
+    defer { PQclear(result) }
+    switch PQresultStatus(result) {
+    case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+      return Self.rows(of: result)
+    default:
+      let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+      let kind: PostgreSQLError.Kind = PQstatus(connection) == CONNECTION_OK ? .statement : .connection
+      throw PostgreSQLError(kind: kind, sqlState: sqlState, message: Self.message(PQresultErrorMessage(result)))
+    }
+  }
+
+  /// Runs `body` in a transaction at READ COMMITTED: committed when it returns, rolled back
+  /// when it throws.
+  @discardableResult
+  func transaction<T>(_ body: () throws -> T) throws -> T {
+    try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+    do {
+      let value = try body()
+      try execute("COMMIT")
+      return value
+    } catch {
+      _ = try? execute("ROLLBACK")
+      throw error
+    }
+  }
+
+  /// Starts listening on `channel` (a name made of letters, digits and `_`).
+  func listen(_ channel: String) throws(PostgreSQLError) {
+    guard !channel.isEmpty, channel.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+      throw PostgreSQLError(kind: .statement, message: "\(channel) is not a channel name")
+    }
+    try execute("LISTEN \"\(channel)\"")
+  }
+
+  /// The notifications that arrived, waiting up to `timeout` for the first when none has:
+  /// the server delivers a transaction's notifications when it commits, in commit order.
+  func notifications(waitingUpTo timeout: Duration) throws(PostgreSQLError) -> [PostgreSQLNotification] {
+    var received = try drainNotifications()
+    guard received.isEmpty else { return received }
+    var poller = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
+    let milliseconds = Int32(
+      clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+    if poll(&poller, 1, milliseconds) > 0 { received = try drainNotifications() }
+    return received
+  }
+
+  private func drainNotifications() throws(PostgreSQLError) -> [PostgreSQLNotification] {
+    guard PQconsumeInput(connection) == 1 else {
+      throw PostgreSQLError(kind: .connection, message: Self.message(PQerrorMessage(connection)))
+    }
+    var received: [PostgreSQLNotification] = []
+    while let notification = PQnotifies(connection) {
+      received.append(
+        PostgreSQLNotification(
+          channel: String(cString: notification.pointee.relname), payload: String(cString: notification.pointee.extra),
+          processID: notification.pointee.be_pid))
+      PQfreemem(notification)
+    }
+    return received
+  }
+
+  // MARK: - Helpers
+
+  private static func rows(of result: OpaquePointer) -> PostgreSQLRows {
+    let columnCount = PQnfields(result)
+    let columns = (0..<columnCount).map { String(cString: PQfname(result, $0)) }
+    let rows = (0..<PQntuples(result)).map { row in
+      (0..<columnCount).map { column -> String? in
+        PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
+      }
+    }
+    return PostgreSQLRows(columns: columns, rows: rows)
+  }
+
+  private static func message(_ text: UnsafePointer<CChar>?) -> String {
+    text.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "unknown error"
+  }
+
+  /// Calls `body` with the parameters as C strings (NULL for nil), alive for the call.
+  private static func withCStrings<R>(
+    _ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R
+  ) -> R {
+    let copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.flatMap { strdup($0) } }
+    defer { for copy in copies { free(copy) } }
+    let pointers = copies.map { $0.map { UnsafePointer($0) } }
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
+  }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import TypedStorePostgreSQL
+
+/// The PostgreSQL engine's first parts, against a real server (`PostgreSQLTestServer`): the
+/// libpq connection, and history numbers that are dense and in commit order.
+@Suite struct PostgreSQLConnectionTests {
+  @Test func statementsBindTheirValuesAndErrorsAreTyped() throws {
+    let connection = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
+    let schema = PostgreSQLTestServer.schemaName()
+    try connection.execute("CREATE SCHEMA \(schema)")
+    defer { _ = try? connection.execute("DROP SCHEMA \(schema) CASCADE") }
+    try connection.execute("CREATE TABLE \(schema).note (pk bigint PRIMARY KEY, title text)")
+    let quote = "Robert'); DROP TABLE note; -- é \u{1F469}"
+    try connection.execute("INSERT INTO \(schema).note VALUES ($1::bigint, $2), (2, $3)", ["1", quote, nil])
+    let rows = try connection.execute("SELECT pk, title FROM \(schema).note ORDER BY pk")
+    #expect(rows.columns == ["pk", "title"])
+    #expect(rows.rows == [["1", quote], ["2", nil]])
+    #expect(rows[0, "title"] == quote)
+    let duplicate = #expect(throws: PostgreSQLError.self) {
+      try connection.execute("INSERT INTO \(schema).note VALUES (1, 'again')")
+    }
+    #expect(duplicate?.kind == .statement && duplicate?.sqlState == "23505")
+    // A failed statement leaves the connection usable; a rolled-back transaction writes nothing.
+    #expect(throws: PostgreSQLError.self) {
+      try connection.transaction {
+        try connection.execute("INSERT INTO \(schema).note VALUES (3, 'three')")
+        try connection.execute("SELECT 1 / 0")
+      }
+    }
+    #expect(try connection.execute("SELECT count(*) FROM \(schema).note").rows == [["2"]])
+  }
+
+  @Test func aServerThatIsNotThereIsAConnectionError() {
+    let error = #expect(throws: PostgreSQLError.self) {
+      _ = try PostgreSQLConnection(url: "postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=2")
+    }
+    #expect(error?.kind == .connection)
+  }
+
+  @Test func notificationsArriveAtCommitInCommitOrder() throws {
+    let server = try PostgreSQLTestServer.server()
+    let listener = try PostgreSQLConnection(url: server.url)
+    let writer = try PostgreSQLConnection(url: server.tcpURL)  // as another host would
+    let channel = "typedstore_" + PostgreSQLTestServer.schemaName()
+    try listener.listen(channel)
+    try writer.execute("BEGIN")
+    try writer.execute("SELECT pg_notify($1, 'first')", [channel])
+    #expect(try listener.notifications(waitingUpTo: .milliseconds(200)).isEmpty)  // not committed
+    try writer.execute("COMMIT")
+    try writer.execute("SELECT pg_notify($1, 'second')", [channel])
+    var received: [PostgreSQLNotification] = []
+    let deadline = ContinuousClock.now + .seconds(10)
+    while received.count < 2 && ContinuousClock.now < deadline {
+      received += try listener.notifications(waitingUpTo: .seconds(1))
+    }
+    #expect(received.map(\.payload) == ["first", "second"])
+    #expect(received.allSatisfy { $0.channel == channel && $0.processID == writer.processID })
+  }
+}
+
+@Suite struct PostgreSQLHistoryTests {
+  static func history() throws -> (PostgreSQLHistory, PostgreSQLTestServer.Server) {
+    let server = try PostgreSQLTestServer.server()
+    let history = try PostgreSQLHistory(schema: PostgreSQLTestServer.schemaName())
+    try history.create(on: PostgreSQLConnection(url: server.url))
+    return (history, server)
+  }
+
+  @Test func aTransactionIsRecordedWithItsChanges() throws {
+    let (history, server) = try Self.history()
+    let connection = try PostgreSQLConnection(url: server.url)
+    let changes: [PostgreSQLHistory.Change] = [
+      .init(kind: .insert, entity: "Note", primaryKey: 1),
+      .init(kind: .update, entity: "Folder", primaryKey: 7, changedAttributes: ["name", "address.city"]),
+      .init(kind: .delete, entity: "Note \"quoted\" \\", primaryKey: 2),
+    ]
+    let number = try connection.transaction {
+      try history.record(changes, author: "importer", contextName: nil, on: connection)
+    }
+    #expect(number == 1)
+    let read = try history.transactions(after: 0, on: connection)
+    #expect(read.count == 1)
+    #expect(read.first?.changes == changes)
+    #expect(read.first?.author == "importer" && read.first?.contextName == nil)
+    #expect(read.first?.processID == connection.processID)
+    #expect(try history.lastNumber(on: connection) == 1)
+    #expect(throws: PostgreSQLError.self) { try PostgreSQLHistory(schema: "bad\"; DROP") }
+  }
+
+  /// The outbox gap, made to happen: A takes its number and holds; B, which starts later,
+  /// cannot take the next until A commits (with a sequence it could, and commit first, and a
+  /// reader who saw B would never see A). A reader in between sees neither; after both, it
+  /// sees A then B, once each.
+  @Test func aTransactionThatCommitsLateIsNeverSkipped() async throws {
+    let (history, server) = try Self.history()
+    let a = try PostgreSQLConnection(url: server.url)
+    try a.execute("BEGIN")
+    let first = try history.record(
+      [.init(kind: .insert, entity: "Note", primaryKey: 1)], author: "A", contextName: nil, on: a)
+    let bDone = Shared(false)
+    let bProcess = Shared<Int32>(0)
+    let b = Thread {
+      do {
+        let connection = try PostgreSQLConnection(url: server.url)
+        bProcess.value = connection.processID
+        _ = try connection.transaction {
+          try history.record(
+            [.init(kind: .insert, entity: "Note", primaryKey: 2)], author: "B", contextName: nil, on: connection)
+        }
+      } catch {
+        Issue.record("B: \(error)")
+      }
+      bDone.value = true
+    }
+    b.start()
+    // B waits for A's lock on the counter row (the server says so), and has not committed.
+    let reader = try PostgreSQLConnection(url: server.url)
+    var waiting = false
+    for _ in 0..<200 where !waiting {
+      let pid = bProcess.value
+      if pid != 0 {
+        let rows = try reader.execute(
+          "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1::integer", [String(pid)])
+        waiting = rows.rows.first?.first == "Lock"
+      }
+      if !waiting { try await Task.sleep(for: .milliseconds(10)) }
+    }
+    #expect(waiting, "B never waited for A's number")
+    let bCommitted = bDone.value
+    #expect(!bCommitted)
+    #expect(try history.transactions(after: 0, on: reader).isEmpty)  // neither committed
+    try a.execute("COMMIT")
+    for _ in 0..<500 where !bDone.value {
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    let read = try history.transactions(after: 0, on: reader)
+    #expect(read.map(\.number) == [first, first + 1])
+    #expect(read.map(\.author) == ["A", "B"])
+  }
+
+  /// Writers on several connections record transactions while a reader follows "after the
+  /// last number it saw": it sees every number once, each after the one before, none skipped.
+  @Test func aReaderFollowingConcurrentWritersMissesNothing() async throws {
+    let (history, server) = try Self.history()
+    let writers = 4
+    let perWriter = 40
+    let finished = Shared(0)
+    for writer in 0..<writers {
+      Thread {
+        do {
+          let connection = try PostgreSQLConnection(url: writer % 2 == 0 ? server.url : server.tcpURL)
+          for index in 0..<perWriter {
+            _ = try connection.transaction {
+              try connection.execute("SELECT pg_sleep(0.001 * random())")  // other work first
+              try history.record(
+                [.init(kind: .insert, entity: "Note", primaryKey: Int64(writer * 1000 + index))],
+                author: "w\(writer)", contextName: nil, on: connection)
+            }
+          }
+        } catch {
+          Issue.record("writer \(writer): \(error)")
+        }
+        finished.update { $0 += 1 }
+      }.start()
+    }
+    let reader = try PostgreSQLConnection(url: server.url)
+    var seen: [Int64] = []
+    let deadline = ContinuousClock.now + .seconds(60)
+    while ContinuousClock.now < deadline {
+      let done = finished.value == writers
+      seen += try history.transactions(after: seen.last ?? 0, limit: 7, on: reader).map(\.number)
+      if done && seen.count >= writers * perWriter { break }
+    }
+    #expect(seen == Array(1...Int64(writers * perWriter)))
+  }
+}
+
+/// A value threads share, behind a lock.
+final class Shared<Value: Sendable>: Sendable {
+  private let storage: Mutex<Value>
+  init(_ value: Value) { storage = Mutex(value) }
+  var value: Value {
+    get { storage.withLock { $0 } }
+    set { storage.withLock { $0 = newValue } }
+  }
+  func update(_ change: (inout Value) -> Void) { storage.withLock { change(&$0) } }
+}

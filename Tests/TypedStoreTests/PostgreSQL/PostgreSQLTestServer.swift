@@ -1,0 +1,115 @@
+import Foundation
+import Spawning
+import Synchronization
+
+/// A throwaway PostgreSQL server for the tests of this process: a cluster made with `initdb`
+/// in a temporary folder, listening on a Unix socket there and on a loopback port, with
+/// `fsync=off`; stopped when the process exits. Debian's binaries are under
+/// `/usr/lib/postgresql/15/bin` (`Tools/setup.sh` installs them); `initdb` refuses root, so
+/// as root the server runs as the `postgres` user.
+///
+/// Each test makes a schema of its own (`schemaName()`). When the server cannot start, every
+/// PostgreSQL test fails with the reason: they are never skipped.
+enum PostgreSQLTestServer {
+  struct StartError: Error, CustomStringConvertible {
+    var description: String
+  }
+
+  private static let started = Mutex<Result<Server, StartError>?>(nil)
+
+  struct Server: Sendable {
+    var folder: String
+    var port: Int
+    /// A URL of the server through its Unix socket.
+    var url: String { "postgresql:///postgres?host=\(folder)&port=\(port)&user=postgres" }
+    /// A URL of the server through loopback TCP, as another host would connect.
+    var tcpURL: String { "postgresql://postgres@127.0.0.1:\(port)/postgres" }
+  }
+
+  /// The server, started on first use.
+  static func server() throws -> Server {
+    try started.withLock { started in
+      if started == nil {
+        started = Result { try start() }.mapError { $0 as? StartError ?? StartError(description: "\($0)") }
+      }
+      return try started!.get()
+    }
+  }
+
+  /// A schema name no other test uses.
+  static func schemaName() -> String {
+    "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(20)
+  }
+
+  static let binaries = "/usr/lib/postgresql/15/bin"
+
+  private static func start() throws -> Server {
+    guard FileManager.default.isExecutableFile(atPath: "\(binaries)/initdb") else {
+      throw StartError(
+        description: "PostgreSQL 15 is not installed (\(binaries)/initdb): run Tools/setup.sh, which installs "
+          + "postgresql-15 and libpq-dev")
+    }
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "typedstore-postgresql-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))"
+    ).path
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    let asRoot = getuid() == 0
+    if asRoot { try run(["/bin/chown", "postgres:postgres", folder], as: false) }
+    try run(
+      ["\(binaries)/initdb", "-D", "\(folder)/data", "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"],
+      as: asRoot)
+    // A port from the process ID, then others if one is taken (another test run's server).
+    var failures: [String] = []
+    for attempt in 0..<5 {
+      let port = 20_000 + (Int(ProcessInfo.processInfo.processIdentifier) + attempt * 7_919) % 20_000
+      let options =
+        "-k \(folder) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
+        + "-c full_page_writes=off -c max_connections=200"
+      do {
+        try run(
+          [
+            "\(binaries)/pg_ctl", "-D", "\(folder)/data", "-o", options, "-l", "\(folder)/server.log", "-w", "-t", "60",
+            "start",
+          ], as: asRoot)
+      } catch {
+        failures.append("\(error)")
+        continue
+      }
+      stopAtExit(folder: folder, asRoot: asRoot)
+      return Server(folder: folder, port: port)
+    }
+    let log = (try? String(contentsOfFile: "\(folder)/server.log", encoding: .utf8)) ?? ""
+    throw StartError(description: "the PostgreSQL server did not start: \(failures.last ?? "")\n\(log)")
+  }
+
+  /// Runs a command to its end (as the `postgres` user when `asPostgres`), throwing with its
+  /// output when it fails.
+  private static func run(_ command: [String], as asPostgres: Bool) throws {
+    let process = POSIXProcess()
+    let full = asPostgres ? ["/usr/sbin/runuser", "-u", "postgres", "--"] + command : command
+    process.executableURL = URL(fileURLWithPath: full[0])
+    process.arguments = Array(full.dropFirst())
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+      throw StartError(description: "\(command.joined(separator: " ")) failed: \(text)")
+    }
+  }
+
+  private static let stopCommand = Mutex<[String]>([])
+
+  private static func stopAtExit(folder: String, asRoot: Bool) {
+    let command = ["\(binaries)/pg_ctl", "-D", "\(folder)/data", "-m", "immediate", "-w", "stop"]
+    stopCommand.withLock { $0 = (asRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : []) + command + [folder] }
+    atexit {
+      let saved = PostgreSQLTestServer.stopCommand.withLock { $0 }
+      guard let folder = saved.last else { return }
+      try? PostgreSQLTestServer.run(Array(saved.dropLast()), as: false)
+      try? FileManager.default.removeItem(atPath: folder)
+    }
+  }
+}
