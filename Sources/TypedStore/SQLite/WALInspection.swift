@@ -106,29 +106,6 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
     return Published(frames: Int(nativeWord(Data(first), 16)), salt: walHeader.subdata(in: 16..<24))
   }
 
-  /// The index reading that says which frames of the log at `walSalt` (read under the write
-  /// lock) were published:
-  ///
-  /// - the one taken `before` the open, when it is of this log;
-  /// - when the log was restarted after the open's first read (`walSalt` is neither the
-  ///   earlier reading's nor `firstReadSalt`, the log's salt just after that read), one taken
-  ///   `now`, if it is of this log. The writer that restarted the log wrote a valid index for
-  ///   it, and under the lock no one publishes: frames past it were never acknowledged. (A
-  ///   writer killed while writing the index header makes the next reader rebuild it from the
-  ///   log; that stops at the first invalid frame, and in a log begun after this open only a
-  ///   killed writer's frames can be invalid.)
-  /// - nil otherwise (nothing to judge by): in particular when the log changed only before the
-  ///   open's first read, since the index may then be this connection's own rebuild from a log
-  ///   that was damaged before the open.
-  static func publishedReading(
-    before: Published?, firstReadSalt: Data?, now: () -> Published?, walSalt: Data?
-  ) -> Published? {
-    guard let walSalt else { return nil }
-    if let before, before.salt == walSalt { return before }
-    guard let firstReadSalt, firstReadSalt != walSalt, let current = now(), current.salt == walSalt else { return nil }
-    return current
-  }
-
   /// Reads the WAL at `path`; nil when there is no such file or it holds no frame.
   ///
   /// The file is read with a descriptor of its own: SQLite keeps no lock on a `-wal` file

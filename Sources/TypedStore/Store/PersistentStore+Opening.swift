@@ -84,13 +84,13 @@ extension PersistentStore {
           connection: connection, path: path, model: model, migration: migration, deadline: deadline)
         try checkWALWithoutLock(path: path, options: options, published: published, copied: &damagedWALCopied)
       } else {
-        let firstReadSalt = try firstRead(
-          connection: connection, path: path, model: model, options: options, migration: migration)
+        // Refuse another application's database before switching it to WAL.
+        _ = try connection.readTransaction {
+          try existingStore(connection: connection, path: path, model: model, change: .check(options, migration))
+        }
         try connection.enableWAL(deadline: deadline)
         identifier = try connection.writeTransaction(deadline: deadline) {
-          try checkWAL(
-            path: path, options: options, published: published, firstReadSalt: firstReadSalt,
-            copied: &damagedWALCopied)
+          try checkWAL(path: path, options: options, published: published, copied: &damagedWALCopied)
           // Read again under the lock: another process may have created or migrated it meanwhile.
           if let identifier = try existingStore(
             connection: connection, path: path, model: model, change: .migrate(options, migration))
@@ -120,20 +120,6 @@ extension PersistentStore {
       if let error = error as? SQLiteError { throw storeError(error, path: path, options: options) }
       throw error
     }
-  }
-
-  /// The writer connection's first read: refuses another application's database before it is
-  /// switched to WAL. Returns the log's generation once this connection has read: a log
-  /// restarted after it, while the open waits for the write lock, is judged by the index its
-  /// writers published (`isUnpublishedLeftover`).
-  private static func firstRead(
-    connection: SQLiteConnection, path: String, model: ManagedObjectModel, options: StoreOptions,
-    migration: StagedMigration?
-  ) throws -> Data? {
-    _ = try connection.readTransaction {
-      try existingStore(connection: connection, path: path, model: model, change: .check(options, migration))
-    }
-    return WALInspection.salt(walPath: path + "-wal")
   }
 
   /// For an open for writing of a store whose `-shm` exists (another connection uses it, or a
@@ -376,11 +362,10 @@ extension PersistentStore {
   /// Under the write lock no other connection can append to the WAL or restart it, so what
   /// is read is what SQLite would replay.
   private static func checkWAL(
-    path: String, options: StoreOptions, published: WALInspection.Published?, firstReadSalt: Data?,
-    copied: inout Bool
+    path: String, options: StoreOptions, published: WALInspection.Published?, copied: inout Bool
   ) throws {
     guard let inspection = try WALInspection(path: path + "-wal"), inspection.isDamaged,
-      !isUnpublishedLeftover(inspection, path: path, published: published, firstReadSalt: firstReadSalt)
+      !isUnpublishedLeftover(inspection, path: path, published: published)
     else { return }
     try handleDamage(inspection, path: path, options: options, copied: &copied)
   }
@@ -390,21 +375,13 @@ extension PersistentStore {
   /// published its commit, partly overwritten by a later commit
   /// (`WALInspection.publishedFrames`). SQLite never replays them, and no one was told they
   /// were committed.
-  ///
-  /// The index read before this open speaks for the log only while the log is of the same
-  /// generation; one restarted while the open waited for the lock is judged by the index read
-  /// now (`WALInspection.publishedReading`). A read-only open, which holds no lock, passes no
-  /// `firstReadSalt` and judges by the reading taken before only.
   private static func isUnpublishedLeftover(
-    _ inspection: WALInspection, path: String, published: WALInspection.Published?, firstReadSalt: Data? = nil
+    _ inspection: WALInspection, path: String, published: WALInspection.Published?
   ) -> Bool {
-    guard inspection.headerIsValid, let invalid = inspection.firstInvalidFrame,
-      let reading = WALInspection.publishedReading(
-        before: published, firstReadSalt: firstReadSalt,
-        now: { WALInspection.publishedFrames(walPath: path + "-wal", shmPath: path + "-shm") },
-        walSalt: WALInspection.salt(walPath: path + "-wal"))
+    guard inspection.headerIsValid, let invalid = inspection.firstInvalidFrame, let published,
+      WALInspection.salt(walPath: path + "-wal") == published.salt
     else { return false }
-    return invalid > reading.frames
+    return invalid > published.frames
   }
 
   /// For a read-only open, which cannot take the write lock: damage must be seen in three

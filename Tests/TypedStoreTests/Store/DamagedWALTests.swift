@@ -144,29 +144,4 @@ private func eventCount(_ url: URL, options: StoreOptions = StoreOptions()) thro
       try FileManager.default.removeItem(at: folder.appendingPathComponent(copy))
     }
   }
-
-  /// Which index reading judges damage: the one taken before the open, unless the log was
-  /// restarted after the open's first read (a harness run refused a store this way: a writer
-  /// restarted the log while the open waited for the lock, and another was killed mid-commit);
-  /// then the one taken under the lock, if it is of this log. A log changed only before the
-  /// first read is judged by nothing: the index may be this connection's rebuild of it.
-  @Test func damageIsJudgedByTheIndexReadingOfTheCurrentLog() {
-    let old = Data([1, 2, 3, 4, 5, 6, 7, 8])
-    let current = Data([9, 9, 9, 9, 9, 9, 9, 9])
-    let before = WALInspection.Published(frames: 1500, salt: old)
-    let now = WALInspection.Published(frames: 313, salt: current)
-    func reading(_ before: WALInspection.Published?, first: Data?, now: WALInspection.Published?, wal: Data?)
-      -> WALInspection.Published?
-    {
-      WALInspection.publishedReading(before: before, firstReadSalt: first, now: { now }, walSalt: wal)
-    }
-    #expect(reading(before, first: old, now: now, wal: old) == before)  // the same log
-    #expect(reading(before, first: old, now: now, wal: current) == now)  // restarted while waiting
-    #expect(reading(nil, first: old, now: now, wal: current) == now)
-    #expect(reading(before, first: old, now: nil, wal: current) == nil)  // no index of the log now
-    #expect(reading(before, first: old, now: before, wal: current) == nil)
-    #expect(reading(before, first: current, now: now, wal: current) == nil)  // changed before the first read
-    #expect(reading(before, first: nil, now: now, wal: current) == nil)  // a read-only open
-    #expect(reading(before, first: old, now: now, wal: nil) == nil)
-  }
 }
