@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import Synchronization
 import TypedStore
@@ -153,6 +154,24 @@ case "shop-plan":
 
 case "shopper-move":
   shopperMove(arguments)
+
+case "try-write":
+  // `try-write <store>`: tries to take the store's write lock, waiting 300 ms, as any other
+  // SQLite program would: prints "wrote" or "busy".
+  guard arguments.count == 2 else { fail("usage: try-write <store>", code: 64) }
+  var database: OpaquePointer?
+  guard sqlite3_open_v2(arguments[1], &database, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
+    fail("cannot open \(arguments[1])", code: 66)
+  }
+  sqlite3_busy_timeout(database, 300)
+  let code = sqlite3_exec(database, "BEGIN IMMEDIATE", nil, nil, nil)
+  if code == SQLITE_OK {
+    sqlite3_exec(database, "ROLLBACK", nil, nil, nil)
+    say("wrote")
+  } else {
+    say("busy (\(code))")
+  }
+  sqlite3_close(database)
 
 case "race":
   guard arguments.count == 5, let count = Int(arguments[3]), let start = Double(arguments[4]) else {

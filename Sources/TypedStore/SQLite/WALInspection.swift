@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What a store's write-ahead log holds, compared with what SQLite will replay from it.
 ///
@@ -88,9 +89,7 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
   /// opening the store: a connection's first read may rebuild the index from the log
   /// (recovery, which stops at damage), after which it no longer says what was published.
   static func publishedFrames(walPath: String, shmPath: String) -> Published? {
-    guard let shm = FileHandle(forReadingAtPath: shmPath) else { return nil }
-    defer { try? shm.close() }
-    guard let index = try? shm.read(upToCount: 96), index.count == 96,
+    guard let index = IndexFiles.read(shmPath, count: 96), index.count == 96,
       let wal = FileHandle(forReadingAtPath: walPath)
     else { return nil }
     defer { try? wal.close() }
@@ -104,6 +103,32 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
       Data(first).subdata(in: 32..<40) == walHeader.subdata(in: 16..<24)
     else { return nil }
     return Published(frames: Int(nativeWord(Data(first), 16)), salt: walHeader.subdata(in: 16..<24))
+  }
+
+  /// The salt of the store at `path`'s log (nil when it has no header) and what its index says
+  /// was published, read in that order, before an open.
+  static func before(path: String) -> (salt: Data?, published: Published?) {
+    (salt(walPath: path + "-wal"), publishedFrames(walPath: path + "-wal", shmPath: path + "-shm"))
+  }
+
+  /// The index reading that says which frames of the log whose salt is `walSalt` (read under
+  /// the write lock) were published: the one taken `before` the open when it is of this log;
+  /// when the log's salt is not the one it had before the open (`saltBefore`, nil for a log
+  /// with no header then), one taken `now`, if it is of this log; nil otherwise.
+  ///
+  /// A log whose header was written during the open was begun during it: its writers append
+  /// after the published frames and continue the checksum chain, so, short of the disk
+  /// failing meanwhile, only a killed writer's frames can be invalid in it, and its index (as
+  /// published, or rebuilt by recovery, which stops at the first invalid frame) says where the
+  /// acknowledged commits end. An index rebuilt from a log damaged before the open has that
+  /// log's salt, and is never asked.
+  static func publishedReading(
+    before: Published?, saltBefore: Data?, now: () -> Published?, walSalt: Data?
+  ) -> Published? {
+    guard let walSalt else { return nil }
+    if let before, before.salt == walSalt { return before }
+    guard saltBefore != walSalt, let current = now(), current.salt == walSalt else { return nil }
+    return current
   }
 
   /// Reads the WAL at `path`; nil when there is no such file or it holds no frame.
@@ -220,5 +245,57 @@ extension Data {
   fileprivate func bigEndianWord(at offset: Int) -> UInt32 {
     let start = startIndex + offset
     return self[start..<(start + 4)].reduce(0) { $0 << 8 | UInt32($1) }
+  }
+}
+
+/// The `-shm` files this process reads itself, each through one descriptor kept open while the
+/// file exists. SQLite takes its WAL locks (the write lock, read marks, "in use") with `fcntl`
+/// on the `-shm`, and POSIX releases every lock a process holds on a file when the process
+/// closes any descriptor of it: opening and closing the file around each reading would
+/// release the locks of this process's own connections to the store.
+enum IndexFiles {
+  private struct Entry {
+    var descriptor: Int32
+    var device: UInt
+    var inode: UInt
+  }
+
+  private static let open = Mutex<[String: Entry]>([:])
+
+  /// The first `count` bytes of the `-shm` at `path`, or nil.
+  static func read(_ path: String, count: Int) -> Data? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    return open.withLock { entries -> Data? in
+      forgetGone(&entries)
+      let entry: Entry
+      if let known = entries[path], known.device == UInt(info.st_dev), known.inode == UInt(info.st_ino) {
+        entry = known
+      } else {
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        var opened = stat()
+        // The file at `path` may have been replaced between `stat` and `open`: key by what was opened.
+        guard fstat(descriptor, &opened) == 0 else { return nil }
+        entry = Entry(descriptor: descriptor, device: UInt(opened.st_dev), inode: UInt(opened.st_ino))
+        entries[path] = entry
+      }
+      var bytes = [UInt8](repeating: 0, count: count)
+      let read = bytes.withUnsafeMutableBytes { pread(entry.descriptor, $0.baseAddress, count, 0) }
+      return read == count ? Data(bytes) : nil
+    }
+  }
+
+  /// Closes the descriptors of files that were deleted or replaced. SQLite deletes a `-shm`
+  /// only when the last connection to it closes, under an exclusive lock, so no connection of
+  /// this process holds a lock on a file that is gone.
+  private static func forgetGone(_ entries: inout [String: Entry]) {
+    for (path, entry) in entries {
+      var info = stat()
+      if stat(path, &info) != 0 || UInt(info.st_dev) != entry.device || UInt(info.st_ino) != entry.inode {
+        close(entry.descriptor)
+        entries[path] = nil
+      }
+    }
   }
 }

@@ -51,9 +51,10 @@ extension PersistentStore {
     try checkPath(path, options: options)
     var damagedWALCopied = false
     try checkWALBeforeOpening(path: path, options: options, copied: &damagedWALCopied)
-    // What the WAL index said was published, read before this connection's first read can
-    // rebuild the index from the log (SQLite's recovery, which stops at damage).
-    let published = WALInspection.publishedFrames(walPath: path + "-wal", shmPath: path + "-shm")
+    // The log's generation, and what the WAL index said was published, read before this
+    // connection's first read can rebuild the index from the log (recovery stops at damage).
+    let before = WALInspection.before(path: path)
+    let published = before.published
     // The companion files this open makes SQLite create, if it does: they go again when the
     // open is refused, and, for a read-only open, when its last connection closes.
     let companions = CompanionFileCleanup(forOpening: path)
@@ -90,7 +91,7 @@ extension PersistentStore {
         }
         try connection.enableWAL(deadline: deadline)
         identifier = try connection.writeTransaction(deadline: deadline) {
-          try checkWAL(path: path, options: options, published: published, copied: &damagedWALCopied)
+          try checkWAL(path: path, options: options, before: before, copied: &damagedWALCopied)
           // Read again under the lock: another process may have created or migrated it meanwhile.
           if let identifier = try existingStore(
             connection: connection, path: path, model: model, change: .migrate(options, migration))
@@ -362,10 +363,11 @@ extension PersistentStore {
   /// Under the write lock no other connection can append to the WAL or restart it, so what
   /// is read is what SQLite would replay.
   private static func checkWAL(
-    path: String, options: StoreOptions, published: WALInspection.Published?, copied: inout Bool
+    path: String, options: StoreOptions, before: (salt: Data?, published: WALInspection.Published?),
+    copied: inout Bool
   ) throws {
     guard let inspection = try WALInspection(path: path + "-wal"), inspection.isDamaged,
-      !isUnpublishedLeftover(inspection, path: path, published: published)
+      !isUnpublishedLeftover(inspection, path: path, published: before.published, saltBefore: .some(before.salt))
     else { return }
     try handleDamage(inspection, path: path, options: options, copied: &copied)
   }
@@ -375,13 +377,27 @@ extension PersistentStore {
   /// published its commit, partly overwritten by a later commit
   /// (`WALInspection.publishedFrames`). SQLite never replays them, and no one was told they
   /// were committed.
+  ///
+  /// Under the write lock (`saltBefore` given: the log's salt before the open, nil for no
+  /// header), a log begun during the open is judged by the index read now
+  /// (`WALInspection.publishedReading`): a writer may have restarted the log while this open
+  /// waited for the lock, and another been killed mid-commit. Without the lock, only the
+  /// reading taken before counts.
   private static func isUnpublishedLeftover(
-    _ inspection: WALInspection, path: String, published: WALInspection.Published?
+    _ inspection: WALInspection, path: String, published: WALInspection.Published?, saltBefore: Data?? = nil
   ) -> Bool {
-    guard inspection.headerIsValid, let invalid = inspection.firstInvalidFrame, let published,
-      WALInspection.salt(walPath: path + "-wal") == published.salt
-    else { return false }
-    return invalid > published.frames
+    guard inspection.headerIsValid, let invalid = inspection.firstInvalidFrame else { return false }
+    let walSalt = WALInspection.salt(walPath: path + "-wal")
+    let reading: WALInspection.Published?
+    if let saltBefore {
+      reading = WALInspection.publishedReading(
+        before: published, saltBefore: saltBefore,
+        now: { WALInspection.publishedFrames(walPath: path + "-wal", shmPath: path + "-shm") }, walSalt: walSalt)
+    } else {
+      reading = published.flatMap { $0.salt == walSalt ? $0 : nil }
+    }
+    guard let reading else { return false }
+    return invalid > reading.frames
   }
 
   /// For a read-only open, which cannot take the write lock: damage must be seen in three

@@ -144,4 +144,54 @@ private func eventCount(_ url: URL, options: StoreOptions = StoreOptions()) thro
       try FileManager.default.removeItem(at: folder.appendingPathComponent(copy))
     }
   }
+
+  /// Which index reading judges damage under the write lock: the one taken before the open
+  /// when it is of the log; for a log begun during the open (a salt other than the log's
+  /// before, or a log that had no header then), the one taken now (a harness run refused a
+  /// store when a writer restarted the log while the open waited for the lock and another
+  /// was killed mid-commit). A log of the salt it had before is judged by nothing else: an
+  /// index read now may be a rebuild from that log, which stops at its damage.
+  @Test func damageIsJudgedByTheIndexReadingOfTheCurrentLog() {
+    let old = Data([1, 2, 3, 4, 5, 6, 7, 8])
+    let current = Data([9, 9, 9, 9, 9, 9, 9, 9])
+    let before = WALInspection.Published(frames: 1500, salt: old)
+    let now = WALInspection.Published(frames: 313, salt: current)
+    func reading(_ before: WALInspection.Published?, saltBefore: Data?, now: WALInspection.Published?, wal: Data?)
+      -> WALInspection.Published?
+    {
+      WALInspection.publishedReading(before: before, saltBefore: saltBefore, now: { now }, walSalt: wal)
+    }
+    #expect(reading(before, saltBefore: old, now: now, wal: old) == before)  // the same log
+    #expect(reading(before, saltBefore: old, now: now, wal: current) == now)  // restarted during the open
+    #expect(reading(nil, saltBefore: nil, now: now, wal: current) == now)  // no log before
+    #expect(reading(nil, saltBefore: old, now: now, wal: current) == now)  // no index before
+    #expect(reading(before, saltBefore: old, now: nil, wal: current) == nil)  // no index of the log now
+    #expect(reading(before, saltBefore: old, now: before, wal: current) == nil)  // the index names another log
+    #expect(reading(nil, saltBefore: current, now: now, wal: current) == nil)  // the log of before: maybe a rebuild
+    #expect(reading(before, saltBefore: old, now: now, wal: nil) == nil)
+  }
+
+  /// Reading the WAL index must not release this process's SQLite locks on it: POSIX drops
+  /// every lock a process holds on a file when it closes any descriptor of the file, and
+  /// SQLite's WAL write lock is one of them. While a container of this process holds the
+  /// write lock, opening a second container on the store (which reads the index) must leave
+  /// another process unable to write.
+  @Test func readingTheIndexKeepsThisProcessesLocks() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    let path = container.persistentStore.url.path
+    try await container.performBackgroundTask { context in
+      _ = Note(context: context)
+      try context.save()
+    }
+    let holder = try SQLiteConnection(path: path, mode: .readWrite)
+    try holder.execute("BEGIN IMMEDIATE")  // this process holds the write lock
+    defer { try? holder.execute("ROLLBACK") }
+    for _ in 0..<3 {
+      _ = WALInspection.publishedFrames(walPath: path + "-wal", shmPath: path + "-shm")
+    }
+    let other = try await offThePool {
+      try SpawnedProcess(builtProduct("typedstore-test-writer"), ["try-write", path]).finish(seconds: 60)
+    }
+    #expect(other.contains("busy"), "another process wrote while this one held the write lock: \(other)")
+  }
 }
