@@ -77,6 +77,9 @@ final class PostgreSQLConnection {
   /// NULL. Returns the rows it returned (none for a command).
   @discardableResult
   func execute(_ sql: String, _ parameters: [String?] = []) throws(PostgreSQLError) -> PostgreSQLRows {
+    if parameters.contains(where: { $0?.utf8.contains(0) ?? false }) {
+      throw PostgreSQLError(kind: .statement, message: "PostgreSQL text cannot hold a NUL character")
+    }
     let result = Self.withCStrings(parameters) { values in
       PQexecParams(connection, sql, Int32(parameters.count), nil, values, nil, nil, 0)
     }
@@ -95,12 +98,17 @@ final class PostgreSQLConnection {
   }
 
   /// Runs `body` in a transaction at READ COMMITTED: committed when it returns, rolled back
-  /// when it throws.
+  /// when it throws. A transaction a failed statement aborted is rolled back and throws even
+  /// when `body` caught the statement's error (PostgreSQL answers such a COMMIT with ROLLBACK).
   @discardableResult
   func transaction<T>(_ body: () throws -> T) throws -> T {
     try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
     do {
       let value = try body()
+      guard PQtransactionStatus(connection) == PQTRANS_INTRANS else {
+        throw PostgreSQLError(
+          kind: .statement, sqlState: "25P02", message: "a statement of the transaction failed; it was rolled back")
+      }
       try execute("COMMIT")
       return value
     } catch {
@@ -120,13 +128,19 @@ final class PostgreSQLConnection {
   /// The notifications that arrived, waiting up to `timeout` for the first when none has:
   /// the server delivers a transaction's notifications when it commits, in commit order.
   func notifications(waitingUpTo timeout: Duration) throws(PostgreSQLError) -> [PostgreSQLNotification] {
-    var received = try drainNotifications()
-    guard received.isEmpty else { return received }
-    var poller = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
-    let milliseconds = Int32(
-      clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-    if poll(&poller, 1, milliseconds) > 0 { received = try drainNotifications() }
-    return received
+    let deadline = ContinuousClock.now + max(timeout, .zero)
+    while true {
+      let received = try drainNotifications()
+      let remaining = deadline - ContinuousClock.now
+      guard received.isEmpty, remaining > .zero else { return received }
+      // Whole milliseconds, rounded up, at most a minute per poll (the loop goes on after it).
+      let (seconds, attoseconds) = min(remaining, .seconds(60)).components
+      let milliseconds = Int32(seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+      var poller = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
+      if poll(&poller, 1, milliseconds) < 0 && errno != EINTR {
+        throw PostgreSQLError(kind: .connection, message: "poll failed: \(String(cString: strerror(errno)))")
+      }
+    }
   }
 
   private func drainNotifications() throws(PostgreSQLError) -> [PostgreSQLNotification] {
@@ -161,7 +175,8 @@ final class PostgreSQLConnection {
     text.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "unknown error"
   }
 
-  /// Calls `body` with the parameters as C strings (NULL for nil), alive for the call.
+  /// Calls `body` with the parameters as C strings (NULL for nil), alive for the call. (A NUL
+  /// character would end a C string early; `execute` refuses such a value first.)
   private static func withCStrings<R>(
     _ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R
   ) -> R {

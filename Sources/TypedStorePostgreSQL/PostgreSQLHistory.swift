@@ -12,6 +12,12 @@ import Foundation
 /// N + 1, and a reader that sees N sees everything below it. The same statement records the
 /// transaction and its changes and sends `pg_notify`, which the server delivers at commit, in
 /// commit order. Each transaction's `xid8` is kept too, for a later mode that orders by it.
+///
+/// What this needs: every write transaction of the store takes its number through `record`,
+/// in the same transaction as its rows, at READ COMMITTED (at REPEATABLE READ the waiting
+/// writer gets a serialization failure instead of the next number). The price: a store's
+/// writers commit one at a time from their numbering statement on, through the commit's
+/// flush; the `xid8` is what a higher-throughput mode would order by.
 struct PostgreSQLHistory {
   /// One change of a transaction, as history records it.
   struct Change: Sendable, Equatable {
@@ -54,8 +60,15 @@ struct PostgreSQLHistory {
 
   private func table(_ name: String) -> String { "\"\(schema)\".\"\(name)\"" }
 
-  /// Creates the schema and the history tables, if missing.
-  func create(on connection: PostgreSQLConnection) throws(PostgreSQLError) {
+  /// Creates the schema and the history tables, if missing: in one transaction under an
+  /// advisory lock of the schema's name, since two sessions running `CREATE … IF NOT EXISTS`
+  /// at once can both try to create and one fail.
+  func create(on connection: PostgreSQLConnection) throws {
+    try connection.transaction { try createTables(on: connection) }
+  }
+
+  private func createTables(on connection: PostgreSQLConnection) throws(PostgreSQLError) {
+    try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", ["typedstore:" + schema])
     for statement in [
       "CREATE SCHEMA IF NOT EXISTS \"\(schema)\"",
       """

@@ -31,6 +31,16 @@ import Testing
       }
     }
     #expect(try connection.execute("SELECT count(*) FROM \(schema).note").rows == [["2"]])
+    // A body that swallows a failed statement's error does not commit the aborted transaction.
+    let aborted = #expect(throws: PostgreSQLError.self) {
+      try connection.transaction {
+        try connection.execute("INSERT INTO \(schema).note VALUES (4, 'four')")
+        _ = try? connection.execute("SELECT 1 / 0")
+      }
+    }
+    #expect(aborted?.sqlState == "25P02")
+    #expect(try connection.execute("SELECT count(*) FROM \(schema).note").rows == [["2"]])
+    #expect(throws: PostgreSQLError.self) { try connection.execute("SELECT $1::text", ["a\u{0}b"]) }
   }
 
   @Test func aServerThatIsNotThereIsAConnectionError() {
@@ -102,6 +112,7 @@ import Testing
       [.init(kind: .insert, entity: "Note", primaryKey: 1)], author: "A", contextName: nil, on: a)
     let bDone = Shared(false)
     let bProcess = Shared<Int32>(0)
+    let failures = Shared<[String]>([])
     let b = Thread {
       do {
         let connection = try PostgreSQLConnection(url: server.url)
@@ -111,7 +122,7 @@ import Testing
             [.init(kind: .insert, entity: "Note", primaryKey: 2)], author: "B", contextName: nil, on: connection)
         }
       } catch {
-        Issue.record("B: \(error)")
+        failures.update { $0.append("B: \(error)") }
       }
       bDone.value = true
     }
@@ -119,7 +130,8 @@ import Testing
     // B waits for A's lock on the counter row (the server says so), and has not committed.
     let reader = try PostgreSQLConnection(url: server.url)
     var waiting = false
-    for _ in 0..<200 where !waiting {
+    let waitDeadline = ContinuousClock.now + .seconds(30)  // both cores may be busy
+    while !waiting && ContinuousClock.now < waitDeadline && !bDone.value {
       let pid = bProcess.value
       if pid != 0 {
         let rows = try reader.execute(
@@ -133,9 +145,11 @@ import Testing
     #expect(!bCommitted)
     #expect(try history.transactions(after: 0, on: reader).isEmpty)  // neither committed
     try a.execute("COMMIT")
-    for _ in 0..<500 where !bDone.value {
+    let doneDeadline = ContinuousClock.now + .seconds(30)
+    while !bDone.value && ContinuousClock.now < doneDeadline {
       try await Task.sleep(for: .milliseconds(10))
     }
+    #expect(failures.value.isEmpty, "\(failures.value)")
     let read = try history.transactions(after: 0, on: reader)
     #expect(read.map(\.number) == [first, first + 1])
     #expect(read.map(\.author) == ["A", "B"])
@@ -148,6 +162,7 @@ import Testing
     let writers = 4
     let perWriter = 40
     let finished = Shared(0)
+    let failures = Shared<[String]>([])
     for writer in 0..<writers {
       Thread {
         do {
@@ -161,7 +176,7 @@ import Testing
             }
           }
         } catch {
-          Issue.record("writer \(writer): \(error)")
+          failures.update { $0.append("writer \(writer): \(error)") }
         }
         finished.update { $0 += 1 }
       }.start()
@@ -171,9 +186,12 @@ import Testing
     let deadline = ContinuousClock.now + .seconds(60)
     while ContinuousClock.now < deadline {
       let done = finished.value == writers
-      seen += try history.transactions(after: seen.last ?? 0, limit: 7, on: reader).map(\.number)
-      if done && seen.count >= writers * perWriter { break }
+      let read = try history.transactions(after: seen.last ?? 0, limit: 7, on: reader).map(\.number)
+      seen += read
+      if done && read.isEmpty { break }  // every writer ended, and nothing is left to read
+      if read.isEmpty { try await Task.sleep(for: .milliseconds(2)) }
     }
+    #expect(failures.value.isEmpty, "\(failures.value)")
     #expect(seen == Array(1...Int64(writers * perWriter)))
   }
 }

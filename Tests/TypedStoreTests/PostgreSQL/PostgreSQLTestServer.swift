@@ -3,8 +3,9 @@ import Spawning
 import Synchronization
 
 /// A throwaway PostgreSQL server for the tests of this process: a cluster made with `initdb`
-/// in a temporary folder, listening on a Unix socket there and on a loopback port, with
-/// `fsync=off`; stopped when the process exits. Debian's binaries are under
+/// in a folder of `/tmp` only its owner enters, listening on a Unix socket there and on a
+/// loopback port (with a password), with `fsync=off`; stopped when the process exits, and by
+/// the next test process when this one died first. Debian's binaries are under
 /// `/usr/lib/postgresql/15/bin` (`Tools/setup.sh` installs them); `initdb` refuses root, so
 /// as root the server runs as the `postgres` user.
 ///
@@ -20,10 +21,15 @@ enum PostgreSQLTestServer {
   struct Server: Sendable {
     var folder: String
     var port: Int
-    /// A URL of the server through its Unix socket.
-    var url: String { "postgresql:///postgres?host=\(folder)&port=\(port)&user=postgres" }
-    /// A URL of the server through loopback TCP, as another host would connect.
-    var tcpURL: String { "postgresql://postgres@127.0.0.1:\(port)/postgres" }
+    var password: String
+    /// A URL of the server through its Unix socket (in a folder only its owner enters).
+    var url: String {
+      "postgresql:///postgres?host=\(folder.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? folder)"
+        + "&port=\(port)&user=postgres"
+    }
+    /// A URL of the server through loopback TCP, as another host would connect (with a
+    /// password: another local user cannot connect).
+    var tcpURL: String { "postgresql://postgres:\(password)@127.0.0.1:\(port)/postgres" }
   }
 
   /// The server, started on first use.
@@ -49,22 +55,33 @@ enum PostgreSQLTestServer {
         description: "PostgreSQL 15 is not installed (\(binaries)/initdb): run Tools/setup.sh, which installs "
           + "postgresql-15 and libpq-dev")
     }
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "typedstore-postgresql-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))"
-    ).path
-    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     let asRoot = getuid() == 0
+    removeLeftovers(asRoot: asRoot)
+    // A short path: a Unix socket's path is limited to 107 bytes.
+    let folder = "/tmp/\(folderPrefix)\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))"
+    try FileManager.default.createDirectory(
+      atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     if asRoot { try run(["/bin/chown", "postgres:postgres", folder], as: false) }
+    let password = UUID().uuidString
+    guard
+      FileManager.default.createFile(
+        atPath: "\(folder)-password", contents: Data(password.utf8), attributes: [.posixPermissions: 0o600])
+    else { throw StartError(description: "cannot write \(folder)-password") }
+    defer { try? FileManager.default.removeItem(atPath: "\(folder)-password") }
+    if asRoot { try run(["/bin/chown", "postgres:postgres", "\(folder)-password"], as: false) }
     try run(
-      ["\(binaries)/initdb", "-D", "\(folder)/data", "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"],
-      as: asRoot)
+      [
+        "\(binaries)/initdb", "-D", "\(folder)/data", "-U", "postgres", "--auth-local=trust",
+        "--auth-host=scram-sha-256", "--pwfile=\(folder)-password", "--no-sync", "-E", "UTF8", "--no-locale",
+      ], as: asRoot)
     // A port from the process ID, then others if one is taken (another test run's server).
     var failures: [String] = []
     for attempt in 0..<5 {
-      let port = 20_000 + (Int(ProcessInfo.processInfo.processIdentifier) + attempt * 7_919) % 20_000
+      // Below Linux's ephemeral ports (32768 and up).
+      let port = 20_000 + (Int(ProcessInfo.processInfo.processIdentifier) + attempt * 7_919) % 12_000
       let options =
-        "-k \(folder) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
-        + "-c full_page_writes=off -c max_connections=200"
+        "-k \(folder) -p \(port) -c listen_addresses=127.0.0.1 -c unix_socket_permissions=0700 -c fsync=off "
+        + "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
       do {
         try run(
           [
@@ -76,7 +93,7 @@ enum PostgreSQLTestServer {
         continue
       }
       stopAtExit(folder: folder, asRoot: asRoot)
-      return Server(folder: folder, port: port)
+      return Server(folder: folder, port: port, password: password)
     }
     let log = (try? String(contentsOfFile: "\(folder)/server.log", encoding: .utf8)) ?? ""
     throw StartError(description: "the PostgreSQL server did not start: \(failures.last ?? "")\n\(log)")
@@ -97,6 +114,21 @@ enum PostgreSQLTestServer {
     process.waitUntilExit()
     guard process.terminationStatus == 0 else {
       throw StartError(description: "\(command.joined(separator: " ")) failed: \(text)")
+    }
+  }
+
+  static let folderPrefix = "typedstore-postgresql-"
+
+  /// Stops and removes the servers of test processes that died without stopping theirs (a
+  /// crash, a signal, a CI timeout: `atexit` did not run).
+  private static func removeLeftovers(asRoot: Bool) {
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/tmp") else { return }
+    for name in names where name.hasPrefix(folderPrefix) && !name.hasSuffix("-password") {
+      let pid = name.dropFirst(folderPrefix.count).prefix { $0.isNumber }
+      guard let pid = Int32(pid), kill(pid, 0) != 0, errno == ESRCH else { continue }  // its owner is gone
+      let folder = "/tmp/\(name)"
+      try? run(["\(binaries)/pg_ctl", "-D", "\(folder)/data", "-m", "immediate", "-w", "stop"], as: asRoot)
+      try? FileManager.default.removeItem(atPath: folder)
     }
   }
 
