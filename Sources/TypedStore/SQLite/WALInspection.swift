@@ -89,9 +89,13 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
   /// opening the store: a connection's first read may rebuild the index from the log
   /// (recovery, which stops at damage), after which it no longer says what was published.
   static func publishedFrames(walPath: String, shmPath: String) -> Published? {
-    guard let index = IndexFiles.read(shmPath, count: 96), index.count == 96,
-      let wal = FileHandle(forReadingAtPath: walPath)
-    else { return nil }
+    // The index header's two copies differ while a writer publishes: read again, as SQLite does.
+    var index = IndexFiles.read(shmPath, count: 96)
+    for _ in 0..<3 where index.map({ $0.prefix(48) != $0.suffix(48) }) ?? false {
+      sched_yield()
+      index = IndexFiles.read(shmPath, count: 96)
+    }
+    guard let index, index.count == 96, let wal = FileHandle(forReadingAtPath: walPath) else { return nil }
     defer { try? wal.close() }
     guard let walHeader = try? wal.read(upToCount: headerSize), walHeader.count == headerSize else { return nil }
     let first = index.prefix(48)
@@ -107,14 +111,31 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
 
   /// The salt of the store at `path`'s log (nil when it has no header) and what its index says
   /// was published, read in that order, before an open.
-  static func before(path: String) -> (salt: Data?, published: Published?) {
-    (salt(walPath: path + "-wal"), publishedFrames(walPath: path + "-wal", shmPath: path + "-shm"))
+  static func before(path: String) -> (log: LogBefore, published: Published?) {
+    (logBefore(walPath: path + "-wal"), publishedFrames(walPath: path + "-wal", shmPath: path + "-shm"))
+  }
+
+  /// What the log was before an open: absent or without a whole header, of a generation
+  /// (its salt), or unknown (the file could not be read).
+  enum LogBefore: Equatable {
+    case noHeader
+    case salt(Data)
+    case unknown
+  }
+
+  static func logBefore(walPath: String) -> LogBefore {
+    guard FileManager.default.fileExists(atPath: walPath) else { return .noHeader }
+    guard let wal = FileHandle(forReadingAtPath: walPath), let header = try? wal.read(upToCount: headerSize) else {
+      return .unknown
+    }
+    try? wal.close()
+    return header.count == headerSize ? .salt(header.subdata(in: 16..<24)) : .noHeader
   }
 
   /// The index reading that says which frames of the log whose salt is `walSalt` (read under
   /// the write lock) were published: the one taken `before` the open when it is of this log;
-  /// when the log's salt is not the one it had before the open (`saltBefore`, nil for a log
-  /// with no header then), one taken `now`, if it is of this log; nil otherwise.
+  /// when the log is known to have had another salt, or no header, before the open
+  /// (`logBefore`), one taken `now`, if it is of this log; nil otherwise.
   ///
   /// A log whose header was written during the open was begun during it: its writers append
   /// after the published frames and continue the checksum chain, so, short of the disk
@@ -123,12 +144,22 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
   /// acknowledged commits end. An index rebuilt from a log damaged before the open has that
   /// log's salt, and is never asked.
   static func publishedReading(
-    before: Published?, saltBefore: Data?, now: () -> Published?, walSalt: Data?
+    before: Published?, logBefore: LogBefore, now: () -> Published?, walSalt: Data?
   ) -> Published? {
     guard let walSalt else { return nil }
     if let before, before.salt == walSalt { return before }
-    guard saltBefore != walSalt, let current = now(), current.salt == walSalt else { return nil }
+    guard logBefore != .unknown, logBefore != .salt(walSalt), let current = now(), current.salt == walSalt else {
+      return nil
+    }
     return current
+  }
+
+  /// Whether the log at `walPath` was begun during an open (its salt now is known to differ
+  /// from the one before it, or it had no header then): only a writer killed during the open
+  /// can have left invalid frames in it, short of the disk failing.
+  static func wasBegunDuring(_ logBefore: LogBefore, walPath: String) -> Bool {
+    guard logBefore != .unknown, let now = salt(walPath: walPath) else { return false }
+    return logBefore != .salt(now)
   }
 
   /// Reads the WAL at `path`; nil when there is no such file or it holds no frame.
@@ -248,54 +279,67 @@ extension Data {
   }
 }
 
-/// The `-shm` files this process reads itself, each through one descriptor kept open while the
-/// file exists. SQLite takes its WAL locks (the write lock, read marks, "in use") with `fcntl`
-/// on the `-shm`, and POSIX releases every lock a process holds on a file when the process
-/// closes any descriptor of it: opening and closing the file around each reading would
-/// release the locks of this process's own connections to the store.
+/// The `-shm` files this process reads itself, each through one descriptor kept open. SQLite
+/// takes its WAL locks (the write lock, read marks, "in use") with `fcntl` on the `-shm`, and
+/// POSIX releases every lock a process holds on a file when the process closes any descriptor
+/// of it: opening and closing the file around each reading would release the locks of this
+/// process's own connections to the store. A descriptor is closed only once its file is
+/// deleted and no other descriptor of this process refers to it (SQLite no longer uses it
+/// here), so files do not pile up for a process that opens stores again and again.
+/// (Mutex-only state: Tools/tsan-suppressions.txt names the type.)
 enum IndexFiles {
-  private struct Entry {
-    var descriptor: Int32
+  private struct FileID: Hashable {
     var device: UInt
     var inode: UInt
   }
 
-  private static let open = Mutex<[String: Entry]>([:])
+  /// By file, the descriptors this process opened of it: one, but for a file that replaced
+  /// another between a `stat` and an `open`, which keeps both (closing either would release
+  /// the locks).
+  private static let descriptors = Mutex<[FileID: [Int32]]>([:])
 
-  /// The first `count` bytes of the `-shm` at `path`, or nil.
+  /// The first `count` bytes of the regular file at `path` (a `-shm`), or nil.
   static func read(_ path: String, count: Int) -> Data? {
-    var info = stat()
-    guard stat(path, &info) == 0 else { return nil }
-    return open.withLock { entries -> Data? in
-      forgetGone(&entries)
-      let entry: Entry
-      if let known = entries[path], known.device == UInt(info.st_dev), known.inode == UInt(info.st_ino) {
-        entry = known
-      } else {
-        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        var opened = stat()
-        // The file at `path` may have been replaced between `stat` and `open`: key by what was opened.
-        guard fstat(descriptor, &opened) == 0 else { return nil }
-        entry = Entry(descriptor: descriptor, device: UInt(opened.st_dev), inode: UInt(opened.st_ino))
-        entries[path] = entry
+    descriptors.withLock { descriptors -> Data? in
+      forgetUnused(&descriptors)
+      var info = stat()
+      guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+      var descriptor = descriptors[FileID(device: UInt(info.st_dev), inode: UInt(info.st_ino))]?.first
+      if descriptor == nil {
+        let opened = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard opened >= 0 else { return nil }
+        var openedInfo = stat()
+        guard fstat(opened, &openedInfo) == 0 else { return nil }  // kept open: it may be locked
+        descriptors[FileID(device: UInt(openedInfo.st_dev), inode: UInt(openedInfo.st_ino)), default: []].append(opened)
+        descriptor = opened
       }
+      guard let descriptor else { return nil }
       var bytes = [UInt8](repeating: 0, count: count)
-      let read = bytes.withUnsafeMutableBytes { pread(entry.descriptor, $0.baseAddress, count, 0) }
+      let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, 0) }
       return read == count ? Data(bytes) : nil
     }
   }
 
-  /// Closes the descriptors of files that were deleted or replaced. SQLite deletes a `-shm`
-  /// only when the last connection to it closes, under an exclusive lock, so no connection of
-  /// this process holds a lock on a file that is gone.
-  private static func forgetGone(_ entries: inout [String: Entry]) {
-    for (path, entry) in entries {
+  /// Closes the descriptors of deleted files that no other descriptor of this process refers
+  /// to: closing them releases no lock SQLite holds here. Without `/proc/self/fd`, none.
+  private static func forgetUnused(_ descriptors: inout [FileID: [Int32]]) {
+    let deleted = descriptors.filter { _, ours in
       var info = stat()
-      if stat(path, &info) != 0 || UInt(info.st_dev) != entry.device || UInt(info.st_ino) != entry.inode {
-        close(entry.descriptor)
-        entries[path] = nil
-      }
+      return ours.first.map { fstat($0, &info) == 0 && info.st_nlink == 0 } ?? false
+    }
+    guard !deleted.isEmpty,
+      let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")
+    else { return }
+    var others: [FileID: Int] = [:]
+    for name in names {
+      guard let descriptor = Int32(name) else { continue }
+      var info = stat()
+      guard fstat(descriptor, &info) == 0 else { continue }
+      others[FileID(device: UInt(info.st_dev), inode: UInt(info.st_ino)), default: 0] += 1
+    }
+    for (id, ours) in deleted where others[id, default: 0] <= ours.count {  // ours alone
+      for descriptor in ours { close(descriptor) }
+      descriptors[id] = nil
     }
   }
 }

@@ -54,13 +54,12 @@ extension PersistentStore {
     // The log's generation, and what the WAL index said was published, read before this
     // connection's first read can rebuild the index from the log (recovery stops at damage).
     let before = WALInspection.before(path: path)
-    let published = before.published
     // The companion files this open makes SQLite create, if it does: they go again when the
     // open is refused, and, for a read-only open, when its last connection closes.
     let companions = CompanionFileCleanup(forOpening: path)
     if !options.isReadOnly && companions == nil {
       try refuseWithoutWriting(
-        path: path, model: model, options: options, migration: migration, published: published,
+        path: path, model: model, options: options, migration: migration, before: before,
         copied: &damagedWALCopied)
     }
 
@@ -83,7 +82,7 @@ extension PersistentStore {
       if options.isReadOnly {
         identifier = try readStore(
           connection: connection, path: path, model: model, migration: migration, deadline: deadline)
-        try checkWALWithoutLock(path: path, options: options, published: published, copied: &damagedWALCopied)
+        try checkWALWithoutLock(path: path, options: options, before: before, copied: &damagedWALCopied)
       } else {
         // Refuse another application's database before switching it to WAL.
         _ = try connection.readTransaction {
@@ -131,7 +130,7 @@ extension PersistentStore {
   /// under the write lock.
   private static func refuseWithoutWriting(
     path: String, model: ManagedObjectModel, options: StoreOptions, migration: StagedMigration?,
-    published: WALInspection.Published?, copied: inout Bool
+    before: (log: WALInspection.LogBefore, published: WALInspection.Published?), copied: inout Bool
   ) throws {
     guard let probe = try? SQLiteConnection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout) else {
       return  // the writer connection reports why it cannot open the file
@@ -150,7 +149,7 @@ extension PersistentStore {
       default: return
       }
     }
-    try checkWALWithoutLock(path: path, options: options, published: published, copied: &copied)
+    try checkWALWithoutLock(path: path, options: options, before: before, copied: &copied)
   }
 
   // MARK: - The path
@@ -363,11 +362,11 @@ extension PersistentStore {
   /// Under the write lock no other connection can append to the WAL or restart it, so what
   /// is read is what SQLite would replay.
   private static func checkWAL(
-    path: String, options: StoreOptions, before: (salt: Data?, published: WALInspection.Published?),
+    path: String, options: StoreOptions, before: (log: WALInspection.LogBefore, published: WALInspection.Published?),
     copied: inout Bool
   ) throws {
     guard let inspection = try WALInspection(path: path + "-wal"), inspection.isDamaged,
-      !isUnpublishedLeftover(inspection, path: path, published: before.published, saltBefore: .some(before.salt))
+      !isUnpublishedLeftover(inspection, path: path, published: before.published, logBefore: before.log)
     else { return }
     try handleDamage(inspection, path: path, options: options, copied: &copied)
   }
@@ -378,20 +377,20 @@ extension PersistentStore {
   /// (`WALInspection.publishedFrames`). SQLite never replays them, and no one was told they
   /// were committed.
   ///
-  /// Under the write lock (`saltBefore` given: the log's salt before the open, nil for no
-  /// header), a log begun during the open is judged by the index read now
-  /// (`WALInspection.publishedReading`): a writer may have restarted the log while this open
-  /// waited for the lock, and another been killed mid-commit. Without the lock, only the
-  /// reading taken before counts.
+  /// Under the write lock (`logBefore` given), a log begun during the open is judged by the
+  /// index read now (`WALInspection.publishedReading`): a writer may have restarted the log
+  /// while this open waited for the lock, and another been killed mid-commit. Without the
+  /// lock, only the reading taken before counts.
   private static func isUnpublishedLeftover(
-    _ inspection: WALInspection, path: String, published: WALInspection.Published?, saltBefore: Data?? = nil
+    _ inspection: WALInspection, path: String, published: WALInspection.Published?,
+    logBefore: WALInspection.LogBefore? = nil
   ) -> Bool {
     guard inspection.headerIsValid, let invalid = inspection.firstInvalidFrame else { return false }
     let walSalt = WALInspection.salt(walPath: path + "-wal")
     let reading: WALInspection.Published?
-    if let saltBefore {
+    if let logBefore {
       reading = WALInspection.publishedReading(
-        before: published, saltBefore: saltBefore,
+        before: published, logBefore: logBefore,
         now: { WALInspection.publishedFrames(walPath: path + "-wal", shmPath: path + "-shm") }, walSalt: walSalt)
     } else {
       reading = published.flatMap { $0.salt == walSalt ? $0 : nil }
@@ -404,14 +403,18 @@ extension PersistentStore {
   /// reads 10 ms apart with the WAL unchanged in between (a writer appending meanwhile can
   /// make one read look damaged; real damage stays).
   private static func checkWALWithoutLock(
-    path: String, options: StoreOptions, published: WALInspection.Published?, copied: inout Bool
+    path: String, options: StoreOptions, before: (log: WALInspection.LogBefore, published: WALInspection.Published?),
+    copied: inout Bool
   ) throws {
     var last: WALInspection?
     for attempt in 0..<3 {
-      let before = fileSignature(path + "-wal")
+      let signature = fileSignature(path + "-wal")
+      // A log begun during the open holds no damage of before it (a killed writer's frames
+      // at most); for an open for writing, the check under the lock follows.
       guard let inspection = try WALInspection(path: path + "-wal"), inspection.isDamaged,
-        !isUnpublishedLeftover(inspection, path: path, published: published), fileSignature(path + "-wal") == before,
-        attempt == 0 || inspection == last
+        !WALInspection.wasBegunDuring(before.log, walPath: path + "-wal"),
+        !isUnpublishedLeftover(inspection, path: path, published: before.published),
+        fileSignature(path + "-wal") == signature, attempt == 0 || inspection == last
       else { return }
       last = inspection
       if attempt < 2 { Thread.sleep(forTimeInterval: 0.01) }
