@@ -104,9 +104,25 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
       data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }
     }
     guard first.elementsEqual(second), nativeWord(Data(first), 0) == 3_007_000, first[first.startIndex + 12] == 1,
-      Data(first).subdata(in: 32..<40) == walHeader.subdata(in: 16..<24)
+      indexHeaderChecksumIsValid(Data(first)), Data(first).subdata(in: 32..<40) == walHeader.subdata(in: 16..<24)
     else { return nil }
     return Published(frames: Int(nativeWord(Data(first), 16)), salt: walHeader.subdata(in: 16..<24))
+  }
+
+  /// Whether a WAL index header (48 bytes) holds the checksum of its first 40 bytes in its
+  /// last 8, as SQLite writes it (native byte order): SQLite rebuilds an index whose header
+  /// fails this, so its `mxFrame` says nothing.
+  static func indexHeaderChecksumIsValid(_ header: Data) -> Bool {
+    guard header.count >= 48 else { return false }
+    return header.withUnsafeBytes { bytes -> Bool in
+      func word(_ offset: Int) -> UInt32 { bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }
+      var (s1, s2): (UInt32, UInt32) = (0, 0)
+      for offset in stride(from: 0, to: 40, by: 8) {
+        s1 = s1 &+ word(offset) &+ s2
+        s2 = s2 &+ word(offset + 4) &+ s1
+      }
+      return s1 == word(40) && s2 == word(44)
+    }
   }
 
   /// The salt of the store at `path`'s log (nil when it has no header) and what its index says

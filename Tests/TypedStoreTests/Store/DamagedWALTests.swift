@@ -197,4 +197,24 @@ private func eventCount(_ url: URL, options: StoreOptions = StoreOptions()) thro
       other.contains("busy (5)") && !other.contains("wrote"),
       "another process wrote while this one held the write lock: \(other)")
   }
+
+  /// An index header whose checksum does not hold is no reading (SQLite would rebuild it): a
+  /// real header, taken from a store in use, passes, and one with a changed byte does not.
+  @Test func anIndexHeaderIsTrustedOnlyWithItsChecksum() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    try await container.performBackgroundTask { context in
+      _ = Note(context: context)
+      try context.save()
+    }
+    let path = container.persistentStore.url.path
+    let published = try #require(WALInspection.publishedFrames(walPath: path + "-wal", shmPath: path + "-shm"))
+    #expect(published.frames > 0)
+    let header = try #require(IndexFiles.read(path + "-shm", count: 48))
+    #expect(WALInspection.indexHeaderChecksumIsValid(header))
+    for offset in [16, 33, 41] {  // mxFrame, the salt, the checksum itself
+      var changed = header
+      changed[offset] ^= 0x01
+      #expect(!WALInspection.indexHeaderChecksumIsValid(changed), "byte \(offset)")
+    }
+  }
 }
