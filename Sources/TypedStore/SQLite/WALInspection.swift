@@ -70,10 +70,8 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
 
   /// The salt of the log at `walPath` (its generation), or nil.
   static func salt(walPath: String) -> Data? {
-    guard let wal = FileHandle(forReadingAtPath: walPath) else { return nil }
-    defer { try? wal.close() }
-    guard let header = try? wal.read(upToCount: headerSize), header.count == headerSize else { return nil }
-    return header.subdata(in: 16..<24)
+    if case .salt(let salt) = logBefore(walPath: walPath) { return salt }
+    return nil
   }
 
   /// The frames SQLite's WAL index (the `-shm` file) says are committed and published (its
@@ -141,10 +139,9 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
 
   static func logBefore(walPath: String) -> LogBefore {
     guard FileManager.default.fileExists(atPath: walPath) else { return .noHeader }
-    guard let wal = FileHandle(forReadingAtPath: walPath), let header = try? wal.read(upToCount: headerSize) else {
-      return .unknown
-    }
-    try? wal.close()
+    guard let wal = FileHandle(forReadingAtPath: walPath) else { return .unknown }
+    defer { try? wal.close() }
+    guard let header = try? wal.read(upToCount: headerSize) else { return .unknown }
     return header.count == headerSize ? .salt(header.subdata(in: 16..<24)) : .noHeader
   }
 
