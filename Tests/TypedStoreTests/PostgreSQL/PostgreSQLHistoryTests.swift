@@ -127,20 +127,21 @@ import Testing
       bDone.value = true
     }
     b.start()
-    // B waits for A's lock on the counter row (the server says so), and has not committed.
+    // B waits for A's lock on the counter row (the server's lock table says so: a lock of B's
+    // not granted), and has not committed.
     let reader = try PostgreSQLConnection(url: server.url)
     var waiting = false
-    let waitDeadline = ContinuousClock.now + .seconds(30)  // both cores may be busy
+    let waitDeadline = ContinuousClock.now + .seconds(60)  // both cores may be busy
     while !waiting && ContinuousClock.now < waitDeadline && !bDone.value {
       let pid = bProcess.value
       if pid != 0 {
         let rows = try reader.execute(
-          "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1::integer", [String(pid)])
-        waiting = rows.rows.first?.first == "Lock"
+          "SELECT count(*) FROM pg_locks WHERE pid = $1::integer AND NOT granted", [String(pid)])
+        waiting = rows.rows.first?.first != "0"
       }
       if !waiting { try await Task.sleep(for: .milliseconds(10)) }
     }
-    #expect(waiting, "B never waited for A's number")
+    #expect(waiting, "B (server process \(bProcess.value)) never waited for A's number")
     let bCommitted = bDone.value
     #expect(!bCommitted)
     #expect(try history.transactions(after: 0, on: reader).isEmpty)  // neither committed
