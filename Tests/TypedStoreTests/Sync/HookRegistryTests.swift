@@ -170,6 +170,10 @@ import TypedStoreTesting
     try await save(["a", "b", "c", "d"], in: container, author: "writer")
     let merger = try effectsMerger(container)
     try await merger.start()  // one batch: 1...4
+    // The effects (transaction 5) committed with the checkpoint past the batch, at once.
+    #expect(try container.persistentStore.historyConsumers().first?.checkpoint.transactionNumber ?? 0 >= 4)
+    // The merger then reads its own effects' transaction, passes it over, and moves past it.
+    #expect(await eventually { merger.checkpoint.transactionNumber == 5 })
     await merger.stop()
     #expect(try await effects(in: container) == 4)
     let history = try container.fetchHistory(HistoryRequest())
