@@ -66,7 +66,7 @@ let package = Package(
     // A second process for the multi-process tests.
     .executableTarget(
       name: "typedstore-test-writer",
-      dependencies: ["TypedStore", "ShopModel", "CSQLite"],
+      dependencies: ["TypedStore", "ShopModel", "CSQLite", "TypedStorePostgreSQL"],
       path: "Tests/TestWriter"
     ),
     // docs/merging.md's two-process example, built and run by the tests.

@@ -48,6 +48,8 @@ def lines(root):
     result = []
 
     def walk(node, path):
+        if node.get("isInternal"):
+            return  # `package` declarations: for the package's other modules, not its users
         kind = node.get("kind")
         if kind in DECLARATIONS and not node.get("implicit"):
             name = path + [node["printedName"]]

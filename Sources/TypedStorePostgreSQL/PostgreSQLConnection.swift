@@ -7,22 +7,24 @@ import Foundation
 // in SQL (`$1::bigint`) where a type matters.
 
 /// A failure reported by libpq or by the server.
-struct PostgreSQLError: Error, Sendable, Equatable, CustomStringConvertible {
-  enum Kind: Sendable, Equatable {
+package struct PostgreSQLError: Error, Sendable, Equatable, CustomStringConvertible {
+  package enum Kind: Sendable, Equatable {
     /// The connection could not be made, or was lost.
     case connection
     /// The server refused a statement.
     case statement
+    /// The model cannot be stored on PostgreSQL as it is (a name longer than it keeps).
+    case model
   }
 
-  var kind: Kind
+  package var kind: Kind
   /// The SQLSTATE the server sent (`40001` for a serialization failure, `55P03` for a lock
   /// timeout, `23505` for a unique violation), when it sent one.
-  var sqlState: String?
-  var message: String
+  package var sqlState: String?
+  package var message: String
 
-  var description: String {
-    "PostgreSQL \(kind == .connection ? "connection" : "statement") error"
+  package var description: String {
+    "PostgreSQL \(kind == .connection ? "connection" : kind == .model ? "model" : "statement") error"
       + (sqlState.map { " \($0)" } ?? "") + ": \(message)"
   }
 }
@@ -49,12 +51,12 @@ struct PostgreSQLNotification: Sendable, Equatable {
 
 /// One connection to a PostgreSQL server through libpq: used by one thread at a time, as an
 /// SQLite connection is.
-final class PostgreSQLConnection {
+package final class PostgreSQLConnection {
   private let connection: OpaquePointer
 
   /// Connects to the server `url` names (`postgresql://user@host:port/database`, or
   /// `postgresql:///database?host=/socket/folder`).
-  init(url: String) throws(PostgreSQLError) {
+  package init(url: String) throws(PostgreSQLError) {
     guard let connection = PQconnectdb(url) else {
       throw PostgreSQLError(kind: .connection, message: "libpq could not allocate a connection")
     }

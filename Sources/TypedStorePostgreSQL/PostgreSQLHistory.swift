@@ -67,8 +67,13 @@ struct PostgreSQLHistory {
     try connection.transaction { try createTables(on: connection) }
   }
 
-  private func createTables(on connection: PostgreSQLConnection) throws(PostgreSQLError) {
-    try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", ["typedstore:" + schema])
+  /// The name of the advisory lock (`hashtext` of it) that creating or opening the store's
+  /// tables holds until its transaction ends.
+  var lockName: String { "typedstore:" + schema }
+
+  /// Creates the schema and the history tables, if missing, in the caller's transaction.
+  func createTables(on connection: PostgreSQLConnection) throws(PostgreSQLError) {
+    try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [lockName])
     for statement in [
       "CREATE SCHEMA IF NOT EXISTS \"\(schema)\"",
       """

@@ -155,6 +155,9 @@ case "shop-plan":
 case "shopper-move":
   shopperMove(arguments)
 
+case "pg-open-shop":
+  postgreSQLOpenShop(arguments)
+
 case "try-write":
   // `try-write <store>`: tries to take the store's write lock, waiting 300 ms, as any other
   // SQLite program would: prints "wrote" or "busy".

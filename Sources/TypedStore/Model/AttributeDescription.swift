@@ -33,7 +33,7 @@ public struct AttributeDescription: Sendable {
   /// For the key column of a to-one relationship, the relationship's name: such a column has
   /// a slot like an attribute (so changes, updates, conflicts and history treat it as one) but
   /// is not listed in `EntityDescription.attributes`.
-  var foreignKeyOf: String? = nil
+  package var foreignKeyOf: String? = nil
   /// For a model without classes read from a model file: the default the file gives, in its
   /// stored form (a class's default is read from a new object instead).
   var constantDefault: PrimitiveValue? = nil

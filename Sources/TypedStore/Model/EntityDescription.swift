@@ -30,7 +30,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   /// What a row stores besides its key and version, by slot: the attributes and the key
   /// columns of to-one relationships (inherited ones first, then each entity's attributes,
   /// then its key columns). Slots index this list.
-  let storedAttributes: [AttributeDescription]
+  package let storedAttributes: [AttributeDescription]
   /// The stored attributes' accessors, by slot: what the hot paths use (an array of small
   /// values, cheaper to walk than the descriptions).
   let accessors: [any AttributeAccessor]
@@ -205,5 +205,5 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   /// The value of the `_entity` column in this entity's rows: its 1-based place in the model's
   /// canonical order (superentities first, then by name), which does not depend on the order
   /// the classes were listed in. Stores list the codes in their `_entities` table.
-  var code: Int64 { Int64(index) + 1 }
+  package var code: Int64 { Int64(index) + 1 }
 }

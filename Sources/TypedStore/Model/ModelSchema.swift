@@ -121,6 +121,20 @@ extension ModelSchema {
   }
 }
 
+extension ModelSchema {
+  /// Reads a model's JSON form: a model's `jsonRepresentation`, or the `model_json` a store
+  /// keeps in its metadata.
+  ///
+  /// ```swift
+  /// let schema = try ModelSchema(json: model.jsonRepresentation)
+  /// ```
+  ///
+  /// - Throws: `DecodingError` when `json` is not a model's JSON form.
+  public init(json: Data) throws {
+    self = try JSONDecoder().decode(ModelSchema.self, from: json)
+  }
+}
+
 extension ModelSchema.Attribute {
   /// Bounds as written in Swift (`1...`, `...5`, `..<5`): a one-sided range prints as its
   /// type (`PartialRangeFrom<Int32>(lowerBound: 1)`), which names the Swift type; a model

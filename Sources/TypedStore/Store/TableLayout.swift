@@ -8,15 +8,15 @@
 /// CREATE TABLE "Note" (pk INTEGER PRIMARY KEY, _version INTEGER NOT NULL DEFAULT 1,
 ///                      _entity INTEGER NOT NULL, "title" TEXT NOT NULL, "created" REAL, ...)
 /// ```
-final class TableLayout: Sendable {
+package final class TableLayout: Sendable {
   /// Whether `selectSQL` reads `_entity`: only a table with subentities needs it (every row of
   /// a single-entity table is of the root entity), and an unread column is time saved on every
   /// row of a fetch.
   let selectsEntity: Bool
 
-  let root: EntityDescription
+  package let root: EntityDescription
   /// The entities stored in the table: the root and its subentities.
-  let hierarchy: [EntityDescription]
+  package let hierarchy: [EntityDescription]
   /// For each entity of the model (by `EntityDescription.index`), the reader of its rows;
   /// nil for entities of other tables.
   private let rowReaders: [RowReader?]
@@ -31,12 +31,12 @@ final class TableLayout: Sendable {
   let createSQL: [String]
   /// The table's columns after `pk`, `_version` and `_entity`, in the order `createSQL`
   /// declares them: what a migration maps from the old table to the new.
-  let columns: [TableColumn]
+  package let columns: [TableColumn]
   /// The indexes of the table, and the join tables (with their indexes) its entities own, in
   /// `createSQL`'s order after the table itself.
-  let objects: [SchemaObject]
+  package let objects: [SchemaObject]
 
-  init(root: EntityDescription, hierarchy: [EntityDescription], entityCount: Int) {
+  package init(root: EntityDescription, hierarchy: [EntityDescription], entityCount: Int) {
     self.root = root
     self.hierarchy = hierarchy
     var columns: [TableColumn] = []
@@ -46,7 +46,7 @@ final class TableLayout: Sendable {
       let list = indexed.map { $0 == "_entity" ? $0 : "\"\($0)\"" }.joined(separator: ", ")
       objects.append(
         SchemaObject(
-          kind: .index, name: name, columns: indexed, isUnique: unique,
+          kind: .index, name: name, table: root.name, columns: indexed, isUnique: unique,
           sql: "CREATE \(unique ? "UNIQUE " : "")INDEX \"\(name)\" ON \"\(root.name)\"(\(list))"))
     }
     for entity in hierarchy {
@@ -104,6 +104,14 @@ final class TableLayout: Sendable {
     self.createSQL = [Self.tableSQL(named: root.name, columns: columns + orderColumns)] + objects.map(\.sql)
   }
 
+  /// The tables of `model`: one per root entity, in the roots' order.
+  package static func tables(of model: ManagedObjectModel) -> [TableLayout] {
+    model.entities.filter(\.isRoot).map { root in
+      TableLayout(
+        root: root, hierarchy: model.entities.filter { $0.rootName == root.name }, entityCount: model.entities.count)
+    }
+  }
+
   /// The order columns of to-ones whose inverse is ordered (in this table), and the join tables
   /// (with their indexes) this table's entities own.
   private static func relationshipStorage(of hierarchy: [EntityDescription]) -> ([TableColumn], [SchemaObject]) {
@@ -118,15 +126,7 @@ final class TableLayout: Sendable {
               name: orderColumn, type: "INTEGER", isNotNull: false, entityName: entity.name,
               property: relationship.name, role: .order))
         case .joinTable(let table, _, _, _, true):
-          joins.append(
-            SchemaObject(
-              kind: .joinTable, name: table, columns: [], isUnique: false,
-              sql: "CREATE TABLE \"\(table)\" (source INTEGER NOT NULL, target INTEGER NOT NULL, "
-                + "source_order INTEGER, target_order INTEGER, PRIMARY KEY (source, target)) WITHOUT ROWID"))
-          joins.append(
-            SchemaObject(
-              kind: .joinIndex, name: "_index_\(table)_target", columns: ["target", "source"], isUnique: false,
-              sql: "CREATE INDEX \"_index_\(table)_target\" ON \"\(table)\"(target, source)"))
+          joins += StoredTable.joinObjects(table)
         default: break
         }
       }
@@ -165,8 +165,8 @@ final class TableLayout: Sendable {
 }
 
 /// One column of an entity table after its leading `pk`, `_version` and `_entity`.
-struct TableColumn: Sendable, Equatable {
-  enum Role: Sendable, Equatable {
+package struct TableColumn: Sendable, Equatable {
+  package enum Role: Sendable, Equatable {
     /// An attribute's value.
     case attribute
     /// A to-one relationship's key column (`property` is the relationship).
@@ -175,27 +175,29 @@ struct TableColumn: Sendable, Equatable {
     case order
   }
 
-  let name: String
+  package let name: String
   /// The SQLite declared type.
-  let type: String
-  let isNotNull: Bool
+  package let type: String
+  package let isNotNull: Bool
   /// The entity that declares the property.
-  let entityName: String
+  package let entityName: String
   /// The attribute or relationship the column stores.
-  let property: String
-  let role: Role
+  package let property: String
+  package let role: Role
 
   /// The column's definition in `CREATE TABLE` and `ALTER TABLE ADD COLUMN`.
   var definition: String { "\"\(name)\" \(type)\(isNotNull ? " NOT NULL" : "")" }
 }
 
 /// An index of an entity table, or a join table (or its index) that its entities own.
-struct SchemaObject: Sendable, Equatable {
-  enum Kind: Sendable, Equatable { case index, joinTable, joinIndex }
-  let kind: Kind
-  let name: String
+package struct SchemaObject: Sendable, Equatable {
+  package enum Kind: Sendable, Equatable { case index, joinTable, joinIndex }
+  package let kind: Kind
+  package let name: String
+  /// The table the index is on; for a join table, its own name.
+  package let table: String
   /// The indexed columns, for an index.
-  let columns: [String]
-  let isUnique: Bool
-  let sql: String
+  package let columns: [String]
+  package let isUnique: Bool
+  package let sql: String
 }

@@ -82,12 +82,7 @@ struct MigrationPlanner {
     return planner.result
   }
 
-  static func layouts(of model: ManagedObjectModel) -> [TableLayout] {
-    model.entities.filter(\.isRoot).map { root in
-      TableLayout(
-        root: root, hierarchy: model.entities.filter { $0.rootName == root.name }, entityCount: model.entities.count)
-    }
-  }
+  static func layouts(of model: ManagedObjectModel) -> [TableLayout] { TableLayout.tables(of: model) }
 
   // MARK: - Entities
 

@@ -32,7 +32,7 @@ struct StoredTable {
               role: .foreignKey))
           objects.append(
             SchemaObject(
-              kind: .index, name: "_index_\(table)_\(column)", columns: [column], isUnique: false,
+              kind: .index, name: "_index_\(table)_\(column)", table: table, columns: [column], isUnique: false,
               sql: "CREATE INDEX \"_index_\(table)_\(column)\" ON \"\(table)\"(\"\(column)\")"))
           if let order = relationship.orderColumn {
             orderColumns.append(
@@ -65,7 +65,7 @@ struct StoredTable {
         }
         indexes.append(
           SchemaObject(
-            kind: .index, name: name, columns: names, isUnique: true,
+            kind: .index, name: name, table: table, columns: names, isUnique: true,
             sql: "CREATE UNIQUE INDEX \"\(name)\" ON \"\(table)\"("
               + names.map { "\"\($0)\"" }.joined(separator: ", ") + ")"))
       }
@@ -91,11 +91,11 @@ struct StoredTable {
   static func joinObjects(_ table: String) -> [SchemaObject] {
     [
       SchemaObject(
-        kind: .joinTable, name: table, columns: [], isUnique: false,
+        kind: .joinTable, name: table, table: table, columns: [], isUnique: false,
         sql: "CREATE TABLE \"\(table)\" (source INTEGER NOT NULL, target INTEGER NOT NULL, "
           + "source_order INTEGER, target_order INTEGER, PRIMARY KEY (source, target)) WITHOUT ROWID"),
       SchemaObject(
-        kind: .joinIndex, name: "_index_\(table)_target", columns: ["target", "source"], isUnique: false,
+        kind: .joinIndex, name: "_index_\(table)_target", table: table, columns: ["target", "source"], isUnique: false,
         sql: "CREATE INDEX \"_index_\(table)_target\" ON \"\(table)\"(target, source)"),
     ]
   }

@@ -1,0 +1,217 @@
+import Foundation
+import TypedStore
+
+/// A store's tables on PostgreSQL, from its model: the same tables as an SQLite store file
+/// (`docs/file-format.md`), in the store's own schema, so that one database may hold several
+/// stores.
+///
+/// The layout is the SQLite store's (`TableLayout`: one table per root entity with `pk`,
+/// `_version`, `_entity` and a column per stored attribute, join tables, the same indexes),
+/// with PostgreSQL's types chosen by attribute type (a `Decimal` is `numeric`, a `UUID` is
+/// `uuid`, a `Bool` is `boolean`), and the catalog tables `_metadata`, `_primary_key`,
+/// `_entities` and `_history_consumer`, plus the history tables (`PostgreSQLHistory`).
+///
+/// Opening is safe among racing sessions (of this process, another process, or another
+/// host): it runs in one transaction under the advisory lock of the schema's name, so exactly
+/// one session creates the tables and the others open what it made. A schema that holds other
+/// tables and no store is refused and left as it is; so is a store made with another model.
+package struct PostgreSQLStoreTables {
+  /// What `open(on:)` found.
+  package struct Opened: Sendable, Equatable {
+    /// The store's UUID, fixed when its tables were created.
+    package var identifier: UUID
+    /// Whether this call created the tables.
+    package var created: Bool
+  }
+
+  /// PostgreSQL cuts identifiers to 63 bytes (`NAMEDATALEN` - 1).
+  static let identifierLimit = 63
+
+  let history: PostgreSQLHistory
+  let model: ManagedObjectModel
+  let tables: [TableLayout]
+
+  var schema: String { history.schema }
+
+  /// The tables of `model` in `schema`.
+  ///
+  /// - Throws: `PostgreSQLError` (`.model`) when a table, column or join table name of the
+  ///   model is longer than PostgreSQL keeps (63 bytes), naming it; `.statement` for a schema
+  ///   name that is not lowercase letters, digits and `_`.
+  package init(schema: String, model: ManagedObjectModel) throws(PostgreSQLError) {
+    self.history = try PostgreSQLHistory(schema: schema)
+    self.model = model
+    self.tables = TableLayout.tables(of: model)
+    for table in tables {
+      var names = [("table", table.root.name)] + table.columns.map { ("column", "\(table.root.name).\($0.name)") }
+      names += table.objects.filter { $0.kind == .joinTable }.map { ("join table", $0.name) }
+      for (kind, name) in names {
+        let last = name.split(separator: ".").last.map(String.init) ?? name
+        guard last.utf8.count <= Self.identifierLimit else {
+          throw PostgreSQLError(
+            kind: .model,
+            message: "the \(kind) name \(name) is longer than PostgreSQL's \(Self.identifierLimit) bytes;"
+              + " give it a shorter persistent name")
+        }
+      }
+    }
+  }
+
+  private func table(_ name: String) -> String { "\"\(schema)\".\"\(name)\"" }
+
+  /// Opens the store in the schema, creating its tables when the schema has none.
+  ///
+  /// - Throws: `StoreError.modelMismatch` for a store made with another model,
+  ///   `.unsupportedFormatVersion` for one of a format this library does not read,
+  ///   `.notATypedStore` for a schema that holds other tables; `PostgreSQLError` when the
+  ///   server fails. Nothing is changed then.
+  package func open(on connection: PostgreSQLConnection) throws -> Opened {
+    try connection.transaction {
+      try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [history.lockName])
+      if let metadata = try readMetadata(on: connection) {
+        let version = metadata["format_version"].flatMap { Int($0) } ?? 0
+        guard version == PersistentStore.formatVersion else {
+          throw StoreError.unsupportedFormatVersion(found: version, supported: PersistentStore.formatVersion)
+        }
+        guard let stored = metadata["model_hash"], stored == model.versionHash else {
+          throw StoreError.modelMismatch(storeHash: metadata["model_hash"] ?? "", modelHash: model.versionHash)
+        }
+        guard let identifier = metadata["store_uuid"].flatMap(UUID.init(uuidString:)) else {
+          throw StoreError.corrupt(path: location, message: "its metadata has no store UUID")
+        }
+        return Opened(identifier: identifier, created: false)
+      }
+      let others = try connection.execute(
+        "SELECT count(*) FROM pg_class WHERE relnamespace = to_regnamespace($1) AND relkind IN ('r', 'p', 'v', 'm')",
+        [schema])
+      guard others.rows.first?.first == "0" else { throw StoreError.notATypedStore(path: location) }
+      return Opened(identifier: try create(on: connection), created: true)
+    }
+  }
+
+  /// "PostgreSQL schema <name>": where errors say the store is.
+  var location: String { "PostgreSQL schema \(schema)" }
+
+  /// The `_metadata` table, or nil when the schema (or the table) does not exist.
+  func readMetadata(on connection: PostgreSQLConnection) throws(PostgreSQLError) -> [String: String]? {
+    let exists = try connection.execute("SELECT to_regclass($1) IS NOT NULL", [table("_metadata")])
+    guard exists.rows.first?.first == "t" else { return nil }
+    let rows = try connection.execute("SELECT key, value FROM \(table("_metadata"))")
+    var metadata: [String: String] = [:]
+    for row in rows.rows {
+      if let key = row[0], let value = row[1] { metadata[key] = value }
+    }
+    return metadata
+  }
+
+  private func create(on connection: PostgreSQLConnection) throws -> UUID {
+    let identifier = UUID()
+    try history.createTables(on: connection)  // the schema, too
+    for statement in catalogSQL + tables.flatMap(tableSQL) { try connection.execute(statement) }
+    let metadata: [(String, String)] = [
+      ("store_uuid", identifier.uuidString),
+      ("format_version", String(PersistentStore.formatVersion)),
+      ("model_hash", model.versionHash),
+      ("model_json", String(decoding: model.jsonRepresentation, as: UTF8.self)),
+    ]
+    try connection.execute(
+      "INSERT INTO \(table("_metadata")) (key, value) SELECT * FROM unnest($1::text[], $2::text[])",
+      [PostgreSQLHistory.array(metadata.map(\.0)), PostgreSQLHistory.array(metadata.map(\.1))])
+    try connection.execute(
+      "INSERT INTO \(table("_entities")) (code, name) SELECT * FROM unnest($1::bigint[], $2::text[])",
+      [
+        PostgreSQLHistory.array(model.entities.map { String($0.code) }),
+        PostgreSQLHistory.array(model.entities.map(\.name)),
+      ])
+    try connection.execute(
+      "INSERT INTO \(table("_primary_key")) (entity) SELECT * FROM unnest($1::text[])",
+      [PostgreSQLHistory.array(tables.map(\.root.name))])
+    return identifier
+  }
+
+  /// The catalog's tables (the history tables are `PostgreSQLHistory`'s).
+  private var catalogSQL: [String] {
+    [
+      "CREATE TABLE \(table("_metadata")) (key text PRIMARY KEY, value text NOT NULL)",
+      "CREATE TABLE \(table("_primary_key")) (entity text PRIMARY KEY, key_floor bigint NOT NULL DEFAULT 0)",
+      "CREATE TABLE \(table("_entities")) (code bigint PRIMARY KEY, name text NOT NULL UNIQUE)",
+      """
+      CREATE TABLE \(table("_history_consumer")) (
+        name text PRIMARY KEY, store_uuid text NOT NULL, transaction_number bigint NOT NULL,
+        advanced_at double precision NOT NULL, seen_at double precision NOT NULL,
+        lease_seconds double precision NOT NULL)
+      """,
+    ]
+  }
+
+  /// `CREATE TABLE` for one root entity's table, then its indexes and join tables, in
+  /// `TableLayout.objects`' order.
+  func tableSQL(_ layout: TableLayout) -> [String] {
+    let name = layout.root.name
+    let definitions =
+      ["pk bigint PRIMARY KEY", "_version bigint NOT NULL DEFAULT 1", "_entity bigint NOT NULL"]
+      + layout.columns.map { column in
+        "\"\(column.name)\" \(columnType(column, in: layout))\(column.isNotNull ? " NOT NULL" : "")"
+      }
+    var statements = ["CREATE TABLE \(table(name)) (\(definitions.joined(separator: ", ")))"]
+    for object in layout.objects {
+      switch object.kind {
+      case .index, .joinIndex:
+        let columns = object.columns.map { "\"\($0)\"" }
+        statements.append(
+          "CREATE \(object.isUnique ? "UNIQUE " : "")INDEX \"\(Self.indexName(object.name))\" ON \(table(object.table))"
+            + " (\(columns.joined(separator: ", ")))")
+      case .joinTable:
+        statements.append(
+          """
+          CREATE TABLE \(table(object.name)) (source bigint NOT NULL, target bigint NOT NULL,
+            source_order bigint, target_order bigint, PRIMARY KEY (source, target))
+          """)
+      }
+    }
+    return statements
+  }
+
+  /// The PostgreSQL type of a column: by its attribute's type; keys and positions are `bigint`.
+  func columnType(_ column: TableColumn, in layout: TableLayout) -> String {
+    guard column.role == .attribute,
+      let entity = layout.hierarchy.first(where: { $0.name == column.entityName }),
+      let attribute = entity.storedAttributes.first(where: { $0.columnName == column.name })
+    else { return "bigint" }
+    return Self.type(of: attribute.attributeType)
+  }
+
+  /// The PostgreSQL type that stores an attribute type's values exactly: a `Date` keeps
+  /// SQLite's seconds since 2001 in `double precision` (a `timestamptz` keeps microseconds,
+  /// and Swift's `Date` compares finer), and a `Codable` value its JSON text (`jsonb` would
+  /// reorder its keys).
+  static func type(of attributeType: AttributeType) -> String {
+    switch attributeType {
+    case .boolean: "boolean"
+    case .integer16: "smallint"
+    case .integer32: "integer"
+    case .integer64: "bigint"
+    case .double, .date: "double precision"
+    case .float: "real"
+    case .decimal: "numeric"
+    case .string, .uri, .codable: "text"
+    case .binaryData: "bytea"
+    case .uuid: "uuid"
+    }
+  }
+
+  /// An index's name as PostgreSQL keeps it: the name itself when it fits in 63 bytes,
+  /// otherwise its first 46 bytes, `_` and 16 hex digits of its FNV-1a hash (so that two long
+  /// names that share a prefix stay two indexes).
+  static func indexName(_ name: String) -> String {
+    guard name.utf8.count > identifierLimit else { return name }
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in name.utf8 {
+      hash ^= UInt64(byte)
+      hash = hash &* 0x0100_0000_01b3
+    }
+    let digits = String(hash, radix: 16)
+    return String(decoding: name.utf8.prefix(46), as: UTF8.self) + "_"
+      + String(repeating: "0", count: 16 - digits.count) + digits
+  }
+}
