@@ -15,6 +15,8 @@ package struct PostgreSQLError: Error, Sendable, Equatable, CustomStringConverti
     case statement
     /// The model cannot be stored on PostgreSQL as it is (a name longer than it keeps).
     case model
+    /// A value cannot be written to, or read from, a column of its type as given.
+    case value
   }
 
   package var kind: Kind
@@ -24,7 +26,7 @@ package struct PostgreSQLError: Error, Sendable, Equatable, CustomStringConverti
   package var message: String
 
   package var description: String {
-    "PostgreSQL \(kind == .connection ? "connection" : kind == .model ? "model" : "statement") error"
+    "PostgreSQL \(kind) error"
       + (sqlState.map { " \($0)" } ?? "") + ": \(message)"
   }
 }
@@ -82,21 +84,55 @@ package final class PostgreSQLConnection {
     if parameters.contains(where: { $0?.utf8.contains(0) ?? false }) {
       throw PostgreSQLError(kind: .statement, message: "PostgreSQL text cannot hold a NUL character")
     }
-    let result = Self.withCStrings(parameters) { values in
-      PQexecParams(connection, sql, Int32(parameters.count), nil, values, nil, nil, 0)
-    }
+    let result = try checked(
+      Self.withCStrings(parameters) { values in
+        PQexecParams(connection, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+      })
+    defer { PQclear(result) }
+    return Self.rows(of: result)
+  }
+
+  /// `result` when it reports success; otherwise frees it and throws the error it reports (or
+  /// the connection's, when libpq made no result).
+  func checked(_ result: OpaquePointer?) throws(PostgreSQLError) -> OpaquePointer {
     guard let result else {
       throw PostgreSQLError(kind: .connection, message: Self.message(PQerrorMessage(connection)))
     }
-    defer { PQclear(result) }
     switch PQresultStatus(result) {
     case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
-      return Self.rows(of: result)
+      return result
     default:
+      defer { PQclear(result) }
       let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
       let kind: PostgreSQLError.Kind = PQstatus(connection) == CONNECTION_OK ? .statement : .connection
       throw PostgreSQLError(kind: kind, sqlState: sqlState, message: Self.message(PQresultErrorMessage(result)))
     }
+  }
+
+  /// The prepared statements of this connection, by SQL text.
+  private var prepared: [String: PostgreSQLStatement] = [:]
+
+  /// The statement of `sql` (parameters `$1`, `$2`, …), prepared on the server on first use
+  /// and kept for the connection's life: the server plans it once, and tells the types of its
+  /// parameters, by which `PostgreSQLStatement.bind(_:at:)` writes values.
+  func statement(_ sql: String) throws(PostgreSQLError) -> PostgreSQLStatement {
+    if let statement = prepared[sql] { return statement }
+    let name = "s\(prepared.count + 1)"
+    PQclear(try checked(PQprepare(connection, name, sql, 0, nil)))
+    let description = try checked(PQdescribePrepared(connection, name))
+    defer { PQclear(description) }
+    let types = (0..<PQnparams(description)).map { PQparamtype(description, $0) }
+    let statement = PostgreSQLStatement(name: name, sql: sql, parameterTypes: types, connection: self)
+    prepared[sql] = statement
+    return statement
+  }
+
+  /// Runs the prepared statement `name` with `parameters` in text format (nil is NULL).
+  func executePrepared(_ name: String, _ parameters: [String?]) throws(PostgreSQLError) -> OpaquePointer {
+    try checked(
+      Self.withCStrings(parameters) { values in
+        PQexecPrepared(connection, name, Int32(parameters.count), values, nil, nil, 0)
+      })
   }
 
   /// Runs `body` in a transaction at READ COMMITTED: committed when it returns, rolled back
@@ -173,7 +209,7 @@ package final class PostgreSQLConnection {
     return PostgreSQLRows(columns: columns, rows: rows)
   }
 
-  private static func message(_ text: UnsafePointer<CChar>?) -> String {
+  static func message(_ text: UnsafePointer<CChar>?) -> String {
     text.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "unknown error"
   }
 
