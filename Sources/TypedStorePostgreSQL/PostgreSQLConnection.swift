@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import TypedStore
 
 // The only code of the PostgreSQL engine that touches libpq, as `SQLite/` is for SQLite: a
 // connection, statements with bound parameters (never spliced), transactions, typed errors,
@@ -112,19 +113,58 @@ package final class PostgreSQLConnection {
   /// The prepared statements of this connection, by SQL text.
   private var prepared: [String: PostgreSQLStatement] = [:]
 
-  /// The statement of `sql` (parameters `$1`, `$2`, …), prepared on the server on first use
-  /// and kept for the connection's life: the server plans it once, and tells the types of its
-  /// parameters, by which `PostgreSQLStatement.bind(_:at:)` writes values.
-  func statement(_ sql: String) throws(PostgreSQLError) -> PostgreSQLStatement {
-    if let statement = prepared[sql] { return statement }
+  /// The rows the last prepared statement run inserted, updated or deleted.
+  package internal(set) var changes = 0
+
+  /// The statement of `sql`, prepared on the server on first use and kept for the
+  /// connection's life, reset: the server plans it once, and tells the types of its
+  /// parameters, by which `PostgreSQLStatement.bind(_:at:)` writes values. Parameters are
+  /// PostgreSQL's `$1`, `$2`, … or SQLite's `?1` and `?`, which are rewritten as PostgreSQL's
+  /// (`PostgreSQLConnection.parameters(in:)`).
+  package func statement(_ sql: String) throws(PostgreSQLError) -> PostgreSQLStatement {
+    if let statement = prepared[sql] {
+      statement.reset()
+      return statement
+    }
     let name = "s\(prepared.count + 1)"
-    PQclear(try checked(PQprepare(connection, name, sql, 0, nil)))
+    PQclear(try checked(PQprepare(connection, name, Self.parameters(in: sql), 0, nil)))
     let description = try checked(PQdescribePrepared(connection, name))
     defer { PQclear(description) }
     let types = (0..<PQnparams(description)).map { PQparamtype(description, $0) }
     let statement = PostgreSQLStatement(name: name, sql: sql, parameterTypes: types, connection: self)
     prepared[sql] = statement
     return statement
+  }
+
+  /// `sql` with SQLite's parameters written as PostgreSQL's: `?NNN` as `$NNN`, and each bare
+  /// `?` as the number after the largest so far, as SQLite numbers them. String literals and
+  /// quoted identifiers are left as they are.
+  static func parameters(in sql: String) -> String {
+    var output = ""
+    var largest = 0
+    var quote: Character?
+    var characters = sql[...]
+    while let character = characters.popFirst() {
+      if let open = quote {
+        output.append(character)
+        if character == open { quote = nil }  // a doubled quote closes and opens again
+        continue
+      }
+      switch character {
+      case "'", "\"":
+        quote = character
+        output.append(character)
+      case "?":
+        let digits = characters.prefix { $0.isASCII && $0.isNumber }
+        characters = characters.dropFirst(digits.count)
+        let number = Int(digits) ?? largest + 1
+        largest = max(largest, number)
+        output += "$\(number)"
+      default:
+        output.append(character)
+      }
+    }
+    return output
   }
 
   /// Runs the prepared statement `name` with `parameters` in text format (nil is NULL).
@@ -139,7 +179,7 @@ package final class PostgreSQLConnection {
   /// when it throws. A transaction a failed statement aborted is rolled back and throws even
   /// when `body` caught the statement's error (PostgreSQL answers such a COMMIT with ROLLBACK).
   @discardableResult
-  func transaction<T>(_ body: () throws -> T) throws -> T {
+  package func transaction<T>(_ body: () throws -> T) throws -> T {
     try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
     do {
       let value = try body()
@@ -153,6 +193,20 @@ package final class PostgreSQLConnection {
       _ = try? execute("ROLLBACK")
       throw error
     }
+  }
+
+  /// Runs `sql`, one or more statements with no parameters.
+  package func execute(script sql: String) throws(PostgreSQLError) {
+    PQclear(try checked(PQexec(connection, sql)))
+  }
+
+  /// Makes `schema` (letters, digits and `_`) where the connection's statements find the
+  /// tables they name without a schema: a store's tables, for the SQL both engines run.
+  package func use(schema: String) throws(PostgreSQLError) {
+    guard !schema.isEmpty, schema.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+      throw PostgreSQLError(kind: .statement, message: "\(schema) is not a schema name")
+    }
+    try execute(script: "SET search_path TO \"\(schema)\"")
   }
 
   /// Starts listening on `channel` (a name made of letters, digits and `_`).
@@ -223,4 +277,8 @@ package final class PostgreSQLConnection {
     let pointers = copies.map { $0.map { UnsafePointer($0) } }
     return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
   }
+}
+
+extension PostgreSQLConnection: DatabaseConnection {
+  package var dialect: SQLDialect { .postgreSQL }
 }

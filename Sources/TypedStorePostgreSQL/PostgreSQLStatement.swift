@@ -30,7 +30,7 @@ package final class PostgreSQLStatement {
     self.parameters = Array(repeating: nil, count: parameterTypes.count)
   }
 
-  deinit { if let result { PQclear(result) } }
+  deinit { clearResult() }
 
   /// Binds `value` to parameter `index` (from 1), written for the parameter's type.
   ///
@@ -43,16 +43,25 @@ package final class PostgreSQLStatement {
     parameters[Int(index) - 1] = try PostgreSQLValues.text(of: value, as: parameterTypes[Int(index) - 1])
   }
 
+  package func bind(_ value: Int64, at index: Int32) throws(PostgreSQLError) { try bind(.integer(value), at: index) }
+  package func bind(_ value: Double, at index: Int32) throws(PostgreSQLError) { try bind(.real(value), at: index) }
+  package func bind(_ value: String, at index: Int32) throws(PostgreSQLError) { try bind(.text(value), at: index) }
+  package func bind(_ value: Data, at index: Int32) throws(PostgreSQLError) { try bind(.blob(value), at: index) }
+  package func bindNull(_ index: Int32) throws(PostgreSQLError) { try bind(.null, at: index) }
+
   /// Runs the statement with the bound values; its rows are then read with `step()`.
   package func run() throws(PostgreSQLError) {
-    reset()
+    clearResult()
     let result = try connection.executePrepared(name, parameters)
     self.result = result
     columnTypes = (0..<PQnfields(result)).map { PQftype(result, $0) }
+    connection.changes = changes
   }
 
-  /// Moves to the next row of the last run; false after the last.
-  package func step() -> Bool {
+  /// Moves to the next row of the run, running the statement first if it has not run since
+  /// its last reset; false after the last row.
+  package func step() throws(PostgreSQLError) -> Bool {
+    if result == nil { try run() }
     guard let result, row + 1 < PQntuples(result) else { return false }
     row += 1
     return true
@@ -80,14 +89,49 @@ package final class PostgreSQLStatement {
     return try PostgreSQLValues.value(of: String(cString: text), as: columnTypes[Int(column)])
   }
 
-  /// Forgets the last run's rows (the bound values stay).
+  /// Column `column` as an integer: 0 for NULL or a value that is not a number (as SQLite
+  /// reads them).
+  package func int64(_ column: Int32) -> Int64 {
+    switch try? value(column) {
+    case .integer(let integer): integer
+    case .real(let real): real.isFinite && abs(real) < 9.2e18 ? Int64(real) : 0
+    case .text(let text): Int64(text) ?? 0
+    default: 0
+    }
+  }
+
+  /// Column `column` as a number: 0 for NULL or a value that is not a number.
+  package func double(_ column: Int32) -> Double {
+    switch try? value(column) {
+    case .integer(let integer): Double(integer)
+    case .real(let real): real
+    case .text(let text): Double(text) ?? 0
+    default: 0
+    }
+  }
+
+  /// Column `column` as text: empty for NULL.
+  package func string(_ column: Int32) -> String {
+    guard let result, row >= 0, PQgetisnull(result, row, column) == 0, let text = PQgetvalue(result, row, column)
+    else { return "" }
+    return String(cString: text)
+  }
+
+  /// Ends the current run and clears the bound values.
   package func reset() {
+    clearResult()
+    parameters = Array(repeating: nil, count: parameterTypes.count)
+  }
+
+  private func clearResult() {
     if let result { PQclear(result) }
     result = nil
     row = -1
     columnTypes = []
   }
 }
+
+extension PostgreSQLStatement: DatabaseStatement {}
 
 /// PostgreSQL's text format for the values TypedStore stores, by type OID: what an SQLite
 /// store holds as an integer, a real, text or bytes, written and read so that every value

@@ -114,14 +114,11 @@ enum HistoryConsumers {
     )
     """
 
-  private static func tableExists(_ connection: SQLiteConnection) throws -> Bool {
-    try connection.scalarInt(
-      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_history_consumer'") == 1
-  }
-
   /// Every consumer, by name; none when the table does not exist (a store no consumer used).
-  static func all(storeIdentifier: UUID, connection: SQLiteConnection) throws -> [HistoryConsumer] {
-    guard try tableExists(connection) else { return [] }
+  static func all<Connection: DatabaseConnection>(storeIdentifier: UUID, connection: Connection) throws
+    -> [HistoryConsumer]
+  {
+    guard try connection.tableExists("_history_consumer") else { return [] }
     let statement = try connection.statement(
       "SELECT name, store_uuid, transaction_number, advanced_at, seen_at, lease_seconds "
         + "FROM _history_consumer ORDER BY name"
@@ -150,9 +147,13 @@ enum HistoryConsumers {
   /// kept there, not in a column, so that stores of format version 3 hold it as they are.
   static func failureKey(_ name: String) -> String { "consumer_failure." + name }
 
-  private static func failures(_ connection: SQLiteConnection) throws -> [String: HistoryConsumer.Failure] {
+  private static func failures<Connection: DatabaseConnection>(_ connection: Connection) throws
+    -> [String: HistoryConsumer.Failure]
+  {
+    // A prefix compared as such, not as a range: PostgreSQL orders text by the database's
+    // collation, where '.' and '/' may not be neighbours.
     let statement = try connection.statement(
-      "SELECT substr(key, 18), value FROM _metadata WHERE key >= 'consumer_failure.' AND key < 'consumer_failure/'")
+      "SELECT substr(key, 18), value FROM _metadata WHERE substr(key, 1, 17) = 'consumer_failure.'")
     defer { statement.reset() }
     var failures: [String: HistoryConsumer.Failure] = [:]
     while try statement.step() {
@@ -163,43 +164,48 @@ enum HistoryConsumers {
   }
 
   /// Records what stopped a consumer, in a write transaction.
-  static func recordFailure(_ failure: HistoryConsumer.Failure, name: String, connection: SQLiteConnection) throws {
-    let statement = try connection.statement("INSERT OR REPLACE INTO _metadata (key, value) VALUES (?, ?)")
+  static func recordFailure<Connection: DatabaseConnection>(
+    _ failure: HistoryConsumer.Failure, name: String, connection: Connection
+  ) throws {
+    let statement = try connection.statement(
+      "INSERT INTO _metadata (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
     defer { statement.reset() }
-    statement.bind(failureKey(name), at: 1)
-    statement.bind(String(decoding: try JSONEncoder().encode(failure), as: UTF8.self), at: 2)
+    try statement.bind(failureKey(name), at: 1)
+    try statement.bind(String(decoding: try JSONEncoder().encode(failure), as: UTF8.self), at: 2)
     try statement.run()
   }
 
   /// Forgets a consumer's recorded failure, in a write transaction.
-  static func clearFailure(name: String, connection: SQLiteConnection) throws {
+  static func clearFailure<Connection: DatabaseConnection>(name: String, connection: Connection) throws {
     let statement = try connection.statement("DELETE FROM _metadata WHERE key = ?")
     defer { statement.reset() }
-    statement.bind(failureKey(name), at: 1)
+    try statement.bind(failureKey(name), at: 1)
     try statement.run()
   }
 
   /// Writes a consumer's row; inside a write transaction. `advanced` says whether the
   /// checkpoint moved (otherwise only `seen_at` changes for an existing row).
-  static func write(
-    name: String, storeIdentifier: UUID, number: Int64, lease: Duration, advanced: Bool, connection: SQLiteConnection
+  static func write<Connection: DatabaseConnection>(
+    name: String, storeIdentifier: UUID, number: Int64, lease: Duration, advanced: Bool, connection: Connection
   ) throws {
-    try connection.execute(createSQL)
+    // A store file made before its first consumer has no table yet; a PostgreSQL store's is
+    // made with the store.
+    if connection.dialect == .sqlite { try connection.execute(script: createSQL) }
     let now = Date().timeIntervalSinceReferenceDate
     let statement = try connection.statement(
       """
       INSERT INTO _history_consumer (name, store_uuid, transaction_number, advanced_at, seen_at, lease_seconds)
       VALUES (?1, ?2, ?3, ?4, ?4, ?5)
       ON CONFLICT (name) DO UPDATE SET store_uuid = ?2, transaction_number = ?3, seen_at = ?4, lease_seconds = ?5,
-        advanced_at = CASE WHEN ?6 THEN ?4 ELSE advanced_at END
+        advanced_at = CASE WHEN ?6 THEN ?4 ELSE _history_consumer.advanced_at END
       """)
     defer { statement.reset() }
-    statement.bind(name, at: 1)
-    statement.bind(storeIdentifier.uuidString, at: 2)
-    statement.bind(number, at: 3)
-    statement.bind(now, at: 4)
-    statement.bind(lease.inSeconds, at: 5)
-    statement.bind(Int64(advanced ? 1 : 0), at: 6)
+    try statement.bind(name, at: 1)
+    try statement.bind(storeIdentifier.uuidString, at: 2)
+    try statement.bind(number, at: 3)
+    try statement.bind(now, at: 4)
+    try statement.bind(lease.inSeconds, at: 5)
+    try statement.bind(Int64(advanced ? 1 : 0), at: 6)
     try statement.run()
     if advanced { try clearFailure(name: name, connection: connection) }  // it went on past it
   }
@@ -211,29 +217,29 @@ enum HistoryConsumers {
   ///
   /// - Throws: `HistoryError.consumerMovedOn` when the checkpoint is already at or past
   ///   `first`, or the consumer is gone; the caller's transaction is rolled back.
-  static func advance(
-    name: String, from first: Int64, to number: Int64, lease: Duration, connection: SQLiteConnection
+  static func advance<Connection: DatabaseConnection>(
+    name: String, from first: Int64, to number: Int64, lease: Duration, connection: Connection
   ) throws {
     let statement = try connection.statement(
       "UPDATE _history_consumer SET transaction_number = ?1, advanced_at = ?2, seen_at = ?2, lease_seconds = ?3 "
         + "WHERE name = ?4 AND transaction_number < ?5")
     defer { statement.reset() }
-    statement.bind(number, at: 1)
-    statement.bind(Date().timeIntervalSinceReferenceDate, at: 2)
-    statement.bind(lease.inSeconds, at: 3)
-    statement.bind(name, at: 4)
-    statement.bind(first, at: 5)
+    try statement.bind(number, at: 1)
+    try statement.bind(Date().timeIntervalSinceReferenceDate, at: 2)
+    try statement.bind(lease.inSeconds, at: 3)
+    try statement.bind(name, at: 4)
+    try statement.bind(first, at: 5)
     try statement.run()
     guard connection.changes == 1 else { throw HistoryError.consumerMovedOn(consumer: name, transactionNumber: first) }
     try clearFailure(name: name, connection: connection)
   }
 
   /// Deletes a consumer's row; returns whether there was one.
-  static func remove(name: String, connection: SQLiteConnection) throws -> Bool {
-    guard try tableExists(connection) else { return false }
+  static func remove<Connection: DatabaseConnection>(name: String, connection: Connection) throws -> Bool {
+    guard try connection.tableExists("_history_consumer") else { return false }
     let statement = try connection.statement("DELETE FROM _history_consumer WHERE name = ?")
     defer { statement.reset() }
-    statement.bind(name, at: 1)
+    try statement.bind(name, at: 1)
     try statement.run()
     let removed = connection.changes > 0
     try clearFailure(name: name, connection: connection)

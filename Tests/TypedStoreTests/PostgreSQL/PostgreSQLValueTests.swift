@@ -95,7 +95,7 @@ import TypedStore
     for row in 0..<5 {
       try select.bind(.integer(Int64(row + 1)), at: 1)
       try select.run()
-      #expect(select.step())
+      #expect(try select.step())
       for (index, column) in Self.columns.enumerated() {
         let read = try select.value(Int32(index))
         #expect(read == column.values[row], "\(column.name) row \(row + 1)")
@@ -105,7 +105,7 @@ import TypedStore
         #expect(try select.value(Int32(names.count + index)) == .null)
         #expect(select.isNull(Int32(names.count + index)))
       }
-      #expect(!select.step())
+      #expect(try !select.step())
     }
   }
 
@@ -128,7 +128,7 @@ import TypedStore
     try nan.bind(.real(.nan), at: 1)
     try nan.bind(.real(.nan), at: 2)
     try nan.run()
-    #expect(nan.step())
+    #expect(try nan.step())
     guard case .real(let double) = try nan.value(0), case .real(let float) = try nan.value(1) else {
       Issue.record("NaN did not read back as a real")
       return

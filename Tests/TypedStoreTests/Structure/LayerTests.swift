@@ -15,7 +15,9 @@ import Testing
   /// The layers, bottom to top (DESIGN.md's table). Query and Batch are side by side above
   /// Context, with the one amendment that Batch may use Query (a batch update or delete
   /// applies a fetch's predicate).
-  static let layers = ["SQLite", "Model", "History", "Store", "Context", "Query", "Batch", "Sync", "Container"]
+  static let layers = [
+    "Engine", "SQLite", "Model", "History", "Store", "Context", "Query", "Batch", "Sync", "Container",
+  ]
 
   /// Whether a file of `user` may name what `owner` declares.
   static func may(_ user: String, use owner: String) -> Bool {

@@ -1,0 +1,72 @@
+import Foundation
+
+// The seam between the store and its engines (DESIGN.md, "Engines"): what `History/` and
+// `Store/` need of a database, and nothing of how an engine provides it. `SQLite/` implements
+// it for a store file; the `TypedStorePostgreSQL` library implements it for a schema on a
+// PostgreSQL server, so that a user who wants SQLite alone never links libpq.
+//
+// The seam is at the level of SQL: the store's algorithms (history, consumers, conflicts,
+// delete rules, pruning) are written once, against these protocols, in SQL both engines run,
+// with the few differences asked of `SQLDialect`. Statements are written with SQLite's
+// parameters (`?`, `?1`); an engine whose parameters are written otherwise rewrites them
+// when it prepares the statement. Identifiers come from the validated model only; values
+// are always bound.
+
+/// The SQL language differences between the engines that the shared code must know of.
+package enum SQLDialect: Sendable, Equatable {
+  case sqlite
+  case postgreSQL
+
+  /// A statement that selects 1 when a table `name` (bound to its only parameter) exists
+  /// among the store's tables.
+  package var tableExistsSQL: String {
+    switch self {
+    case .sqlite: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+    case .postgreSQL: "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = ?"
+    }
+  }
+}
+
+/// A statement prepared on a `DatabaseConnection`, used by one thread at a time: bind values
+/// (parameters from 1), run it or step through its rows, read the current row's columns (from 0).
+package protocol DatabaseStatement: AnyObject {
+  func bind(_ value: PrimitiveValue, at index: Int32) throws
+  func bind(_ value: Int64, at index: Int32) throws
+  func bind(_ value: Double, at index: Int32) throws
+  func bind(_ value: String, at index: Int32) throws
+  func bind(_ value: Data, at index: Int32) throws
+  func bindNull(_ index: Int32) throws
+  /// Moves to the next row; false when there is none. The first call runs the statement.
+  func step() throws -> Bool
+  /// Runs the statement to its end (a command).
+  func run() throws
+  /// Ends the current run and clears the bound values; the next `step()` runs it again.
+  func reset()
+  func isNull(_ column: Int32) -> Bool
+  func int64(_ column: Int32) -> Int64
+  func double(_ column: Int32) -> Double
+  func string(_ column: Int32) -> String
+  func value(_ column: Int32) throws -> PrimitiveValue
+}
+
+/// A connection to a store's database, used by one thread at a time.
+package protocol DatabaseConnection: AnyObject {
+  associatedtype PreparedStatement: DatabaseStatement
+  var dialect: SQLDialect { get }
+  /// The statement of `sql`, prepared once and kept by the connection.
+  func statement(_ sql: String) throws -> PreparedStatement
+  /// Runs `sql`, one or more statements with no parameters.
+  func execute(script sql: String) throws
+  /// The rows the last statement run inserted, updated or deleted.
+  var changes: Int { get }
+}
+
+extension DatabaseConnection {
+  /// Whether the store has a table `name`.
+  package func tableExists(_ name: String) throws -> Bool {
+    let statement = try statement(dialect.tableExistsSQL)
+    defer { statement.reset() }
+    try statement.bind(name, at: 1)
+    return try statement.step() && statement.int64(0) > 0
+  }
+}

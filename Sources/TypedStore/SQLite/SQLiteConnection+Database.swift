@@ -1,0 +1,13 @@
+import Foundation
+
+// The SQLite engine's side of the seam (`Engine/Database.swift`).
+
+extension SQLiteConnection: DatabaseConnection {
+  var dialect: SQLDialect { .sqlite }
+
+  func execute(script sql: String) throws { try execute(sql) }
+}
+
+extension Statement: DatabaseStatement {
+  func value(_ column: Int32) -> PrimitiveValue { self.column(column).primitive }
+}
