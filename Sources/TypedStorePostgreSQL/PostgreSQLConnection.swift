@@ -195,6 +195,21 @@ package final class PostgreSQLConnection {
     }
   }
 
+  /// Runs `body` in a read-only transaction at REPEATABLE READ, so that its statements see
+  /// one snapshot; inside a transaction already, `body` runs in it.
+  package func readTransaction<T>(_ body: () throws -> T) throws -> T {
+    guard PQtransactionStatus(connection) == PQTRANS_IDLE else { return try body() }
+    try execute(script: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    do {
+      let value = try body()
+      try execute(script: "COMMIT")
+      return value
+    } catch {
+      _ = try? execute(script: "ROLLBACK")
+      throw error
+    }
+  }
+
   /// Runs `sql`, one or more statements with no parameters.
   package func execute(script sql: String) throws(PostgreSQLError) {
     PQclear(try checked(PQexec(connection, sql)))

@@ -1,7 +1,14 @@
 import Foundation
+import TypedStore
 
 /// The persistent history of one store on PostgreSQL: its tables, in the store's schema, and
 /// transaction numbers that are dense and in commit order.
+///
+/// The tables have the SQLite store's shape (`HistorySchema`, `docs/history.md`), so that the
+/// store's history reading, pruning and export run on them unchanged (`HistoryReader`, through
+/// the engine seam): a transaction row per number with the range of its change rows, change
+/// rows of one key, a run of keys or a JSON list of keys. Each transaction row also keeps the
+/// PostgreSQL transaction's `xid8`.
 ///
 /// A consumer reads "after T" and must never miss a transaction that commits late with a
 /// lower number. Numbers from a sequence do not promise that: a sequence value is taken when
@@ -19,28 +26,25 @@ import Foundation
 /// writers commit one at a time from their numbering statement on, through the commit's
 /// flush; the `xid8` is what a higher-throughput mode would order by.
 struct PostgreSQLHistory {
-  /// One change of a transaction, as history records it.
+  /// One change row of a transaction: rows of one entity that had the same change.
   struct Change: Sendable, Equatable {
-    enum Kind: Int, Sendable {
-      case insert = 1
-      case update = 2
-      case delete = 3
-    }
-
-    var kind: Kind
+    var kind: HistoryChange.Kind
     var entity: String
-    var primaryKey: Int64
+    /// In order; a run of consecutive keys is stored as its first and last.
+    var primaryKeys: [Int64]
     /// For an update, the attributes it changed.
     var changedAttributes: [String] = []
-  }
 
-  /// One recorded transaction.
-  struct Transaction: Sendable, Equatable {
-    var number: Int64
-    var author: String?
-    var contextName: String?
-    var processID: Int32
-    var changes: [Change]
+    init(kind: HistoryChange.Kind, entity: String, primaryKeys: [Int64], changedAttributes: [String] = []) {
+      self.kind = kind
+      self.entity = entity
+      self.primaryKeys = primaryKeys
+      self.changedAttributes = changedAttributes
+    }
+
+    init(kind: HistoryChange.Kind, entity: String, primaryKey: Int64, changedAttributes: [String] = []) {
+      self.init(kind: kind, entity: entity, primaryKeys: [primaryKey], changedAttributes: changedAttributes)
+    }
   }
 
   /// The store's schema: letters, digits and `_`, starting with a letter or `_`.
@@ -58,39 +62,34 @@ struct PostgreSQLHistory {
   /// The channel `pg_notify` announces each transaction's number on.
   var channel: String { "typedstore_\(schema)" }
 
-  private func table(_ name: String) -> String { "\"\(schema)\".\"\(name)\"" }
-
-  /// Creates the schema and the history tables, if missing: in one transaction under an
-  /// advisory lock of the schema's name, since two sessions running `CREATE … IF NOT EXISTS`
-  /// at once can both try to create and one fail.
-  func create(on connection: PostgreSQLConnection) throws {
-    try connection.transaction { try createTables(on: connection) }
-  }
-
   /// The name of the advisory lock (`hashtext` of it) that creating or opening the store's
   /// tables holds until its transaction ends.
   var lockName: String { "typedstore:" + schema }
 
-  /// Creates the schema and the history tables, if missing, in the caller's transaction.
+  private func table(_ name: String) -> String { "\"\(schema)\".\"\(name)\"" }
+
+  /// Creates the schema and the history tables, if missing, in the caller's transaction, under
+  /// the advisory lock of the schema's name (two sessions running `CREATE … IF NOT EXISTS` at
+  /// once can both try to create, and one fail).
   func createTables(on connection: PostgreSQLConnection) throws(PostgreSQLError) {
     try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [lockName])
     for statement in [
       "CREATE SCHEMA IF NOT EXISTS \"\(schema)\"",
       """
       CREATE TABLE IF NOT EXISTS \(table("_history_counter")) (
-        id integer PRIMARY KEY CHECK (id = 1), last bigint NOT NULL)
+        id integer PRIMARY KEY CHECK (id = 1), last bigint NOT NULL, last_change bigint NOT NULL)
       """,
-      "INSERT INTO \(table("_history_counter")) VALUES (1, 0) ON CONFLICT DO NOTHING",
+      "INSERT INTO \(table("_history_counter")) VALUES (1, 0, 0) ON CONFLICT DO NOTHING",
       """
       CREATE TABLE IF NOT EXISTS \(table("_history_transaction")) (
-        number bigint PRIMARY KEY, xid xid8 NOT NULL, timestamp timestamptz NOT NULL,
-        author text, context_name text, process_id integer NOT NULL)
+        number bigint PRIMARY KEY, timestamp double precision NOT NULL, author text, context_name text,
+        process_id bigint NOT NULL, first_change bigint NOT NULL DEFAULT 0, last_change bigint NOT NULL DEFAULT 0,
+        recorded_by bigint NOT NULL, xid xid8 NOT NULL)
       """,
       """
       CREATE TABLE IF NOT EXISTS \(table("_history_change")) (
-        number bigint NOT NULL REFERENCES \(table("_history_transaction")) ON DELETE CASCADE,
-        position integer NOT NULL, kind smallint NOT NULL, entity text NOT NULL, pk bigint NOT NULL,
-        changed text[] NOT NULL, PRIMARY KEY (number, position))
+        id bigint PRIMARY KEY, transaction_number bigint NOT NULL, kind bigint NOT NULL, entity text NOT NULL,
+        pk bigint, last_pk bigint, keys text, changed text, tombstone text)
       """,
     ] {
       try connection.execute(statement)
@@ -98,69 +97,63 @@ struct PostgreSQLHistory {
   }
 
   /// Records the transaction in progress on `connection` and returns its number: call it
-  /// last, right before COMMIT. One statement takes the number (locking the counter row until
-  /// the transaction ends), writes the transaction and change rows, and queues the
-  /// notification.
+  /// last, right before COMMIT. One statement takes the number and the range of change row
+  /// IDs (locking the counter row until the transaction ends), writes the transaction and
+  /// change rows, and queues the notification. `processID` is the writing process's.
   @discardableResult
   func record(
-    _ changes: [Change], author: String?, contextName: String?, on connection: PostgreSQLConnection
+    _ changes: [Change], author: String?, contextName: String?, processID: Int32 = getpid(),
+    on connection: PostgreSQLConnection
   ) throws(PostgreSQLError) -> Int64 {
+    // The change rows' IDs are the counter's `last_change` before, plus their positions: one
+    // range per transaction, in commit order, as `HistoryReader` reads them. Timestamps are
+    // seconds since 2001, as Foundation's reference date and the SQLite store keep them.
     let sql = """
-      WITH n AS (UPDATE \(table("_history_counter")) SET last = last + 1 WHERE id = 1 RETURNING last),
+      WITH n AS (
+        UPDATE \(table("_history_counter")) SET last = last + 1, last_change = last_change + $4::bigint
+        WHERE id = 1 RETURNING last, last_change - $4::bigint AS before),
       t AS (
-        INSERT INTO \(table("_history_transaction")) (number, xid, timestamp, author, context_name, process_id)
-        SELECT last, pg_current_xact_id(), clock_timestamp(), $1, $2, pg_backend_pid() FROM n),
+        INSERT INTO \(table("_history_transaction"))
+          (number, timestamp, author, context_name, process_id, first_change, last_change, recorded_by, xid)
+        SELECT last, extract(epoch FROM clock_timestamp())::double precision - 978307200, $1, $2, $3::bigint,
+          CASE WHEN $4::bigint = 0 THEN 0 ELSE before + 1 END, CASE WHEN $4::bigint = 0 THEN 0 ELSE before + $4::bigint END,
+          $12::bigint, pg_current_xact_id() FROM n),
       c AS (
-        INSERT INTO \(table("_history_change")) (number, position, kind, entity, pk, changed)
-        SELECT n.last, x.position, x.kind, x.entity, x.pk, string_to_array(x.changed, ',')
-        FROM n, unnest($3::integer[], $4::smallint[], $5::text[], $6::bigint[], $7::text[])
-          AS x(position, kind, entity, pk, changed))
-      SELECT last, pg_notify($8, last::text) FROM n
+        INSERT INTO \(table("_history_change")) (id, transaction_number, kind, entity, pk, last_pk, keys, changed)
+        SELECT n.before + x.position, n.last, x.kind, x.entity, x.pk, x.last_pk, x.keys, x.changed
+        FROM n, unnest($5::bigint[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[])
+          WITH ORDINALITY AS x(kind, entity, pk, last_pk, keys, changed, position))
+      SELECT last, pg_notify($11, last::text) FROM n
       """
-    let rows = try connection.execute(
+    let rows = changes.map(Self.row)
+    let result = try connection.execute(
       sql,
       [
-        author, contextName, Self.array(changes.indices.map { String($0) }),
-        Self.array(changes.map { String($0.kind.rawValue) }), Self.array(changes.map(\.entity)),
-        Self.array(changes.map { String($0.primaryKey) }),
-        Self.array(changes.map { $0.changedAttributes.joined(separator: ",") }), channel,
+        author, contextName, String(processID), String(changes.count), Self.array(rows.map { String($0.kind) }),
+        Self.array(rows.map(\.entity)), Self.array(rows.map { $0.pk.map(String.init) }),
+        Self.array(rows.map { $0.lastPK.map(String.init) }), Self.array(rows.map(\.keys)),
+        Self.array(rows.map(\.changed)), channel, String(HistorySchema.recordingFormatVersion),
       ])
-    guard let text = rows.rows.first?.first ?? nil, let number = Int64(text) else {
+    guard let text = result.rows.first?.first ?? nil, let number = Int64(text) else {
       throw PostgreSQLError(kind: .statement, message: "the history counter of \(schema) is missing")
     }
     return number
   }
 
-  /// The transactions after number `after`, in order, at most `limit`.
-  func transactions(after: Int64, limit: Int = 1000, on connection: PostgreSQLConnection) throws(PostgreSQLError)
-    -> [Transaction]
+  /// A change as its row stores it: one key in `pk`, a run in `pk` through `lastPK`, other
+  /// lists in `keys` (a JSON array); an update's attributes in `changed` (a JSON array).
+  private static func row(_ change: Change)
+    -> (kind: Int, entity: String, pk: Int64?, lastPK: Int64?, keys: String?, changed: String?)
   {
-    let transactions = try connection.execute(
-      """
-      SELECT number, author, context_name, process_id FROM \(table("_history_transaction"))
-      WHERE number > $1::bigint ORDER BY number LIMIT $2::integer
-      """, [String(after), String(limit)])
-    guard let last = transactions.rows.last?.first.flatMap({ $0 }) else { return [] }
-    let changes = try connection.execute(
-      """
-      SELECT number, kind, entity, pk, array_to_string(changed, ',') AS changed FROM \(table("_history_change"))
-      WHERE number > $1::bigint AND number <= $2::bigint ORDER BY number, position
-      """, [String(after), last])
-    var byNumber: [Int64: [Change]] = [:]
-    for row in changes.rows {
-      guard let number = row[0].flatMap({ Int64($0) }),
-        let kind = row[1].flatMap({ Int($0) }).flatMap(Change.Kind.init),
-        let entity = row[2], let key = row[3].flatMap({ Int64($0) })
-      else { continue }
-      let changed = (row[4] ?? "").split(separator: ",").map(String.init)
-      byNumber[number, default: []].append(
-        Change(kind: kind, entity: entity, primaryKey: key, changedAttributes: changed))
+    let keys = change.primaryKeys
+    let changed = change.kind == .update ? HistorySchema.jsonArray(change.changedAttributes) : nil
+    if keys.count == 1 { return (change.kind.rawValue, change.entity, keys[0], nil, nil, changed) }
+    if let first = keys.first, let last = keys.last, last &- first == Int64(keys.count - 1),
+      keys.enumerated().allSatisfy({ $0.element == first &+ Int64($0.offset) })
+    {
+      return (change.kind.rawValue, change.entity, first, last, nil, changed)
     }
-    return transactions.rows.compactMap { row in
-      guard let number = row[0].flatMap({ Int64($0) }), let process = row[3].flatMap({ Int32($0) }) else { return nil }
-      return Transaction(
-        number: number, author: row[1], contextName: row[2], processID: process, changes: byNumber[number] ?? [])
-    }
+    return (change.kind.rawValue, change.entity, nil, nil, HistorySchema.jsonArray(keys), changed)
   }
 
   /// The number of the last committed transaction (0 before the first).
@@ -169,11 +162,14 @@ struct PostgreSQLHistory {
     return rows.rows.first?.first.flatMap { $0 }.flatMap { Int64($0) } ?? 0
   }
 
-  /// `values` as a PostgreSQL array literal of quoted elements, bound as text and cast in SQL.
-  static func array(_ values: [String]) -> String {
+  /// `values` as a PostgreSQL array literal (nil elements as NULL), bound as text and cast in
+  /// SQL.
+  static func array(_ values: [String?]) -> String {
     "{"
       + values.map { value in
-        "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        guard let value else { return "NULL" }
+        return "\""
+          + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
       }.joined(separator: ",") + "}"
   }
 }

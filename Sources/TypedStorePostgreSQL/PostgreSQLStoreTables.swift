@@ -113,6 +113,7 @@ package struct PostgreSQLStoreTables {
       ("format_version", String(PersistentStore.formatVersion)),
       ("model_hash", model.versionHash),
       ("model_json", String(decoding: model.jsonRepresentation, as: UTF8.self)),
+      ("history_horizon", "1"),  // the first transaction kept (`HistorySchema`)
     ]
     try connection.execute(
       "INSERT INTO \(table("_metadata")) (key, value) SELECT * FROM unnest($1::text[], $2::text[])",

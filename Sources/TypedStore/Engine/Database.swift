@@ -27,6 +27,17 @@ package enum SQLDialect: Sendable, Equatable {
   }
 }
 
+extension SQLDialect {
+  /// A subquery of the texts in the JSON array bound to `parameter` (`?`): how a list of
+  /// values is bound as one.
+  package func jsonTextValues(_ parameter: String) -> String {
+    switch self {
+    case .sqlite: "SELECT value FROM json_each(\(parameter))"
+    case .postgreSQL: "SELECT json_array_elements_text(CAST(\(parameter) AS json))"
+    }
+  }
+}
+
 /// A statement prepared on a `DatabaseConnection`, used by one thread at a time: bind values
 /// (parameters from 1), run it or step through its rows, read the current row's columns (from 0).
 package protocol DatabaseStatement: AnyObject {
@@ -47,6 +58,14 @@ package protocol DatabaseStatement: AnyObject {
   func double(_ column: Int32) -> Double
   func string(_ column: Int32) -> String
   func value(_ column: Int32) throws -> PrimitiveValue
+  /// Whether column `column` is text equal to `string` (an engine may compare in place).
+  func textEquals(_ column: Int32, _ string: String) -> Bool
+}
+
+extension DatabaseStatement {
+  package func textEquals(_ column: Int32, _ string: String) -> Bool {
+    !isNull(column) && self.string(column) == string
+  }
 }
 
 /// A connection to a store's database, used by one thread at a time.
@@ -59,9 +78,28 @@ package protocol DatabaseConnection: AnyObject {
   func execute(script sql: String) throws
   /// The rows the last statement run inserted, updated or deleted.
   var changes: Int { get }
+  /// Runs `body` in a read transaction, so that its statements see one snapshot; inside a
+  /// transaction already, `body` runs in it.
+  func readTransaction<T>(_ body: () throws -> T) throws -> T
 }
 
 extension DatabaseConnection {
+  /// The first column of the first row of `sql`, as an integer, or nil.
+  package func scalarInt(_ sql: String) throws -> Int64? {
+    let statement = try statement(sql)
+    defer { statement.reset() }
+    guard try statement.step(), !statement.isNull(0) else { return nil }
+    return statement.int64(0)
+  }
+
+  /// The first column of the first row of `sql`, as text, or nil.
+  package func scalarText(_ sql: String) throws -> String? {
+    let statement = try statement(sql)
+    defer { statement.reset() }
+    guard try statement.step(), !statement.isNull(0) else { return nil }
+    return statement.string(0)
+  }
+
   /// Whether the store has a table `name`.
   package func tableExists(_ name: String) throws -> Bool {
     let statement = try statement(dialect.tableExistsSQL)

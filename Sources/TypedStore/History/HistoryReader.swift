@@ -7,7 +7,7 @@ enum HistoryReader {
 
   /// The number of the last transaction ever recorded (0 when none was): the largest kept
   /// or, with none kept, the one before the horizon (see `HistorySchema`).
-  static func currentNumber(_ connection: SQLiteConnection) throws -> Int64 {
+  static func currentNumber<Connection: DatabaseConnection>(_ connection: Connection) throws -> Int64 {
     try connection.scalarInt(
       "SELECT coalesce((SELECT max(number) FROM _history_transaction), "
         + "(SELECT CAST(value AS INTEGER) - 1 FROM _metadata WHERE key = 'history_horizon'), 0)") ?? 0
@@ -16,20 +16,20 @@ enum HistoryReader {
   /// The number of the first transaction kept: the horizon + 1 (the horizon, as users see it,
   /// is the token after which history is complete: the last transaction deleted, or 0). The
   /// metadata's `history_horizon` holds this number.
-  static func firstKept(_ connection: SQLiteConnection) throws -> Int64 {
+  static func firstKept<Connection: DatabaseConnection>(_ connection: Connection) throws -> Int64 {
     try connection.scalarText("SELECT value FROM _metadata WHERE key = 'history_horizon'").flatMap { Int64($0) } ?? 1
   }
 
   /// The latest commit time among deleted transactions, if any were deleted.
-  static func horizonDate(_ connection: SQLiteConnection) throws -> Date? {
+  static func horizonDate<Connection: DatabaseConnection>(_ connection: Connection) throws -> Date? {
     try connection.scalarText("SELECT value FROM _metadata WHERE key = 'history_horizon_timestamp'")
       .flatMap { Double($0) }.map { Date(timeIntervalSinceReferenceDate: $0) }
   }
 
   // MARK: - Fetching
 
-  static func fetch(
-    _ request: HistoryRequest, storeIdentifier: UUID, model: ManagedObjectModel, connection: SQLiteConnection
+  static func fetch<Connection: DatabaseConnection>(
+    _ request: HistoryRequest, storeIdentifier: UUID, model: ManagedObjectModel, connection: Connection
   ) throws -> [HistoryTransaction] {
     var collector = TransactionCollector(storeIdentifier: storeIdentifier)
     try visit(request, storeIdentifier: storeIdentifier, model: model, connection: connection, visitor: &collector)
@@ -51,8 +51,8 @@ enum HistoryReader {
   /// hands each to `visitor` with its changes one by one: nothing is collected here, so a
   /// visitor that writes them out reads any amount of history in constant memory (one page of
   /// transaction rows at most).
-  static func visit<Visitor: HistoryVisitor>(
-    _ request: HistoryRequest, storeIdentifier: UUID, model: ManagedObjectModel, connection: SQLiteConnection,
+  static func visit<Visitor: HistoryVisitor, Connection: DatabaseConnection>(
+    _ request: HistoryRequest, storeIdentifier: UUID, model: ManagedObjectModel, connection: Connection,
     visitor: inout Visitor
   ) throws {
     if let limit = request.transactionLimit, limit < 0 {
@@ -87,8 +87,8 @@ enum HistoryReader {
         remaining -= headers.count
         after = last.number
         changes.reset()
-        changes.bind(first.firstChange, at: 1)
-        changes.bind(last.lastChange, at: 2)
+        try changes.bind(first.firstChange, at: 1)
+        try changes.bind(last.lastChange, at: 2)
         try reader.visit(headers, changes: changes, visitor: &visitor)
         if headers.count < pageSize { return }
       }
@@ -96,13 +96,13 @@ enum HistoryReader {
   }
 
   /// One page of transaction rows after `after`.
-  private static func headers(_ statement: Statement, arguments: [PrimitiveValue], after: Int64, limit: Int)
-    throws -> [Header]
-  {
+  private static func headers<Statement: DatabaseStatement>(
+    _ statement: Statement, arguments: [PrimitiveValue], after: Int64, limit: Int
+  ) throws -> [Header] {
     statement.reset()
-    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-    statement.bind(.integer(after), at: Int32(arguments.count + 1))
-    statement.bind(.integer(Int64(limit)), at: Int32(arguments.count + 2))
+    for (index, argument) in arguments.enumerated() { try statement.bind(argument, at: Int32(index + 1)) }
+    try statement.bind(.integer(after), at: Int32(arguments.count + 1))
+    try statement.bind(.integer(Int64(limit)), at: Int32(arguments.count + 2))
     var headers: [Header] = []
     while try statement.step() {
       headers.append(
@@ -125,7 +125,13 @@ enum HistoryReader {
     var entityNames: Set<String>?
 
     /// The request's start, checked against the horizon.
-    init(_ request: HistoryRequest, storeIdentifier: UUID, firstKept: Int64, connection: SQLiteConnection) throws {
+    /// The SQL of the engine the request runs on.
+    let dialect: SQLDialect
+
+    init<Connection: DatabaseConnection>(
+      _ request: HistoryRequest, storeIdentifier: UUID, firstKept: Int64, connection: Connection
+    ) throws {
+      dialect = connection.dialect
       let expired = HistoryError.tokenExpired(
         horizon: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: firstKept - 1))
       switch request.start {
@@ -163,11 +169,11 @@ enum HistoryReader {
         arguments.append(.real(endDate.timeIntervalSinceReferenceDate))
       }
       if let authors = request.authors {
-        conditions.append("author IN (SELECT value FROM json_each(?))")
+        conditions.append("author IN (\(dialect.jsonTextValues("?")))")
         arguments.append(.text(HistorySchema.jsonArray(authors.sorted())))
       }
       if !request.excludedAuthors.isEmpty {
-        conditions.append("(author IS NULL OR author NOT IN (SELECT value FROM json_each(?)))")
+        conditions.append("(author IS NULL OR author NOT IN (\(dialect.jsonTextValues("?"))))")
         arguments.append(.text(HistorySchema.jsonArray(request.excludedAuthors.sorted())))
       }
       if request.entities != nil || request.entityNames != nil {
@@ -175,7 +181,7 @@ enum HistoryReader {
         entityNames = Set(names)
         conditions.append(
           "EXISTS (SELECT 1 FROM _history_change c WHERE c.id BETWEEN first_change AND last_change "
-            + "AND c.entity IN (SELECT value FROM json_each(?)))"
+            + "AND c.entity IN (\(dialect.jsonTextValues("?"))))"
         )
         arguments.append(.text(HistorySchema.jsonArray(names)))
       }
@@ -220,9 +226,9 @@ enum HistoryReader {
       self.entityNames = entityNames
     }
 
-    mutating func visit<Visitor: HistoryVisitor>(_ headers: [Header], changes: Statement, visitor: inout Visitor)
-      throws
-    {
+    mutating func visit<Visitor: HistoryVisitor, Statement: DatabaseStatement>(
+      _ headers: [Header], changes: Statement, visitor: inout Visitor
+    ) throws {
       var next = 0  // the first header not begun yet
       var isOpen = false  // headers[next - 1] is begun and not ended
       func finish(before number: Int64) throws {
@@ -253,7 +259,9 @@ enum HistoryReader {
 
     /// Hands over the rows of the current change row (one, or a run or list of keys), each
     /// with its index; a row of an entity not selected is only counted.
-    private mutating func visitChange<Visitor: HistoryVisitor>(_ changes: Statement, visitor: inout Visitor) throws {
+    private mutating func visitChange<Visitor: HistoryVisitor, Statement: DatabaseStatement>(
+      _ changes: Statement, visitor: inout Visitor
+    ) throws {
       if !changes.textEquals(2, entity) { entity = changes.string(2) }
       let keys: [Int64]?  // nil: one key, or a run
       let run: ClosedRange<Int64>
@@ -302,14 +310,16 @@ enum HistoryReader {
   /// Deletes every transaction numbered below `number` and moves the horizon up to it.
   /// Runs inside a write transaction. Returns how many transactions were deleted.
   @discardableResult
-  static func deleteHistory(before number: Int64, connection: SQLiteConnection) throws -> Int {
+  static func deleteHistory<Connection: DatabaseConnection>(before number: Int64, connection: Connection) throws
+    -> Int
+  {
     // Not past the next transaction: the horizon never runs ahead of the numbers given, so the
     // next number stays one above the newest (as the writer's `WriterMemo` keeps it).
     let number = min(number, try currentNumber(connection) + 1)
     let firstKept = try Self.firstKept(connection)
     guard number > firstKept else { return 0 }
     let latest = try connection.statement("SELECT max(timestamp) FROM _history_transaction WHERE number < ?")
-    latest.bind(number, at: 1)
+    try latest.bind(number, at: 1)
     let deletedUntil = try latest.step() && !latest.isNull(0) ? latest.double(0) : nil
     latest.reset()
     // Change rows are in commit order: everything below the first change of the oldest kept
@@ -319,20 +329,21 @@ enum HistoryReader {
         + "(SELECT first_change FROM _history_transaction WHERE number >= ? ORDER BY number LIMIT 1), "
         + "(SELECT max(id) + 1 FROM _history_change))"
     )
-    changes.bind(number, at: 1)
+    try changes.bind(number, at: 1)
     try changes.run()
     let transactions = try connection.statement("DELETE FROM _history_transaction WHERE number < ?")
-    transactions.bind(number, at: 1)
+    try transactions.bind(number, at: 1)
     try transactions.run()
     let count = connection.changes
-    let metadata = try connection.statement("INSERT OR REPLACE INTO _metadata (key, value) VALUES (?, ?)")
-    metadata.bind("history_horizon", at: 1)
-    metadata.bind(String(number), at: 2)
+    let metadata = try connection.statement(
+      "INSERT INTO _metadata (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+    try metadata.bind("history_horizon", at: 1)
+    try metadata.bind(String(number), at: 2)
     try metadata.run()
     if let deletedUntil {
       metadata.reset()
-      metadata.bind("history_horizon_timestamp", at: 1)
-      metadata.bind(String(deletedUntil), at: 2)
+      try metadata.bind("history_horizon_timestamp", at: 1)
+      try metadata.bind(String(deletedUntil), at: 2)
       try metadata.run()
     }
     return count
@@ -340,10 +351,12 @@ enum HistoryReader {
 
   /// The number of the first transaction committed after `date` (or the next number when
   /// none was), for deleting history before a date.
-  static func firstNumber(notBefore date: Date, connection: SQLiteConnection) throws -> Int64 {
+  static func firstNumber<Connection: DatabaseConnection>(notBefore date: Date, connection: Connection) throws
+    -> Int64
+  {
     let statement = try connection.statement("SELECT min(number) FROM _history_transaction WHERE timestamp >= ?")
     defer { statement.reset() }
-    statement.bind(date.timeIntervalSinceReferenceDate, at: 1)
+    try statement.bind(date.timeIntervalSinceReferenceDate, at: 1)
     if try statement.step(), !statement.isNull(0) { return statement.int64(0) }
     return try currentNumber(connection) + 1
   }

@@ -15,7 +15,7 @@
 /// 100,000 rows writes a few change rows, not 100,000, and rows with consecutive keys (a large
 /// insert, or a delete of a whole table) take one short row. Deletes that keep a tombstone
 /// have one change row per deleted row.
-enum HistorySchema {
+package enum HistorySchema {
   /// The columns of `_history_transaction`, for making it and for the upgrade that remakes it.
   private static let transactionColumns = """
     (
@@ -51,7 +51,7 @@ enum HistorySchema {
 
   /// The file format version that writes these tables: each transaction row records it in
   /// `recorded_by` (`PersistentStore.formatVersion`).
-  static let recordingFormatVersion = 3
+  package static let recordingFormatVersion = 3
 
   /// SQL for the next transaction's number: one above the largest kept, or the horizon when
   /// none is kept (see above).
@@ -79,7 +79,7 @@ enum HistorySchema {
       """
 
   /// A JSON array of integers, for `json_each(?)`: how a list of keys is bound as one value.
-  static func jsonArray(_ keys: [Int64]) -> String {
+  package static func jsonArray(_ keys: [Int64]) -> String {
     // Written digit by digit straight into the string's storage: this runs for every key of
     // every save and batch request. At most 20 digits, a sign and a comma per key.
     String(unsafeUninitializedCapacity: keys.count * 22 + 2) { buffer in
@@ -133,7 +133,7 @@ enum HistorySchema {
   }
 
   /// A JSON array of strings.
-  static func jsonArray(_ names: [String]) -> String {
+  package static func jsonArray(_ names: [String]) -> String {
     let escaped = names.map { name in
       "\"" + name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }

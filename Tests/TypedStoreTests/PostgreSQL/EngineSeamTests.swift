@@ -97,6 +97,120 @@ import TypedStoreTesting
       ])
   }
 
+  /// A transaction as the comparison sees it: everything but when and by which process.
+  private static func summary(_ transaction: HistoryTransaction) -> String {
+    "\(transaction.transactionNumber) \(transaction.author ?? "-") \(transaction.contextName ?? "-"): "
+      + transaction.changes.map {
+        "\($0.changeType) \($0.objectID.entityName) \($0.objectID.primaryKey ?? 0) \($0.updatedProperties) \($0.index)"
+      }.joined(separator: ", ")
+  }
+
+  /// `transaction`'s changes as change rows: runs of one kind, entity and attributes.
+  private static func changeRows(_ transaction: HistoryTransaction) -> [PostgreSQLHistory.Change] {
+    var rows: [PostgreSQLHistory.Change] = []
+    for change in transaction.changes {
+      let key = change.objectID.primaryKey ?? 0
+      if let last = rows.last, last.kind == change.changeType, last.entity == change.objectID.entityName,
+        last.changedAttributes == change.updatedProperties
+      {
+        rows[rows.count - 1].primaryKeys.append(key)
+      } else {
+        rows.append(
+          .init(
+            kind: change.changeType, entity: change.objectID.entityName, primaryKeys: [key],
+            changedAttributes: change.updatedProperties))
+      }
+    }
+    return rows
+  }
+
+  @Test func historyIsReadFilteredAndPrunedAlikeOnBothEngines() async throws {
+    let container = try PersistentContainer.makeTest(model: notesModel)
+    try await save(["one", "two", "three"], in: container, author: "importer")
+    try await container.performBackgroundTask { context in
+      context.transactionAuthor = "editor"
+      let notes = try context.fetch(FetchRequest<Note>(sortBy: [SortDescriptor(\.title)]))
+      notes[0].title = "uno"
+      notes[2].status = .published
+      Folder(context: context).name = "inbox"
+      try context.save()
+    }
+    try await container.performBackgroundTask { context in
+      let folders = try context.fetch(FetchRequest<Folder>())
+      for folder in folders { context.delete(folder) }
+      try context.save()
+    }
+    try await save(["four"], in: container, author: "importer")
+    let sqlite = container.persistentStore
+    let store = sqlite.identifier
+    let all = try sqlite.fetchHistory(HistoryRequest())
+    #expect(all.count == 6)  // one per title saved, the editor's, the deletion
+
+    let connection = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
+    let schema = PostgreSQLTestServer.schemaName()
+    defer { _ = try? connection.execute("DROP SCHEMA \(schema) CASCADE") }
+    let tables = try PostgreSQLStoreTables(schema: schema, model: notesModel)
+    _ = try tables.open(on: connection)
+    for transaction in all {
+      try connection.transaction {
+        try tables.history.record(
+          Self.changeRows(transaction), author: transaction.author, contextName: transaction.contextName,
+          on: connection)
+      }
+    }
+    try connection.use(schema: schema)
+
+    func token(_ number: Int64) -> HistoryToken { HistoryToken(storeIdentifier: store, transactionNumber: number) }
+    var requests: [(String, HistoryRequest)] = [
+      ("all", HistoryRequest()), ("after 1", HistoryRequest(after: token(1))),
+    ]
+    requests.append(("1 through 3", HistoryRequest(after: token(1), through: token(3))))
+    requests.append(("after 2", HistoryRequest(after: token(2))))
+    var request = HistoryRequest()
+    request.authors = ["importer"]
+    requests.append(("by the importer", request))
+    request = HistoryRequest()
+    request.excludedAuthors = ["importer"]
+    requests.append(("not by the importer", request))
+    request = HistoryRequest()
+    request.entities = [Folder.self]
+    requests.append(("of folders", request))
+    request = HistoryRequest()
+    request.entityNames = ["Note"]
+    request.transactionLimit = 2
+    requests.append(("two of notes", request))
+    func read<Connection: DatabaseConnection>(on connection: Connection) -> [String] {
+      requests.map { name, request in
+        do {
+          let read = try HistoryReader.fetch(request, storeIdentifier: store, model: notesModel, connection: connection)
+          return "\(name): " + read.map(Self.summary).joined(separator: " | ")
+        } catch {
+          return "\(name): \(error)"
+        }
+      }
+    }
+    let reader = try sqlite.makeReadConnection()
+    let onSQLite = read(on: reader)
+    let onPostgreSQL = read(on: connection)
+    #expect(onPostgreSQL == onSQLite)
+    #expect(onSQLite.allSatisfy { $0.contains(" | ") }, "every request selects several transactions: \(onSQLite)")
+
+    // Pruned before 3 on both: the horizon moves alike, and an old token is refused alike.
+    _ = try sqlite.writer.withConnection { connection in
+      try connection.writeTransaction(deadline: .now + .seconds(5)) {
+        try HistoryReader.deleteHistory(before: 3, connection: connection)
+      }
+    }
+    let deleted = try connection.transaction { try HistoryReader.deleteHistory(before: 3, connection: connection) }
+    #expect(deleted == 2)
+    let afterPruning = read(on: connection)
+    #expect(afterPruning == read(on: reader))
+    #expect(afterPruning[0].hasPrefix("all: the history asked for was deleted"), "\(afterPruning[0])")
+    #expect(afterPruning[2].hasPrefix("1 through 3: the history asked for was deleted"), "\(afterPruning[2])")
+    #expect(afterPruning[1].hasPrefix("after 1: the history asked for was deleted"), "\(afterPruning[1])")
+    #expect(afterPruning[3] == onSQLite[3] && afterPruning[3].hasPrefix("after 2: 3 "), "\(afterPruning[3])")
+  }
+
   @Test func sqlitesParametersAreRewrittenAsPostgreSQLsOutsideQuotes() {
     #expect(PostgreSQLConnection.parameters(in: "SELECT ?, ?") == "SELECT $1, $2")
     #expect(PostgreSQLConnection.parameters(in: "VALUES (?1, ?2, ?1, ?)") == "VALUES ($1, $2, $1, $3)")

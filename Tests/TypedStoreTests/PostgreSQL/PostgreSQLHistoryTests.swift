@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import TypedStore
 @testable import TypedStorePostgreSQL
 
 /// The PostgreSQL engine's first parts, against a real server (`PostgreSQLTestServer`): the
@@ -72,30 +73,58 @@ import Testing
 }
 
 @Suite struct PostgreSQLHistoryTests {
-  static func history() throws -> (PostgreSQLHistory, PostgreSQLTestServer.Server) {
+  /// A new store's history, in a schema of its own.
+  struct Store {
+    var history: PostgreSQLHistory
+    var server: PostgreSQLTestServer.Server
+    var identifier: UUID
+
+    /// The transactions after `number`, at most `limit`, as the store's history reader
+    /// (`HistoryReader`, shared with SQLite) reads them on `connection`.
+    func transactions(after number: Int64, limit: Int? = nil, on connection: PostgreSQLConnection) throws
+      -> [HistoryTransaction]
+    {
+      try connection.use(schema: history.schema)
+      var request = HistoryRequest(after: HistoryToken(storeIdentifier: identifier, transactionNumber: number))
+      request.transactionLimit = limit
+      return try HistoryReader.fetch(request, storeIdentifier: identifier, model: notesModel, connection: connection)
+    }
+  }
+
+  static func store() throws -> Store {
     let server = try PostgreSQLTestServer.server()
-    let history = try PostgreSQLHistory(schema: PostgreSQLTestServer.schemaName())
-    try history.create(on: PostgreSQLConnection(url: server.url))
-    return (history, server)
+    let tables = try PostgreSQLStoreTables(schema: PostgreSQLTestServer.schemaName(), model: notesModel)
+    let opened = try tables.open(on: PostgreSQLConnection(url: server.url))
+    return Store(history: tables.history, server: server, identifier: opened.identifier)
   }
 
   @Test func aTransactionIsRecordedWithItsChanges() throws {
-    let (history, server) = try Self.history()
-    let connection = try PostgreSQLConnection(url: server.url)
+    let store = try Self.store()
+    let history = store.history
+    let connection = try PostgreSQLConnection(url: store.server.url)
     let changes: [PostgreSQLHistory.Change] = [
-      .init(kind: .insert, entity: "Note", primaryKey: 1),
+      .init(kind: .insert, entity: "Note", primaryKeys: [1, 2, 3]),
       .init(kind: .update, entity: "Folder", primaryKey: 7, changedAttributes: ["name", "address.city"]),
-      .init(kind: .delete, entity: "Note \"quoted\" \\", primaryKey: 2),
+      .init(kind: .delete, entity: "Note \"quoted\" \\", primaryKeys: [9, 4]),
     ]
     let number = try connection.transaction {
       try history.record(changes, author: "importer", contextName: nil, on: connection)
     }
     #expect(number == 1)
-    let read = try history.transactions(after: 0, on: connection)
+    let read = try store.transactions(after: 0, on: connection)
     #expect(read.count == 1)
-    #expect(read.first?.changes == changes)
+    #expect(
+      read.first?.changes.map {
+        "\($0.changeType) \($0.objectID.entityName) \($0.objectID.primaryKey ?? 0) \($0.index)"
+      }
+        == [
+          "insert Note 1 0", "insert Note 2 1", "insert Note 3 2", "update Folder 7 3",
+          "delete Note \"quoted\" \\ 9 4", "delete Note \"quoted\" \\ 4 5",
+        ])
+    #expect(read.first?.changes[3].updatedProperties == ["name", "address.city"])
     #expect(read.first?.author == "importer" && read.first?.contextName == nil)
-    #expect(read.first?.processID == connection.processID)
+    #expect(read.first?.processID == getpid())
+    #expect(abs(read.first?.timestamp.timeIntervalSinceNow ?? 100) < 60)
     #expect(try history.lastNumber(on: connection) == 1)
     #expect(throws: PostgreSQLError.self) { try PostgreSQLHistory(schema: "bad\"; DROP") }
   }
@@ -105,7 +134,8 @@ import Testing
   /// reader who saw B would never see A). A reader in between sees neither; after both, it
   /// sees A then B, once each.
   @Test func aTransactionThatCommitsLateIsNeverSkipped() async throws {
-    let (history, server) = try Self.history()
+    let store = try Self.store()
+    let (history, server) = (store.history, store.server)
     let a = try PostgreSQLConnection(url: server.url)
     try a.execute("BEGIN")
     let first = try history.record(
@@ -144,22 +174,23 @@ import Testing
     #expect(waiting, "B (server process \(bProcess.value)) never waited for A's number")
     let bCommitted = bDone.value
     #expect(!bCommitted)
-    #expect(try history.transactions(after: 0, on: reader).isEmpty)  // neither committed
+    #expect(try store.transactions(after: 0, on: reader).isEmpty)  // neither committed
     try a.execute("COMMIT")
     let doneDeadline = ContinuousClock.now + .seconds(30)
     while !bDone.value && ContinuousClock.now < doneDeadline {
       try await Task.sleep(for: .milliseconds(10))
     }
     #expect(failures.value.isEmpty, "\(failures.value)")
-    let read = try history.transactions(after: 0, on: reader)
-    #expect(read.map(\.number) == [first, first + 1])
+    let read = try store.transactions(after: 0, on: reader)
+    #expect(read.map(\.transactionNumber) == [first, first + 1])
     #expect(read.map(\.author) == ["A", "B"])
   }
 
   /// Writers on several connections record transactions while a reader follows "after the
   /// last number it saw": it sees every number once, each after the one before, none skipped.
   @Test func aReaderFollowingConcurrentWritersMissesNothing() async throws {
-    let (history, server) = try Self.history()
+    let store = try Self.store()
+    let (history, server) = (store.history, store.server)
     let writers = 4
     let perWriter = 40
     let finished = Shared(0)
@@ -187,7 +218,7 @@ import Testing
     let deadline = ContinuousClock.now + .seconds(60)
     while ContinuousClock.now < deadline {
       let done = finished.value == writers
-      let read = try history.transactions(after: seen.last ?? 0, limit: 7, on: reader).map(\.number)
+      let read = try store.transactions(after: seen.last ?? 0, limit: 7, on: reader).map(\.transactionNumber)
       seen += read
       if done && read.isEmpty { break }  // every writer ended, and nothing is left to read
       if read.isEmpty { try await Task.sleep(for: .milliseconds(2)) }
