@@ -57,12 +57,13 @@ extension PersistentStore {
   /// ```
   public func inspect() throws -> Inspection {
     let path = url.path
+    let file = filePath
     return try withHistoryReader { connection in
       try connection.readTransaction {
         guard let stored = try Self.readMetadata(connection) else { throw StoreError.notATypedStore(path: path) }
         let metadata = try Self.decode(stored, path: path)
         func size(_ suffix: String) -> Int? {
-          (try? FileManager.default.attributesOfItem(atPath: path + suffix)[.size] as? NSNumber)?.map(\.intValue)
+          (try? FileManager.default.attributesOfItem(atPath: file + suffix)[.size] as? NSNumber)?.map(\.intValue)
         }
         return Inspection(
           metadata: metadata, rowCounts: try rowCounts(connection), linkCounts: try linkCounts(connection),

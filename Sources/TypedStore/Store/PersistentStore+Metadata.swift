@@ -10,7 +10,7 @@ extension PersistentStore {
   public static func metadataForPersistentStore(at url: URL, options: StoreOptions = StoreOptions()) throws
     -> StoreMetadata
   {
-    let path = url.path
+    let path = resolvedStorePath(url.path)
     var readOnly = options
     readOnly.isReadOnly = true
     try checkPath(path, options: readOnly)

@@ -24,7 +24,7 @@ extension PersistentStore {
     var report = MigrationReport(
       storeModelHash: stored.modelHash, modelHash: model.versionHash, steps: [], refusals: [])
     guard report.isMigrationNeeded else { return report }
-    let path = url.path
+    let path = resolvedStorePath(url.path)
     let connection = try SQLiteConnection(
       path: path, mode: .readOnly, busyTimeout: options.busyTimeout, companions: CompanionFileCleanup(forOpening: path))
     let migration = try connection.readTransaction {

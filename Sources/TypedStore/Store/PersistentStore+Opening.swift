@@ -447,6 +447,9 @@ extension PersistentStore {
   /// a shared lock for as long as it is open. The lock is held while the files are deleted,
   /// so no process can open the store in between.
   static func destroyFiles(at path: String) throws {
+    // The files SQLite keeps: a link's target and its companions (the link itself stays, and
+    // the next store opened through it is made where it points).
+    let path = resolvedStorePath(path)
     var isDirectory: ObjCBool = false
     let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
     if exists && isDirectory.boolValue { throw StoreError.isADirectory(path: path) }

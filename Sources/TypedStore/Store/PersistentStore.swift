@@ -25,6 +25,9 @@ public final class PersistentStore: Sendable {
 
   /// The store file.
   public let url: URL
+  /// The file SQLite opens for `url`: its path with symbolic links resolved
+  /// (`resolvedStorePath`), beside which SQLite keeps the `-wal` and `-shm` files.
+  let filePath: String
   /// The store's UUID, fixed when the file is created; part of every `ManagedID`'s URI.
   public let identifier: UUID
   /// The model the store was opened with.
@@ -64,6 +67,7 @@ public final class PersistentStore: Sendable {
     publish: @escaping @Sendable (RecordedChanges) -> Void
   ) throws {
     self.url = url
+    self.filePath = resolvedStorePath(url.path)
     self.model = model
     self.options = options
     let layouts = Self.layouts(of: model)
@@ -73,7 +77,7 @@ public final class PersistentStore: Sendable {
       layouts[index].flatMap { $0.root.index == Int32(index) ? $0 : nil }  // each root's, in the roots' order
     }
     let (connection, identifier, companions) = try Self.openFile(
-      path: url.path, model: model, tables: tables, options: options, migration: migration)
+      path: filePath, model: model, tables: tables, options: options, migration: migration)
     self.identifier = identifier
     self.companions = companions
     let stamp = try ModelStamp(connection: connection, model: model)
@@ -82,7 +86,7 @@ public final class PersistentStore: Sendable {
     let pruner =
       options.recordsHistory && !options.isReadOnly ? options.automaticHistoryPruning.map(AutomaticPruner.init) : nil
     self.writer = StoreWriter(
-      connection: connection, path: url.path, storeIdentifier: identifier, options: options,
+      connection: connection, path: filePath, storeIdentifier: identifier, options: options,
       publish: { committed in
         publish(committed)
         pruner?.didCommit(committed)
@@ -97,6 +101,7 @@ public final class PersistentStore: Sendable {
   /// registered: IDs of the store resolve with the model it is opened with.
   init(migrationStageOf url: URL, identifier: UUID, model: ManagedObjectModel, options: StoreOptions) {
     self.url = url
+    self.filePath = resolvedStorePath(url.path)
     self.model = model
     self.options = options
     self.identifier = identifier
@@ -104,7 +109,7 @@ public final class PersistentStore: Sendable {
     self.companions = nil
     self.modelStamp = ModelStamp(migrationStageOf: model)
     self.writer = StoreWriter(
-      migrationStageAt: url.path, storeIdentifier: identifier, recordsHistory: options.recordsHistory)
+      migrationStageAt: filePath, storeIdentifier: identifier, recordsHistory: options.recordsHistory)
   }
 
   private static func layouts(of model: ManagedObjectModel) -> [TableLayout?] {
@@ -123,7 +128,7 @@ public final class PersistentStore: Sendable {
   /// for `VACUUM INTO` (a backup), which writes another file and which `query_only` refuses.
   func makeReadConnection(queryOnly: Bool = true) throws -> SQLiteConnection {
     let connection = try SQLiteConnection(
-      path: url.path, mode: options.isReadOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout,
+      path: filePath, mode: options.isReadOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout,
       companions: companions)
     try connection.configure(enableWAL: false)
     if queryOnly { try connection.execute("PRAGMA query_only=1") }

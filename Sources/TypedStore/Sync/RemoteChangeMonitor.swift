@@ -189,8 +189,10 @@ final class RemoteChangeMonitor: Sendable {
 
     init(store: PersistentStore, wakeRead: Int32) {
       self.wakeRead = wakeRead
-      let folder = store.url.deletingLastPathComponent().path
-      names = [store.url.lastPathComponent, store.url.lastPathComponent + "-wal"]
+      // The files SQLite writes: beside the link's target when the store was opened by a link.
+      let file = URL(fileURLWithPath: store.filePath)
+      let folder = file.deletingLastPathComponent().path
+      names = [file.lastPathComponent, file.lastPathComponent + "-wal"]
       inotify = store.options.remoteChangeUsesInotify ? inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) : -1
       if inotify >= 0 { _ = inotify_add_watch(inotify, folder, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO)) }
     }
