@@ -4,9 +4,22 @@ import TypedStoreTesting
 
 @testable import TypedStore
 
-/// The bytes of a store file, of its -wal and of its -shm (nil where absent).
-func storeBytes(_ url: URL) -> [Data?] {
-  ["", "-wal", "-shm"].map { FileManager.default.contents(atPath: url.path + $0) }
+/// The contents of a store file, of its -wal and of its -shm, as digests (nil where absent).
+func storeBytes(_ url: URL) -> [String?] {
+  ["", "-wal", "-shm"].map { fileDigest(url.path + $0) }
+}
+
+/// The SHA-256 of the file at `path` (nil when there is none), read by another process.
+///
+/// Not read here: closing a descriptor of a file releases every POSIX lock this process holds
+/// on it, SQLite's included, and this process may have the store open (another process could
+/// then take it for unused, and delete its `-wal` as the last one to close it).
+func fileDigest(_ path: String) -> String? {
+  guard FileManager.default.fileExists(atPath: path),
+    let run = try? SpawnedProcess(URL(fileURLWithPath: "/usr/bin/sha256sum"), [path])
+  else { return nil }
+  let output = run.finish()
+  return run.process.terminationStatus == 0 ? output.split(separator: " ").first.map(String.init) : nil
 }
 
 /// The states a store's files are found in: closed by its last connection (no -wal or
