@@ -45,7 +45,7 @@ struct PostgreSQLRows: Sendable, Equatable {
 }
 
 /// A notification a listening connection received (`NOTIFY` or `pg_notify`).
-struct PostgreSQLNotification: Sendable, Equatable {
+package struct PostgreSQLNotification: Sendable, Equatable {
   var channel: String
   var payload: String
   /// The server process of the session that sent it.
@@ -225,7 +225,7 @@ package final class PostgreSQLConnection {
   }
 
   /// Starts listening on `channel` (a name made of letters, digits and `_`).
-  func listen(_ channel: String) throws(PostgreSQLError) {
+  package func listen(_ channel: String) throws(PostgreSQLError) {
     guard !channel.isEmpty, channel.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
       throw PostgreSQLError(kind: .statement, message: "\(channel) is not a channel name")
     }
@@ -234,7 +234,7 @@ package final class PostgreSQLConnection {
 
   /// The notifications that arrived, waiting up to `timeout` for the first when none has:
   /// the server delivers a transaction's notifications when it commits, in commit order.
-  func notifications(waitingUpTo timeout: Duration) throws(PostgreSQLError) -> [PostgreSQLNotification] {
+  package func notifications(waitingUpTo timeout: Duration) throws(PostgreSQLError) -> [PostgreSQLNotification] {
     let deadline = ContinuousClock.now + max(timeout, .zero)
     while true {
       let received = try drainNotifications()
@@ -251,7 +251,9 @@ package final class PostgreSQLConnection {
   }
 
   private func drainNotifications() throws(PostgreSQLError) -> [PostgreSQLNotification] {
-    guard PQconsumeInput(connection) == 1 else {
+    // A server that shuts down sends its reason and closes: the input reads, and the connection
+    // is gone (its socket would then poll as readable forever).
+    guard PQconsumeInput(connection) == 1, PQstatus(connection) == CONNECTION_OK else {
       throw PostgreSQLError(kind: .connection, message: Self.message(PQerrorMessage(connection)))
     }
     var received: [PostgreSQLNotification] = []

@@ -25,9 +25,9 @@ import TypedStore
 /// writer gets a serialization failure instead of the next number). The price: a store's
 /// writers commit one at a time from their numbering statement on, through the commit's
 /// flush; the `xid8` is what a higher-throughput mode would order by.
-struct PostgreSQLHistory {
+package struct PostgreSQLHistory {
   /// One change row of a transaction: rows of one entity that had the same change.
-  struct Change: Sendable, Equatable {
+  package struct Change: Sendable, Equatable {
     var kind: HistoryChange.Kind
     var entity: String
     /// In order; a run of consecutive keys is stored as its first and last.
@@ -42,7 +42,7 @@ struct PostgreSQLHistory {
       self.changedAttributes = changedAttributes
     }
 
-    init(kind: HistoryChange.Kind, entity: String, primaryKey: Int64, changedAttributes: [String] = []) {
+    package init(kind: HistoryChange.Kind, entity: String, primaryKey: Int64, changedAttributes: [String] = []) {
       self.init(kind: kind, entity: entity, primaryKeys: [primaryKey], changedAttributes: changedAttributes)
     }
   }
@@ -50,7 +50,7 @@ struct PostgreSQLHistory {
   /// The store's schema: letters, digits and `_`, starting with a letter or `_`.
   let schema: String
 
-  init(schema: String) throws(PostgreSQLError) {
+  package init(schema: String) throws(PostgreSQLError) {
     guard let first = schema.first, first.isLetter || first == "_", schema.count <= 48,
       schema.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") })
     else {
@@ -101,7 +101,7 @@ struct PostgreSQLHistory {
   /// IDs (locking the counter row until the transaction ends), writes the transaction and
   /// change rows, and queues the notification. `processID` is the writing process's.
   @discardableResult
-  func record(
+  package func record(
     _ changes: [Change], author: String?, contextName: String?, processID: Int32 = getpid(),
     on connection: PostgreSQLConnection
   ) throws(PostgreSQLError) -> Int64 {

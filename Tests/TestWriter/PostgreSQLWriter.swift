@@ -21,3 +21,26 @@ func postgreSQLOpenShop(_ arguments: [String]) {
     fail("\(error)", code: 1)
   }
 }
+
+/// `pg-record <url> <schema> <author> <count>`: records `count` transactions, one insert of a
+/// `Product` each (keys from 1), in the history of the store in `schema`, one after another;
+/// prints "recorded <count>".
+func postgreSQLRecord(_ arguments: [String]) {
+  guard arguments.count == 5, let count = Int(arguments[4]) else {
+    fail("usage: pg-record <url> <schema> <author> <count>", code: 64)
+  }
+  do {
+    let history = try PostgreSQLHistory(schema: arguments[2])
+    let connection = try PostgreSQLConnection(url: arguments[1])
+    for index in 1...max(count, 1) where count > 0 {
+      try connection.transaction {
+        try history.record(
+          [.init(kind: .insert, entity: "Product", primaryKey: Int64(index))], author: arguments[3], contextName: nil,
+          on: connection)
+      }
+    }
+    say("recorded \(count)")
+  } catch {
+    fail("\(error)", code: 1)
+  }
+}

@@ -158,6 +158,9 @@ case "shopper-move":
 case "pg-open-shop":
   postgreSQLOpenShop(arguments)
 
+case "pg-record":
+  postgreSQLRecord(arguments)
+
 case "try-write":
   // `try-write <store>`: tries to take the store's write lock, waiting 300 ms, as any other
   // SQLite program would: prints "wrote" or "busy".

@@ -2,12 +2,12 @@ import Foundation
 
 /// Reads and deletes history. Reads run on a reader connection in one read transaction, so a
 /// page is one consistent snapshot; deletion runs in the store's write path.
-enum HistoryReader {
+package enum HistoryReader {
   // MARK: - Positions
 
   /// The number of the last transaction ever recorded (0 when none was): the largest kept
   /// or, with none kept, the one before the horizon (see `HistorySchema`).
-  static func currentNumber<Connection: DatabaseConnection>(_ connection: Connection) throws -> Int64 {
+  package static func currentNumber<Connection: DatabaseConnection>(_ connection: Connection) throws -> Int64 {
     try connection.scalarInt(
       "SELECT coalesce((SELECT max(number) FROM _history_transaction), "
         + "(SELECT CAST(value AS INTEGER) - 1 FROM _metadata WHERE key = 'history_horizon'), 0)") ?? 0
@@ -28,7 +28,7 @@ enum HistoryReader {
 
   // MARK: - Fetching
 
-  static func fetch<Connection: DatabaseConnection>(
+  package static func fetch<Connection: DatabaseConnection>(
     _ request: HistoryRequest, storeIdentifier: UUID, model: ManagedObjectModel, connection: Connection
   ) throws -> [HistoryTransaction] {
     var collector = TransactionCollector(storeIdentifier: storeIdentifier)

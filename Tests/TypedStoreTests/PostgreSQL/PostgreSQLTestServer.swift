@@ -22,6 +22,9 @@ enum PostgreSQLTestServer {
     var folder: String
     var port: Int
     var password: String
+    /// The server's options (`pg_ctl -o`), to start it again.
+    var options: String
+    var asRoot: Bool
     /// A URL of the server through its Unix socket (in a folder only its owner enters).
     var url: String {
       "postgresql:///postgres?host=\(folder.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? folder)"
@@ -48,6 +51,24 @@ enum PostgreSQLTestServer {
   }
 
   static let binaries = "/usr/lib/postgresql/15/bin"
+
+  /// A server of the caller's own, for a test that stops or restarts it (the shared one
+  /// serves tests running at the same time); stopped when the process exits.
+  static func ownServer() throws -> Server { try start() }
+
+  /// Stops `server` as an administrator would (`pg_ctl stop -m fast`: sessions are ended).
+  static func stop(_ server: Server) throws {
+    try run(["\(binaries)/pg_ctl", "-D", "\(server.folder)/data", "-m", "fast", "-w", "stop"], as: server.asRoot)
+  }
+
+  /// Starts `server` again, on its port.
+  static func restart(_ server: Server) throws {
+    try run(
+      [
+        "\(binaries)/pg_ctl", "-D", "\(server.folder)/data", "-o", server.options, "-l", "\(server.folder)/server.log",
+        "-w", "-t", "60", "start",
+      ], as: server.asRoot)
+  }
 
   private static func start() throws -> Server {
     guard FileManager.default.isExecutableFile(atPath: "\(binaries)/initdb") else {
@@ -93,7 +114,7 @@ enum PostgreSQLTestServer {
         continue
       }
       stopAtExit(folder: folder, asRoot: asRoot)
-      return Server(folder: folder, port: port, password: password)
+      return Server(folder: folder, port: port, password: password, options: options, asRoot: asRoot)
     }
     let log = (try? String(contentsOfFile: "\(folder)/server.log", encoding: .utf8)) ?? ""
     throw StartError(description: "the PostgreSQL server did not start: \(failures.last ?? "")\n\(log)")
@@ -132,16 +153,22 @@ enum PostgreSQLTestServer {
     }
   }
 
-  private static let stopCommand = Mutex<[String]>([])
+  /// The stop command of each server started, its folder last.
+  private static let stopCommands = Mutex<[[String]]>([])
 
   private static func stopAtExit(folder: String, asRoot: Bool) {
     let command = ["\(binaries)/pg_ctl", "-D", "\(folder)/data", "-m", "immediate", "-w", "stop"]
-    stopCommand.withLock { $0 = (asRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : []) + command + [folder] }
+    let first = stopCommands.withLock { commands in
+      commands.append((asRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : []) + command + [folder])
+      return commands.count == 1
+    }
+    guard first else { return }
     atexit {
-      let saved = PostgreSQLTestServer.stopCommand.withLock { $0 }
-      guard let folder = saved.last else { return }
-      try? PostgreSQLTestServer.run(Array(saved.dropLast()), as: false)
-      try? FileManager.default.removeItem(atPath: folder)
+      for saved in PostgreSQLTestServer.stopCommands.withLock({ $0 }) {
+        guard let folder = saved.last else { continue }
+        try? PostgreSQLTestServer.run(Array(saved.dropLast()), as: false)
+        try? FileManager.default.removeItem(atPath: folder)
+      }
     }
   }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-/// Tools/tsan-suppressions.txt, kept whole: every type in `Sources/TypedStore/` that keeps state
+/// Tools/tsan-suppressions.txt, kept whole: every type in `Sources/TypedStore/` (and in
+/// `Sources/TypedStorePostgreSQL/`) that keeps state
 /// in a `Mutex` is named there, because ThreadSanitizer cannot see `Synchronization.Mutex` on
 /// Linux and reports every access inside its `withLock` as a race. A type that gains a Mutex and
 /// no line would make CI's ThreadSanitizer step fail at random, on whichever run two threads
@@ -11,7 +12,9 @@ import Testing
   /// `class`, `struct`, `enum`, `actor` or `extension` whose braces hold it.
   static func typesHoldingAMutex() throws -> Set<String> {
     var owners = Set<String>()
-    for file in try SwiftSource.files(under: "Sources/TypedStore") {
+    let files =
+      try SwiftSource.files(under: "Sources/TypedStore") + SwiftSource.files(under: "Sources/TypedStorePostgreSQL")
+    for file in files {
       var enclosing: [String?] = []
       var declared: String?
       for (index, token) in file.tokens.enumerated() {
