@@ -59,16 +59,18 @@ package struct PostgreSQLStoreTables {
 
   private func table(_ name: String) -> String { "\"\(schema)\".\"\(name)\"" }
 
-  /// Opens the store in the schema, creating its tables when the schema has none.
+  /// Opens the store in the schema, creating its tables when the schema has none, and leaves
+  /// `connection` finding the store's tables by their names (`PostgreSQLConnection.use(schema:)`).
   ///
   /// - Throws: `StoreError.modelMismatch` for a store made with another model,
   ///   `.unsupportedFormatVersion` for one of a format this library does not read,
-  ///   `.notATypedStore` for a schema that holds other tables; `PostgreSQLError` when the
-  ///   server fails. Nothing is changed then.
+  ///   `.notATypedStore` for a schema that holds other tables, `.corrupt` for entity codes that
+  ///   are not the model's; `PostgreSQLError` when the server fails. Nothing is changed then.
   package func open(on connection: PostgreSQLConnection) throws -> Opened {
     try connection.transaction {
       try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [history.lockName])
-      if let metadata = try readMetadata(on: connection) {
+      try connection.use(schema: schema)
+      if let metadata = try PersistentStore.readMetadata(connection) {
         let version = metadata["format_version"].flatMap { Int($0) } ?? 0
         guard version == PersistentStore.formatVersion else {
           throw StoreError.unsupportedFormatVersion(found: version, supported: PersistentStore.formatVersion)
@@ -79,6 +81,7 @@ package struct PostgreSQLStoreTables {
         guard let identifier = metadata["store_uuid"].flatMap(UUID.init(uuidString:)) else {
           throw StoreError.corrupt(path: location, message: "its metadata has no store UUID")
         }
+        try PersistentStore.checkEntityCodes(connection: connection, path: location, model: model)
         return Opened(identifier: identifier, created: false)
       }
       let others = try connection.execute(
@@ -91,18 +94,6 @@ package struct PostgreSQLStoreTables {
 
   /// "PostgreSQL schema <name>": where errors say the store is.
   var location: String { "PostgreSQL schema \(schema)" }
-
-  /// The `_metadata` table, or nil when the schema (or the table) does not exist.
-  func readMetadata(on connection: PostgreSQLConnection) throws(PostgreSQLError) -> [String: String]? {
-    let exists = try connection.execute("SELECT to_regclass($1) IS NOT NULL", [table("_metadata")])
-    guard exists.rows.first?.first == "t" else { return nil }
-    let rows = try connection.execute("SELECT key, value FROM \(table("_metadata"))")
-    var metadata: [String: String] = [:]
-    for row in rows.rows {
-      if let key = row[0], let value = row[1] { metadata[key] = value }
-    }
-    return metadata
-  }
 
   private func create(on connection: PostgreSQLConnection) throws -> UUID {
     let identifier = UUID()

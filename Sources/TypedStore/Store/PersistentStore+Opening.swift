@@ -294,10 +294,10 @@ extension PersistentStore {
   }
 
   /// The `_metadata` table as a dictionary, or nil when the file has none.
-  static func readMetadata(_ connection: SQLiteConnection) throws -> [String: String]? {
-    let exists = try connection.scalarInt(
-      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_metadata'")
-    guard exists == 1 else { return nil }
+  package static func readMetadata<Connection: DatabaseConnection>(_ connection: Connection) throws
+    -> [String: String]?
+  {
+    guard try connection.tableExists("_metadata") else { return nil }
     let statement = try connection.statement("SELECT key, value FROM _metadata")
     defer { statement.reset() }
     var metadata: [String: String] = [:]
@@ -309,9 +309,9 @@ extension PersistentStore {
 
   /// Checks that the store's `_entities` table gives every entity the code the model does:
   /// rows carry codes, so a mismatch would read rows as the wrong entity.
-  static func checkEntityCodes(connection: SQLiteConnection, path: String, model: ManagedObjectModel)
-    throws
-  {
+  package static func checkEntityCodes<Connection: DatabaseConnection>(
+    connection: Connection, path: String, model: ManagedObjectModel
+  ) throws {
     let statement = try connection.statement("SELECT code, name FROM _entities ORDER BY code")
     defer { statement.reset() }
     var stored: [String] = []

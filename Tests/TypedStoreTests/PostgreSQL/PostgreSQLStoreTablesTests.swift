@@ -1,8 +1,8 @@
 import Foundation
 import ShopModel
 import Testing
-import TypedStore
 
+@testable import TypedStore
 @testable import TypedStorePostgreSQL
 
 /// A store's tables on PostgreSQL, made from its model against a real server: the same layout
@@ -71,7 +71,7 @@ import TypedStore
     let shopper = try Self.columns(schema, "Shopper", on: connection)
     #expect(shopper.contains("address_geo_latitude double precision not null"), "\(shopper)")
     #expect(!TableLayout.tables(of: model).flatMap(\.objects).filter { $0.kind == .joinTable }.isEmpty)
-    let metadata = try #require(try tables.readMetadata(on: connection))
+    let metadata = try #require(try PersistentStore.readMetadata(connection))
     #expect(metadata["store_uuid"] == opened.identifier.uuidString)
     #expect(metadata["model_hash"] == model.versionHash)
     #expect(metadata["format_version"] == String(PersistentStore.formatVersion))
@@ -121,6 +121,16 @@ import TypedStore
     }
     #expect(mismatch == .modelMismatch(storeHash: notesModel.versionHash, modelHash: allTypesModel.versionHash))
     #expect(try Self.relations(schema, on: connection) == before)
+    // Entity codes that are not the model's would read rows as the wrong entity.
+    try connection.execute("UPDATE \(schema)._entities SET name = 'Renamed' WHERE code = 1")
+    let codes = #expect(throws: StoreError.self) {
+      try PostgreSQLStoreTables(schema: schema, model: notesModel).open(on: connection)
+    }
+    guard case .corrupt(let location, let message) = codes else {
+      Issue.record("\(String(describing: codes))")
+      return
+    }
+    #expect(location == "PostgreSQL schema \(schema)" && message.contains("entity codes"))
 
     let foreign = PostgreSQLTestServer.schemaName()
     defer { _ = try? connection.execute("DROP SCHEMA \(foreign) CASCADE") }
