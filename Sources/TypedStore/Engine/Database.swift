@@ -10,7 +10,14 @@ import Foundation
 // with the few differences asked of `SQLDialect`. Statements are written with SQLite's
 // parameters (`?`, `?1`); an engine whose parameters are written otherwise rewrites them
 // when it prepares the statement. Identifiers come from the validated model only; values
-// are always bound.
+// are always bound. Code on the seam is generic over `DatabaseConnection`, so that SQLite's
+// calls are specialized and cost what they cost before (the benchmark's instruction counts).
+//
+// On the seam so far: the consumers' table (`HistoryConsumers`), history reading, filtering
+// and deletion (`HistoryReader`), the store's metadata and entity codes. Still written for
+// SQLite only: the write path (`StoreWriter`, `HistoryRecorder`, `PersistentStore+Rows` and
+// the conflict, uniqueness and delete-rule code around it), queries (`Query/`'s SQL and its
+// Swift string and decimal functions), migration and the contexts' reader connections.
 
 /// The SQL language differences between the engines that the shared code must know of.
 package enum SQLDialect: Sendable, Equatable {
