@@ -66,23 +66,29 @@ package final class PostgreSQLChangeListener: Sendable {
   /// The number of the last transaction delivered.
   package var position: Int64 { state.withLock { $0.position } }
 
-  /// Starts following on a thread of its own.
+  /// Starts following on a thread of its own; after a `stop()` (or a failure) whose thread is
+  /// still ending, once it has ended. Nothing happens while it follows already.
   package func start() {
-    let started = state.withLock { state -> Bool in
-      guard !state.following else { return false }
-      state.running = true
-      state.following = true
-      return true
+    while true {
+      let running = state.withLock { state -> Bool? in
+        if state.following { return state.running ? true : nil }  // nil: still ending
+        state.running = true
+        state.following = true
+        return false
+      }
+      if running == true { return }
+      if running == false { break }
+      Thread.sleep(forTimeInterval: 0.005)
     }
-    guard started else { return }
     Thread { [self] in
       follow()
       state.withLock { $0.following = false }
     }.start()
   }
 
-  /// Stops following, and returns once the thread has ended (within a tenth of a second, or
-  /// a retry interval while the server is away). Not from `deliver`, which runs on that thread.
+  /// Stops following, and returns once the thread has ended: within a tenth of a second, or,
+  /// while it connects to a server that does not answer, the connection's timeout (10 seconds
+  /// unless the URL says otherwise). Not from `deliver`, which runs on that thread.
   package func stop() {
     state.withLock { $0.running = false }
     while state.withLock({ $0.following }) { Thread.sleep(forTimeInterval: 0.005) }
@@ -107,8 +113,8 @@ package final class PostgreSQLChangeListener: Sendable {
           down = true
           deliver(.disconnected(error))
         }
-        let (seconds, attoseconds) = retryInterval.components
-        Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+        let retry = ContinuousClock.now + retryInterval
+        while isRunning && ContinuousClock.now < retry { Thread.sleep(forTimeInterval: 0.005) }
       } catch {
         state.withLock { $0.running = false }
         deliver(.failed("\(error)"))

@@ -59,8 +59,21 @@ package final class PostgreSQLConnection {
 
   /// Connects to the server `url` names (`postgresql://user@host:port/database`, or
   /// `postgresql:///database?host=/socket/folder`).
+  ///
+  /// Unless the URL says otherwise, connecting gives up after 10 seconds and a silent peer is
+  /// found out by TCP keepalives within about half a minute. Whatever the server's or the
+  /// role's settings, the session then sends text as UTF-8, numbers with every digit they
+  /// need to read back exactly, and bytes in hex: what `PostgreSQLValues` reads.
   package init(url: String) throws(PostgreSQLError) {
-    guard let connection = PQconnectdb(url) else {
+    // Defaults first: the URL (expanded from `dbname`) overrides what comes before it.
+    let settings: [(String, String)] = [
+      ("connect_timeout", "10"), ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "5"),
+      ("keepalives_count", "3"), ("tcp_user_timeout", "30000"), ("dbname", url),
+    ]
+    let made = Self.withCStrings(settings.map(\.0) + [nil]) { keywords in
+      Self.withCStrings(settings.map(\.1) + [nil]) { values in PQconnectdbParams(keywords, values, 1) }
+    }
+    guard let connection = made else {
       throw PostgreSQLError(kind: .connection, message: "libpq could not allocate a connection")
     }
     guard PQstatus(connection) == CONNECTION_OK else {
@@ -71,6 +84,7 @@ package final class PostgreSQLConnection {
     self.connection = connection
     // Notices (a NOTICE from CREATE ... IF NOT EXISTS) go nowhere instead of to stderr.
     PQsetNoticeProcessor(connection, { _, _ in }, nil)
+    try execute(script: "SET client_encoding = 'UTF8'; SET extra_float_digits = 3; SET bytea_output = 'hex'")
   }
 
   deinit { PQfinish(connection) }
@@ -112,6 +126,8 @@ package final class PostgreSQLConnection {
 
   /// The prepared statements of this connection, by SQL text.
   private var prepared: [String: PostgreSQLStatement] = [:]
+  /// The number in the next prepared statement's name: never used twice on the connection.
+  private var nextStatementNumber = 1
 
   /// The rows the last prepared statement run inserted, updated or deleted.
   package internal(set) var changes = 0
@@ -126,9 +142,16 @@ package final class PostgreSQLConnection {
       statement.reset()
       return statement
     }
-    let name = "s\(prepared.count + 1)"
+    let name = "s\(nextStatementNumber)"
+    nextStatementNumber += 1
     PQclear(try checked(PQprepare(connection, name, Self.parameters(in: sql), 0, nil)))
-    let description = try checked(PQdescribePrepared(connection, name))
+    let description: OpaquePointer
+    do {
+      description = try checked(PQdescribePrepared(connection, name))
+    } catch {
+      _ = try? execute(script: "DEALLOCATE \(name)")
+      throw error
+    }
     defer { PQclear(description) }
     let types = (0..<PQnparams(description)).map { PQparamtype(description, $0) }
     let statement = PostgreSQLStatement(name: name, sql: sql, parameterTypes: types, connection: self)
@@ -136,35 +159,10 @@ package final class PostgreSQLConnection {
     return statement
   }
 
-  /// `sql` with SQLite's parameters written as PostgreSQL's: `?NNN` as `$NNN`, and each bare
-  /// `?` as the number after the largest so far, as SQLite numbers them. String literals and
-  /// quoted identifiers are left as they are.
+  /// `sql` with SQLite's parameters written as PostgreSQL's (`ParameterRewriter`).
   static func parameters(in sql: String) -> String {
-    var output = ""
-    var largest = 0
-    var quote: Character?
-    var characters = sql[...]
-    while let character = characters.popFirst() {
-      if let open = quote {
-        output.append(character)
-        if character == open { quote = nil }  // a doubled quote closes and opens again
-        continue
-      }
-      switch character {
-      case "'", "\"":
-        quote = character
-        output.append(character)
-      case "?":
-        let digits = characters.prefix { $0.isASCII && $0.isNumber }
-        characters = characters.dropFirst(digits.count)
-        let number = Int(digits) ?? largest + 1
-        largest = max(largest, number)
-        output += "$\(number)"
-      default:
-        output.append(character)
-      }
-    }
-    return output
+    var rewriter = ParameterRewriter(sql)
+    return rewriter.rewrite()
   }
 
   /// Runs the prepared statement `name` with `parameters` in text format (nil is NULL).
@@ -180,6 +178,11 @@ package final class PostgreSQLConnection {
   /// when `body` caught the statement's error (PostgreSQL answers such a COMMIT with ROLLBACK).
   @discardableResult
   package func transaction<T>(_ body: () throws -> T) throws -> T {
+    // Inside another transaction, BEGIN only warns, and the COMMIT below would end the
+    // caller's transaction early.
+    guard PQtransactionStatus(connection) == PQTRANS_IDLE else {
+      throw PostgreSQLError(kind: .statement, message: "a transaction is already open on this connection")
+    }
     try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
     do {
       let value = try body()
@@ -286,7 +289,7 @@ package final class PostgreSQLConnection {
 
   /// Calls `body` with the parameters as C strings (NULL for nil), alive for the call. (A NUL
   /// character would end a C string early; `execute` refuses such a value first.)
-  private static func withCStrings<R>(
+  static func withCStrings<R>(
     _ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R
   ) -> R {
     let copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.flatMap { strdup($0) } }

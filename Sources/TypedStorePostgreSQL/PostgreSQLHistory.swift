@@ -62,8 +62,9 @@ package struct PostgreSQLHistory {
   /// The channel `pg_notify` announces each transaction's number on.
   var channel: String { "typedstore_\(schema)" }
 
-  /// The name of the advisory lock (`hashtext` of it) that creating or opening the store's
-  /// tables holds until its transaction ends.
+  /// The name of the advisory lock that creating or opening the store's tables holds until its
+  /// transaction ends: the two-key lock (`hashtext('typedstore')`, `hashtext` of the name),
+  /// apart from the one-key locks applications take.
   var lockName: String { "typedstore:" + schema }
 
   private func table(_ name: String) -> String { "\"\(schema)\".\"\(name)\"" }
@@ -72,7 +73,7 @@ package struct PostgreSQLHistory {
   /// the advisory lock of the schema's name (two sessions running `CREATE … IF NOT EXISTS` at
   /// once can both try to create, and one fail).
   func createTables(on connection: PostgreSQLConnection) throws(PostgreSQLError) {
-    try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [lockName])
+    try connection.execute("SELECT pg_advisory_xact_lock(hashtext('typedstore'), hashtext($1))", [lockName])
     for statement in [
       "CREATE SCHEMA IF NOT EXISTS \"\(schema)\"",
       """
@@ -106,7 +107,10 @@ package struct PostgreSQLHistory {
     on connection: PostgreSQLConnection
   ) throws(PostgreSQLError) -> Int64 {
     // The change rows' IDs are the counter's `last_change` before, plus their positions: one
-    // range per transaction, in commit order, as `HistoryReader` reads them. Timestamps are
+    // range per transaction, in commit order, as `HistoryReader` reads them; a transaction with
+    // no change rows has the empty range where the next would go (`before + 1` through
+    // `before`), as the SQLite store's migration markers do, so a page's range stays whole.
+    // Timestamps are
     // seconds since 2001, as Foundation's reference date and the SQLite store keep them.
     let sql = """
       WITH n AS (
@@ -116,7 +120,7 @@ package struct PostgreSQLHistory {
         INSERT INTO \(table("_history_transaction"))
           (number, timestamp, author, context_name, process_id, first_change, last_change, recorded_by, xid)
         SELECT last, extract(epoch FROM clock_timestamp())::double precision - 978307200, $1, $2, $3::bigint,
-          CASE WHEN $4::bigint = 0 THEN 0 ELSE before + 1 END, CASE WHEN $4::bigint = 0 THEN 0 ELSE before + $4::bigint END,
+          before + 1, before + $4::bigint,
           $12::bigint, pg_current_xact_id() FROM n),
       c AS (
         INSERT INTO \(table("_history_change")) (id, transaction_number, kind, entity, pk, last_pk, keys, changed)

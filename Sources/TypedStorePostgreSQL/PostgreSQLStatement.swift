@@ -55,7 +55,11 @@ package final class PostgreSQLStatement {
     let result = try connection.executePrepared(name, parameters)
     self.result = result
     columnTypes = (0..<PQnfields(result)).map { PQftype(result, $0) }
-    connection.changes = changes
+    // As SQLite's count: rows an INSERT, UPDATE or DELETE wrote (a SELECT's rows are not).
+    let command = PQcmdStatus(result).map { String(cString: $0) } ?? ""
+    if ["INSERT", "UPDATE", "DELETE", "MERGE"].contains(where: { command.hasPrefix($0 + " ") }) {
+      connection.changes = changes
+    }
   }
 
   /// Moves to the next row of the run, running the statement first if it has not run since

@@ -68,9 +68,14 @@ package struct PostgreSQLStoreTables {
   ///   are not the model's; `PostgreSQLError` when the server fails. Nothing is changed then.
   package func open(on connection: PostgreSQLConnection) throws -> Opened {
     try connection.transaction {
-      try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [history.lockName])
+      try connection.execute(
+        "SELECT pg_advisory_xact_lock(hashtext('typedstore'), hashtext($1))", [history.lockName])
       try connection.use(schema: schema)
       if let metadata = try PersistentStore.readMetadata(connection) {
+        // Another application's `_metadata`: none of a store's keys.
+        guard metadata["store_uuid"] != nil || metadata["format_version"] != nil else {
+          throw StoreError.notATypedStore(path: location)
+        }
         let version = metadata["format_version"].flatMap { Int($0) } ?? 0
         guard version == PersistentStore.formatVersion else {
           throw StoreError.unsupportedFormatVersion(found: version, supported: PersistentStore.formatVersion)
@@ -85,7 +90,7 @@ package struct PostgreSQLStoreTables {
         return Opened(identifier: identifier, created: false)
       }
       let others = try connection.execute(
-        "SELECT count(*) FROM pg_class WHERE relnamespace = to_regnamespace($1) AND relkind IN ('r', 'p', 'v', 'm')",
+        "SELECT count(*) FROM pg_class WHERE relnamespace = to_regnamespace($1) AND relkind IN ('r', 'p', 'v', 'm', 'f', 'S')",
         [schema])
       guard others.rows.first?.first == "0" else { throw StoreError.notATypedStore(path: location) }
       return Opened(identifier: try create(on: connection), created: true)

@@ -11,6 +11,11 @@ extension PersistentStore {
     -> StoreMetadata
   {
     let path = resolvedStorePath(url.path)
+    return try StoreError.naming(url.path, for: path) { try metadata(ofFileAt: path, options: options) }
+  }
+
+  /// `metadataForPersistentStore(at:options:)` of the file SQLite opens (`resolvedStorePath`).
+  private static func metadata(ofFileAt path: String, options: StoreOptions) throws -> StoreMetadata {
     var readOnly = options
     readOnly.isReadOnly = true
     try checkPath(path, options: readOnly)

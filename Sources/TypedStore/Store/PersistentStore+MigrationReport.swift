@@ -24,9 +24,10 @@ extension PersistentStore {
     var report = MigrationReport(
       storeModelHash: stored.modelHash, modelHash: model.versionHash, steps: [], refusals: [])
     guard report.isMigrationNeeded else { return report }
-    let path = resolvedStorePath(url.path)
+    let path = url.path  // errors name the path given; the file is where a link points
+    let file = resolvedStorePath(path)
     let connection = try SQLiteConnection(
-      path: path, mode: .readOnly, busyTimeout: options.busyTimeout, companions: CompanionFileCleanup(forOpening: path))
+      path: file, mode: .readOnly, busyTimeout: options.busyTimeout, companions: CompanionFileCleanup(forOpening: file))
     let migration = try connection.readTransaction {
       guard let metadata = try readMetadata(connection) else { throw StoreError.notATypedStore(path: path) }
       report.storeModelHash = metadata["model_hash"] ?? ""

@@ -446,10 +446,15 @@ extension PersistentStore {
   /// SQLite's exclusive lock on the file is the test: every connection to a WAL store holds
   /// a shared lock for as long as it is open. The lock is held while the files are deleted,
   /// so no process can open the store in between.
-  static func destroyFiles(at path: String) throws {
+  static func destroyFiles(at given: String) throws {
     // The files SQLite keeps: a link's target and its companions (the link itself stays, and
     // the next store opened through it is made where it points).
-    let path = resolvedStorePath(path)
+    let path = resolvedStorePath(given)
+    try StoreError.naming(given, for: path) { try destroyResolvedFiles(at: path) }
+  }
+
+  /// `destroyFiles(at:)` of the file SQLite keeps (`resolvedStorePath`).
+  private static func destroyResolvedFiles(at path: String) throws {
     var isDirectory: ObjCBool = false
     let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
     if exists && isDirectory.boolValue { throw StoreError.isADirectory(path: path) }

@@ -76,8 +76,10 @@ public final class PersistentStore: Sendable {
     let tables = layouts.indices.compactMap { index in
       layouts[index].flatMap { $0.root.index == Int32(index) ? $0 : nil }  // each root's, in the roots' order
     }
-    let (connection, identifier, companions) = try Self.openFile(
-      path: filePath, model: model, tables: tables, options: options, migration: migration)
+    let file = filePath
+    let (connection, identifier, companions) = try StoreError.naming(url.path, for: file) {
+      try Self.openFile(path: file, model: model, tables: tables, options: options, migration: migration)
+    }
     self.identifier = identifier
     self.companions = companions
     let stamp = try ModelStamp(connection: connection, model: model)
@@ -86,7 +88,7 @@ public final class PersistentStore: Sendable {
     let pruner =
       options.recordsHistory && !options.isReadOnly ? options.automaticHistoryPruning.map(AutomaticPruner.init) : nil
     self.writer = StoreWriter(
-      connection: connection, path: filePath, storeIdentifier: identifier, options: options,
+      connection: connection, path: url.path, storeIdentifier: identifier, options: options,
       publish: { committed in
         publish(committed)
         pruner?.didCommit(committed)
@@ -109,7 +111,7 @@ public final class PersistentStore: Sendable {
     self.companions = nil
     self.modelStamp = ModelStamp(migrationStageOf: model)
     self.writer = StoreWriter(
-      migrationStageAt: filePath, storeIdentifier: identifier, recordsHistory: options.recordsHistory)
+      migrationStageAt: url.path, storeIdentifier: identifier, recordsHistory: options.recordsHistory)
   }
 
   private static func layouts(of model: ManagedObjectModel) -> [TableLayout?] {

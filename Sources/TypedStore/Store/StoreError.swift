@@ -136,3 +136,33 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     }
   }
 }
+
+extension StoreError {
+  /// Runs `body`, whose errors name `resolved` (the file SQLite opens: `resolvedStorePath`),
+  /// and throws them naming `given` instead (the path the caller gave, perhaps a symbolic
+  /// link), so that every error of a store names the path its user knows.
+  static func naming<T>(_ given: String, for resolved: String, _ body: () throws -> T) throws -> T {
+    do {
+      return try body()
+    } catch let error as StoreError where given != resolved {
+      throw error.naming(given, for: resolved)
+    }
+  }
+
+  private func naming(_ given: String, for resolved: String) -> StoreError {
+    func name(_ path: String) -> String { path == resolved ? given : path }
+    switch self {
+    case .notADatabase(let path): return .notADatabase(path: name(path))
+    case .isADirectory(let path): return .isADirectory(path: name(path))
+    case .notFound(let path): return .notFound(path: name(path))
+    case .permissionDenied(let path, let component): return .permissionDenied(path: name(path), component: component)
+    case .notWritable(let path, let reason): return .notWritable(path: name(path), reason: reason)
+    case .readOnly(let path): return .readOnly(path: name(path))
+    case .damagedWAL(let path, let inspection): return .damagedWAL(path: name(path), inspection: inspection)
+    case .storeInUse(let path): return .storeInUse(path: name(path))
+    case .notATypedStore(let path): return .notATypedStore(path: name(path))
+    case .corrupt(let path, let message): return .corrupt(path: name(path), message: message)
+    default: return self
+    }
+  }
+}

@@ -218,5 +218,27 @@ import TypedStoreTesting
       PostgreSQLConnection.parameters(in: #"SELECT '?', "a?b", 'it''s ?', ? FROM t WHERE x = ?12"#)
         == #"SELECT '?', "a?b", 'it''s ?', $1 FROM t WHERE x = $12"#)
     #expect(PostgreSQLConnection.parameters(in: "SELECT $1::bigint") == "SELECT $1::bigint")
+    #expect(PostgreSQLConnection.parameters(in: "SELECT $1, ?") == "SELECT $1, $2", "a $N written counts")
+    #expect(
+      PostgreSQLConnection.parameters(in: "SELECT ? -- don't ?\n, ? /* ? /* '? */ ? */ , ?")
+        == "SELECT $1 -- don't ?\n, $2 /* ? /* '? */ ? */ , $3")
+    #expect(
+      PostgreSQLConnection.parameters(in: #"SELECT E'it\'s ?', e'\\', ?, $$ it's ? $$, $tag$ ? $tag$, ?"#)
+        == #"SELECT E'it\'s ?', e'\\', $1, $$ it's ? $$, $tag$ ? $tag$, $2"#)
+    #expect(PostgreSQLConnection.parameters(in: "SELECT 'é?', ?") == "SELECT 'é?', $1")
+  }
+
+  @Test func sqlWithCommentsAndEveryKindOfLiteralRunsWithItsParametersInPlace() throws {
+    let connection = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
+    let statement = try connection.statement(
+      """
+      SELECT ?::text AS a, E'it\\'s ?' AS b, $$ ? $$ AS c, /* ? /* ? */ ? */ ?::bigint AS d -- ? '
+      , ?1 || 'x' AS e
+      """)
+    try statement.bind("first", at: 1)
+    try statement.bind(Int64(42), at: 2)
+    #expect(try statement.step())
+    let values = try (0..<5).map { try statement.value(Int32($0)) }
+    #expect(values == [.text("first"), .text("it's ?"), .text(" ? "), .integer(42), .text("firstx")])
   }
 }

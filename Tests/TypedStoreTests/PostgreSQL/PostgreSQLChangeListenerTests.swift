@@ -52,15 +52,19 @@ import TypedStore
       pollInterval: .seconds(3600), deliver: delivered.record)
     listener.start()
     defer { listener.stop() }
+    // The first transaction is read once the listener listens (it listens, then reads): what
+    // follows, with the poll an hour away, only the notifications can announce.
+    #expect(try await Self.record(1, author: "first", schema: schema, server: server) == "recorded 1")
+    #expect(await delivered.numbers.wait(for: 1, seconds: 30))
+    try await Task.sleep(for: .milliseconds(50))  // its catch-up read has ended
     async let first = Self.record(30, author: "first", schema: schema, server: server)
     async let second = Self.record(30, author: "second", schema: schema, server: server)
     async let third = Self.record(30, author: "third", schema: schema, server: server)
     #expect(try await [first, second, third] == ["recorded 30", "recorded 30", "recorded 30"])
-    // With the poll an hour away, the notifications alone wake the listener.
-    #expect(await delivered.numbers.wait(for: 90, seconds: 30))
-    #expect(delivered.numbers.all == Array(1...90))
+    #expect(await delivered.numbers.wait(for: 91, seconds: 30))
+    #expect(delivered.numbers.all == Array(1...91))
     #expect(delivered.events.all.isEmpty)
-    #expect(listener.position == 90)
+    #expect(listener.position == 91)
   }
 
   @Test func aListenerRidesOutAServerRestartAndMissesNothing() async throws {

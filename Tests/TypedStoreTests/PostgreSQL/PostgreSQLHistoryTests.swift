@@ -98,6 +98,25 @@ import Testing
     return Store(history: tables.history, server: server, identifier: opened.identifier)
   }
 
+  /// Whatever the session's settings say (a role, a pooler, the URL's options), numbers
+  /// and bytes are read back exactly and text as UTF-8.
+  @Test func sessionSettingsCannotChangeTheValuesRead() throws {
+    let server = try PostgreSQLTestServer.server()
+    let connection = try PostgreSQLConnection(
+      url: server.url + "&options=-c%20extra_float_digits%3D-15%20-c%20bytea_output%3Descape"
+        + "&client_encoding=LATIN1")
+    let statement = try connection.statement("SELECT ?::double precision, ?::real, ?::bytea, ?::text")
+    try statement.bind(0.1 + 0.2, at: 1)
+    try statement.bind(.real(Double(Float(0.1))), at: 2)
+    try statement.bind(Data([0, 255, 92]), at: 3)
+    try statement.bind("\u{1F469}\u{200D}\u{1F52C} é", at: 4)
+    #expect(try statement.step())
+    #expect(try statement.value(0) == .real(0.1 + 0.2))
+    #expect(try statement.value(1) == .real(Double(Float(0.1))))
+    #expect(try statement.value(2) == .blob(Data([0, 255, 92])))
+    #expect(try statement.value(3) == .text("\u{1F469}\u{200D}\u{1F52C} é"))
+  }
+
   @Test func aTransactionIsRecordedWithItsChanges() throws {
     let store = try Self.store()
     let history = store.history
@@ -127,6 +146,32 @@ import Testing
     #expect(abs(read.first?.timestamp.timeIntervalSinceNow ?? 100) < 60)
     #expect(try history.lastNumber(on: connection) == 1)
     #expect(throws: PostgreSQLError.self) { try PostgreSQLHistory(schema: "bad\"; DROP") }
+  }
+
+  /// A transaction with no change rows (a migration's marker) takes the empty range where the
+  /// next change would go, as on SQLite: a page that ends or begins with one still reads every
+  /// change of the others.
+  @Test func transactionsWithoutChangesKeepThePagesRangesWhole() throws {
+    let store = try Self.store()
+    let connection = try PostgreSQLConnection(url: store.server.url)
+    for changes: [PostgreSQLHistory.Change] in [
+      [], [.init(kind: .insert, entity: "Note", primaryKeys: [1, 2])], [],
+      [.init(kind: .update, entity: "Note", primaryKey: 2, changedAttributes: ["title"])], [],
+    ] {
+      try connection.transaction { try store.history.record(changes, author: nil, contextName: nil, on: connection) }
+    }
+    func keys(after number: Int64, limit: Int?) throws -> [[Int64]] {
+      try store.transactions(after: number, limit: limit, on: connection).map {
+        $0.changes.compactMap(\.objectID.primaryKey)
+      }
+    }
+    #expect(try keys(after: 0, limit: nil) == [[], [1, 2], [], [2], []])
+    #expect(try keys(after: 0, limit: 3) == [[], [1, 2], []], "a page that ends with an empty transaction")
+    #expect(try keys(after: 2, limit: 2) == [[], [2]], "a page that begins with one")
+    let ranges = try connection.execute(
+      "SELECT first_change, last_change FROM \(store.history.schema)._history_transaction ORDER BY number")
+    #expect(
+      ranges.rows == [["1", "0"], ["1", "1"], ["2", "1"], ["2", "2"], ["3", "2"]], "keys 1 and 2: one row, a run")
   }
 
   /// The outbox gap, made to happen: A takes its number and holds; B, which starts later,

@@ -148,6 +148,35 @@ import Testing
     @Attribute var title: String = ""
   }
 
+  /// A column whose name PostgreSQL would cut.
+  final class Measured: ManagedObject {
+    @Attribute(persistentName: "a_column_whose_name_is_far_longer_than_the_sixty_three_bytes_kept")
+    var reading: Double = 0
+  }
+
+  /// Names that fit, and an index name that does not.
+  final class AnEntityWithAFairlyLongNameForItsTable: ManagedObject {
+    @Attribute(indexed: true) var anAttributeWhoseNameIsLongToo: String = ""
+  }
+
+  @Test func anIndexWhoseNameIsTooLongIsMadeUnderItsShortenedName() throws {
+    let connection = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
+    let schema = PostgreSQLTestServer.schemaName()
+    defer { _ = try? connection.execute("DROP SCHEMA \(schema) CASCADE") }
+    let model = try ManagedObjectModel(AnEntityWithAFairlyLongNameForItsTable.self)
+    _ = try PostgreSQLStoreTables(schema: schema, model: model).open(on: connection)
+    let name = "_index_AnEntityWithAFairlyLongNameForItsTable_anAttributeWhoseNameIsLongToo"
+    #expect(name.utf8.count > 63)
+    let found = try connection.execute(
+      "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2",
+      [schema, PostgreSQLStoreTables.indexName(name)])
+    #expect(found.rows.first?.first??.contains("(\"anAttributeWhoseNameIsLongToo\")") == true, "\(found.rows)")
+    let column = #expect(throws: PostgreSQLError.self) {
+      try PostgreSQLStoreTables(schema: schema, model: ManagedObjectModel(Measured.self))
+    }
+    #expect(column?.message.contains("a_column_whose_name_is_far_longer_than_the_sixty_three_bytes_kept") == true)
+  }
+
   @Test func namesLongerThanPostgreSQLKeepsAreRefusedByNameAndLongIndexNamesShortened() throws {
     let model = try ManagedObjectModel(AnEntityWhoseNameIsFarLongerThanTheSixtyThreeBytesPostgreSQLKeeps.self)
     let error = #expect(throws: PostgreSQLError.self) {

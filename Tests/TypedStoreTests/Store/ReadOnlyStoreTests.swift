@@ -15,11 +15,18 @@ func storeBytes(_ url: URL) -> [String?] {
 /// on it, SQLite's included, and this process may have the store open (another process could
 /// then take it for unused, and delete its `-wal` as the last one to close it).
 func fileDigest(_ path: String) -> String? {
-  guard FileManager.default.fileExists(atPath: path),
-    let run = try? SpawnedProcess(URL(fileURLWithPath: "/usr/bin/sha256sum"), [path])
-  else { return nil }
+  guard FileManager.default.fileExists(atPath: path) else { return nil }
+  // A file that exists always has a digest: nil for it would make two reads compare equal.
+  guard let run = try? SpawnedProcess(URL(fileURLWithPath: "/usr/bin/sha256sum"), [path]) else {
+    Issue.record("sha256sum did not start for \(path)")
+    return "unread"
+  }
   let output = run.finish()
-  return run.process.terminationStatus == 0 ? output.split(separator: " ").first.map(String.init) : nil
+  guard run.process.terminationStatus == 0, let digest = output.split(separator: " ").first else {
+    Issue.record("sha256sum failed for \(path): \(output)")
+    return "unread"
+  }
+  return String(digest)
 }
 
 /// The states a store's files are found in: closed by its last connection (no -wal or

@@ -81,12 +81,24 @@ import TypedStoreTesting
     #expect(storeBytes(file) == before)
   }
 
+  @Test func aRefusalThroughALinkNamesThePathGiven() throws {
+    let (real, link) = try Self.folders()
+    try Data("not a database, but long enough to look like one's header".utf8).write(
+      to: real.appendingPathComponent("store.sqlite"))
+    #expect(throws: StoreError.notADatabase(path: link.path)) {
+      _ = try PersistentContainer(name: "Events", model: ManagedObjectModel(Event.self), storeURL: link)
+    }
+    #expect(throws: StoreError.notADatabase(path: link.path)) {
+      _ = try PersistentStore.metadataForPersistentStore(at: link)
+    }
+  }
+
   @Test func destroyingThroughALinkDeletesTheTargetsFilesAndKeepsTheLink() async throws {
     let (real, link) = try Self.folders()
     let holder = try SpawnedProcess(
       builtProduct("typedstore-test-writer"), ["hold", real.appendingPathComponent("store.sqlite").path, "2"])
     #expect(holder.waitForLine("ready"))
-    #expect(throws: StoreError.storeInUse(path: real.appendingPathComponent("store.sqlite").path)) {
+    #expect(throws: StoreError.storeInUse(path: link.path), "errors name the path given") {
       try PersistentContainer.destroyPersistentStore(at: link)
     }
     holder.kill()
