@@ -14,7 +14,8 @@ import Foundation
 // calls are specialized and cost what they cost before (the benchmark's instruction counts).
 //
 // On the seam so far: the consumers' table (`HistoryConsumers`), history reading, filtering
-// and deletion (`HistoryReader`), the store's metadata and entity codes. Still written for
+// and deletion (`HistoryReader`), pruning capped at the consumers' checkpoints
+// (`PersistentStore.pruneHistory`), the store's metadata and entity codes. Still written for
 // SQLite only: the write path (`StoreWriter`, `HistoryRecorder`, `PersistentStore+Rows` and
 // the conflict, uniqueness and delete-rule code around it), queries (`Query/`'s SQL and its
 // Swift string and decimal functions), migration and the contexts' reader connections.

@@ -12,25 +12,38 @@ extension PersistentStore {
   ) throws -> HistoryPruningReport {
     // A prune is one write transaction; a dry run reads the same in one read transaction,
     // which sees one snapshot as consistent, and so runs on a store opened read-only too.
-    let plan: @Sendable (SQLiteConnection) throws -> HistoryPruningReport = { [self] connection in
-      let bounds = try pruneBounds(policy, includingStale: includingStale, authors: authors, connection: connection)
-      let deleted = try archiveHistory(bounds, archive: archive, connection: connection)
-      let report = HistoryPruningReport(
-        deletedTransactions: deleted,
-        horizon: HistoryToken(
-          storeIdentifier: identifier, transactionNumber: max(bounds.firstKept, bounds.target) - 1),
-        heldBackBy: bounds.heldBackBy.sorted(), staleConsumers: bounds.stale,
-        prunedPastStale: bounds.prunedPastStale, isDryRun: dryRun, heldBackByTransaction: bounds.heldBackByTransaction)
-      try willDelete?(report)
-      if !dryRun && bounds.target > bounds.firstKept {
-        try HistoryReader.deleteHistory(before: bounds.target, connection: connection)
-      }
-      return report
+    let (identifier, model) = (identifier, model)
+    let plan: @Sendable (SQLiteConnection) throws -> HistoryPruningReport = { connection in
+      try Self.pruneHistory(
+        policy, includingStale: includingStale, authors: authors, dryRun: dryRun, archive: archive,
+        willDelete: willDelete, store: identifier, model: model, connection: connection)
     }
     if dryRun {
       return try writer.withConnection { connection in try connection.readTransaction { try plan(connection) } }
     }
     return try writer.write(TransactionInfo()) { connection, _ in try plan(connection) }
+  }
+
+  /// `pruneHistory` on `connection`, inside the caller's write transaction (or, for a dry run,
+  /// read transaction), on either engine: the bounds, the archive, the report, the deletion.
+  package static func pruneHistory<Connection: DatabaseConnection>(
+    _ policy: HistoryPruningPolicy, includingStale: Bool, authors: Set<String>?, dryRun: Bool,
+    archive: ((HistoryTransaction) throws -> Void)?, willDelete: ((HistoryPruningReport) throws -> Void)?,
+    store identifier: UUID, model: ManagedObjectModel, connection: Connection
+  ) throws -> HistoryPruningReport {
+    let bounds = try pruneBounds(
+      policy, includingStale: includingStale, authors: authors, store: identifier, connection: connection)
+    let deleted = try archiveHistory(bounds, archive: archive, store: identifier, model: model, connection: connection)
+    let report = HistoryPruningReport(
+      deletedTransactions: deleted,
+      horizon: HistoryToken(storeIdentifier: identifier, transactionNumber: max(bounds.firstKept, bounds.target) - 1),
+      heldBackBy: bounds.heldBackBy.sorted(), staleConsumers: bounds.stale,
+      prunedPastStale: bounds.prunedPastStale, isDryRun: dryRun, heldBackByTransaction: bounds.heldBackByTransaction)
+    try willDelete?(report)
+    if !dryRun && bounds.target > bounds.firstKept {
+      try HistoryReader.deleteHistory(before: bounds.target, connection: connection)
+    }
+    return report
   }
 
   /// Where a prune stops, and who stopped it.
@@ -46,12 +59,14 @@ extension PersistentStore {
   }
 
   /// The first transaction to keep, as the policy asks, then capped at the checkpoints.
-  private func pruneBounds(
-    _ policy: HistoryPruningPolicy, includingStale: Bool, authors: Set<String>?, connection: SQLiteConnection
+  private static func pruneBounds<Connection: DatabaseConnection>(
+    _ policy: HistoryPruningPolicy, includingStale: Bool, authors: Set<String>?, store identifier: UUID,
+    connection: Connection
   ) throws -> PruneBounds {
     let firstKept = try HistoryReader.firstKept(connection)
     let current = try HistoryReader.currentNumber(connection)
-    var target = try policyTarget(policy, firstKept: firstKept, current: current, connection: connection)
+    var target = try policyTarget(
+      policy, firstKept: firstKept, current: current, store: identifier, connection: connection)
     let consumers = try HistoryConsumers.all(storeIdentifier: identifier, connection: connection)
     let now = Date()
     let stale = consumers.filter { $0.isStale(at: now) }.map(\.name)
@@ -85,24 +100,24 @@ extension PersistentStore {
   /// The first transaction at or after `first` whose author is not one of `authors` (or that
   /// has no author): a prune limited to those authors keeps it and everything after it, so
   /// that history stays complete after its horizon. Nil when there is none.
-  private static func firstTransaction(notBy authors: Set<String>, from first: Int64, connection: SQLiteConnection)
-    throws -> HistoryPruningReport.HeldBackTransaction?
-  {
+  private static func firstTransaction<Connection: DatabaseConnection>(
+    notBy authors: Set<String>, from first: Int64, connection: Connection
+  ) throws -> HistoryPruningReport.HeldBackTransaction? {
     let statement = try connection.statement(
       "SELECT number, author FROM _history_transaction WHERE number >= ? "
-        + "AND (author IS NULL OR author NOT IN (SELECT value FROM json_each(?))) ORDER BY number LIMIT 1")
+        + "AND (author IS NULL OR author NOT IN (\(connection.dialect.jsonTextValues("?")))) ORDER BY number LIMIT 1")
     defer { statement.reset() }
-    statement.bind(first, at: 1)
+    try statement.bind(first, at: 1)
     let list = try JSONEncoder().encode(authors.sorted())
-    statement.bind(String(decoding: list, as: UTF8.self), at: 2)
+    try statement.bind(String(decoding: list, as: UTF8.self), at: 2)
     guard try statement.step() else { return nil }
     return HistoryPruningReport.HeldBackTransaction(
       transactionNumber: statement.int64(0), author: statement.isNull(1) ? nil : statement.string(1))
   }
 
   /// The first transaction to keep as `policy` alone asks.
-  private func policyTarget(
-    _ policy: HistoryPruningPolicy, firstKept: Int64, current: Int64, connection: SQLiteConnection
+  private static func policyTarget<Connection: DatabaseConnection>(
+    _ policy: HistoryPruningPolicy, firstKept: Int64, current: Int64, store identifier: UUID, connection: Connection
   ) throws -> Int64 {
     switch policy {
     case .consumed:
@@ -123,9 +138,9 @@ extension PersistentStore {
 
   /// Hands everything about to go to `archive`, a page at a time; returns how many
   /// transactions go.
-  private func archiveHistory(
-    _ bounds: PruneBounds, archive: (@Sendable (HistoryTransaction) throws -> Void)?,
-    connection: SQLiteConnection
+  private static func archiveHistory<Connection: DatabaseConnection>(
+    _ bounds: PruneBounds, archive: ((HistoryTransaction) throws -> Void)?, store identifier: UUID,
+    model: ManagedObjectModel, connection: Connection
   ) throws -> Int {
     guard bounds.target > bounds.firstKept else { return 0 }
     var deleted = 0

@@ -124,8 +124,18 @@ import TypedStoreTesting
     return rows
   }
 
-  @Test func historyIsReadFilteredAndPrunedAlikeOnBothEngines() async throws {
-    let container = try PersistentContainer.makeTest(model: notesModel)
+  /// Twin stores: an SQLite store with six transactions (three importer saves, an editor's
+  /// save of updates and an insert, a deletion, another importer save), and a PostgreSQL store
+  /// with the same history, recorded change row by change row; the same store UUID.
+  private struct Twins {
+    var container: PersistentContainer
+    var connection: PostgreSQLConnection
+    var schema: String
+    var store: UUID { container.persistentStore.identifier }
+  }
+
+  private static func twins(function: String = #function) async throws -> Twins {
+    let container = try PersistentContainer.makeTest(model: notesModel, function: function)
     try await save(["one", "two", "three"], in: container, author: "importer")
     try await container.performBackgroundTask { context in
       context.transactionAuthor = "editor"
@@ -141,14 +151,11 @@ import TypedStoreTesting
       try context.save()
     }
     try await save(["four"], in: container, author: "importer")
-    let sqlite = container.persistentStore
-    let store = sqlite.identifier
-    let all = try sqlite.fetchHistory(HistoryRequest())
+    let all = try container.persistentStore.fetchHistory(HistoryRequest())
     #expect(all.count == 6)  // one per title saved, the editor's, the deletion
 
     let connection = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
     let schema = PostgreSQLTestServer.schemaName()
-    defer { _ = try? connection.execute("DROP SCHEMA \(schema) CASCADE") }
     let tables = try PostgreSQLStoreTables(schema: schema, model: notesModel)
     _ = try tables.open(on: connection)
     for transaction in all {
@@ -159,6 +166,14 @@ import TypedStoreTesting
       }
     }
     try connection.use(schema: schema)
+    return Twins(container: container, connection: connection, schema: schema)
+  }
+
+  @Test func historyIsReadFilteredAndPrunedAlikeOnBothEngines() async throws {
+    let twins = try await Self.twins()
+    let (connection, schema, store) = (twins.connection, twins.schema, twins.store)
+    defer { _ = try? connection.execute("DROP SCHEMA \(schema) CASCADE") }
+    let sqlite = twins.container.persistentStore
 
     func token(_ number: Int64) -> HistoryToken { HistoryToken(storeIdentifier: store, transactionNumber: number) }
     var requests: [(String, HistoryRequest)] = [
@@ -209,6 +224,83 @@ import TypedStoreTesting
     #expect(afterPruning[2].hasPrefix("1 through 3: the history asked for was deleted"), "\(afterPruning[2])")
     #expect(afterPruning[1].hasPrefix("after 1: the history asked for was deleted"), "\(afterPruning[1])")
     #expect(afterPruning[3] == onSQLite[3] && afterPruning[3].hasPrefix("after 2: 3 "), "\(afterPruning[3])")
+  }
+
+  /// Prunes by `policy` on each engine, in a write transaction (a dry run in a read one); the
+  /// report, and the numbers of the transactions kept after it.
+  private static func prune<Connection: DatabaseConnection>(
+    _ policy: HistoryPruningPolicy, includingStale: Bool, authors: Set<String>? = nil, dryRun: Bool,
+    twins: Twins, on connection: Connection,
+    inTransaction: (() throws -> HistoryPruningReport) throws
+      -> HistoryPruningReport
+  ) throws -> (HistoryPruningReport, [Int64]) {
+    var archived: [Int64] = []
+    let report = try inTransaction {
+      try PersistentStore.pruneHistory(
+        policy, includingStale: includingStale, authors: authors, dryRun: dryRun,
+        archive: { archived.append($0.transactionNumber) }, willDelete: nil, store: twins.store, model: notesModel,
+        connection: connection)
+    }
+    #expect(archived.count == report.deletedTransactions)
+    var request = HistoryRequest(after: report.horizon)
+    request.transactionLimit = 100
+    let kept = try HistoryReader.fetch(request, storeIdentifier: twins.store, model: notesModel, connection: connection)
+    return (report, kept.map(\.transactionNumber))
+  }
+
+  /// Consumers hold pruning back alike on both engines: a live one's unread transactions are
+  /// never deleted, a stale one's only when asked, and a prune limited to some authors stops
+  /// at the first transaction of another.
+  @Test func pruningStopsAtTheConsumersAlikeOnBothEngines() async throws {
+    let twins = try await Self.twins()
+    let pg = twins.connection
+    defer { _ = try? pg.execute("DROP SCHEMA \(twins.schema) CASCADE") }
+    let sqlite = try twins.container.persistentStore.makeReadConnection(queryOnly: false)
+    let consumers: [(String, Int64, Duration)] = [
+      ("reader", 3, .seconds(60)), ("fast", 6, .seconds(60)), ("gone", 1, .milliseconds(1)),
+    ]
+    for (name, number, lease) in consumers {
+      try sqlite.writeTransaction(deadline: .now + .seconds(5)) {
+        try HistoryConsumers.write(
+          name: name, storeIdentifier: twins.store, number: number, lease: lease, advanced: true, connection: sqlite)
+      }
+      try pg.transaction {
+        try HistoryConsumers.write(
+          name: name, storeIdentifier: twins.store, number: number, lease: lease, advanced: true, connection: pg)
+      }
+    }
+    try await Task.sleep(for: .milliseconds(20))  // "gone" is stale
+    let steps: [(HistoryPruningPolicy, Bool, Set<String>?, Bool)] = [
+      (.keepLast(1), false, nil, true),  // a dry run: the stale consumer holds it at 1
+      (.keepLast(1), true, ["editor"], false),  // the editor's only: the importer's 1 comes first
+      (.keepLast(1), true, nil, false),  // past the stale one, up to the reader's checkpoint, 3
+      (.consumed, true, nil, false),  // as far as the live consumers read: nothing more
+    ]
+    var reports: [String] = []
+    for (policy, includingStale, authors, dryRun) in steps {
+      let onSQLite = try Self.prune(
+        policy, includingStale: includingStale, authors: authors, dryRun: dryRun, twins: twins, on: sqlite
+      ) { body in
+        dryRun ? try sqlite.readTransaction(body) : try sqlite.writeTransaction(deadline: .now + .seconds(5), body)
+      }
+      let onPostgreSQL = try Self.prune(
+        policy, includingStale: includingStale, authors: authors, dryRun: dryRun, twins: twins, on: pg
+      ) { body in dryRun ? try pg.readTransaction(body) : try pg.transaction(body) }
+      #expect(onPostgreSQL.0 == onSQLite.0)
+      #expect(onPostgreSQL.1 == onSQLite.1)
+      let report = onSQLite.0
+      reports.append(
+        "\(report.deletedTransactions) deleted, horizon \(report.horizon.transactionNumber), held by "
+          + "\(report.heldBackBy) \(report.heldBackByTransaction.map { "and \($0.transactionNumber)" } ?? "-"), "
+          + "past stale \(report.prunedPastStale), kept \(onSQLite.1)")
+    }
+    #expect(
+      reports == [
+        "0 deleted, horizon 0, held by [\"gone\", \"reader\"] -, past stale [], kept [1, 2, 3, 4, 5, 6]",
+        "0 deleted, horizon 0, held by [\"reader\"] and 1, past stale [], kept [1, 2, 3, 4, 5, 6]",
+        "2 deleted, horizon 2, held by [\"reader\"] -, past stale [\"gone\"], kept [3, 4, 5, 6]",
+        "0 deleted, horizon 2, held by [] -, past stale [\"gone\"], kept [3, 4, 5, 6]",
+      ])
   }
 
   @Test func sqlitesParametersAreRewrittenAsPostgreSQLsOutsideQuotes() {
