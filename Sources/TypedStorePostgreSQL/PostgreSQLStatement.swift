@@ -171,9 +171,9 @@ enum PostgreSQLValues {
       }
       return string
     case (.blob(let data), bytea):
-      return "\\x" + hex(data)
+      return "\\x" + data.hexDigits
     case (.blob(let data), uuid) where data.count == 16:
-      let digits = hex(data)
+      let digits = data.hexDigits
       let parts = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { range in
         String(digits.dropFirst(range.lowerBound).prefix(range.count))
       }
@@ -192,8 +192,8 @@ enum PostgreSQLValues {
     // A float4 reads as the Float it is, widened exactly, as SQLite holds a Float.
     case float4: value = Float(text).map { .real(Double($0)) }
     case float8: value = Double(text).map { .real($0) }
-    case bytea: value = bytes(hex: text.hasPrefix("\\x") ? text.dropFirst(2) : nil).map { .blob($0) }
-    case uuid: value = bytes(hex: Substring(text.replacingOccurrences(of: "-", with: ""))).map { .blob($0) }
+    case bytea: value = text.hasPrefix("\\x") ? Data(hexDigits: text.dropFirst(2)).map { .blob($0) } : nil
+    case uuid: value = Data(hexDigits: text.replacingOccurrences(of: "-", with: "")).map { .blob($0) }
     default: value = .text(text)  // text, varchar, numeric (the decimal as written)
     }
     guard let value else {
@@ -208,39 +208,5 @@ enum PostgreSQLValues {
       float4: "real", float8: "double precision", varchar: "varchar", numeric: "numeric", uuid: "uuid",
     ]
     return names[type] ?? "OID \(type)"
-  }
-
-  private static let digits = Array("0123456789abcdef".utf8)
-
-  private static func hex(_ data: Data) -> String {
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(data.count * 2)
-    for byte in data {
-      bytes.append(digits[Int(byte >> 4)])
-      bytes.append(digits[Int(byte & 0x0f)])
-    }
-    return String(decoding: bytes, as: UTF8.self)
-  }
-
-  private static func bytes(hex: Substring?) -> Data? {
-    guard let hex, hex.utf8.count.isMultiple(of: 2) else { return nil }
-    var data = Data(capacity: hex.utf8.count / 2)
-    var high: UInt8?
-    for character in hex.utf8 {
-      let nibble: UInt8
-      switch character {
-      case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
-      case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
-      case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character - UInt8(ascii: "A") + 10
-      default: return nil
-      }
-      if let first = high {
-        data.append(first << 4 | nibble)
-        high = nil
-      } else {
-        high = nibble
-      }
-    }
-    return data
   }
 }

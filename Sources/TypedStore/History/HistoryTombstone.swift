@@ -128,32 +128,7 @@ private struct TaggedValue: Decodable {
     if let integer { return .integer(integer) }
     if let real { return .real(real) }
     if let text { return .text(text) }
-    if let blob { return .blob(Data(hex: blob)) }
+    if let blob { return .blob(Data(hexDigits: blob, skippingOthers: true) ?? Data()) }  // as SQLite's `hex()` writes
     return .null
-  }
-}
-
-extension Data {
-  /// Bytes from hex digits (as SQLite's `hex()` writes them).
-  fileprivate init(hex: String) {
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(hex.utf8.count / 2)
-    var high: UInt8?
-    for character in hex.utf8 {
-      let nibble: UInt8
-      switch character {
-      case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
-      case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character - UInt8(ascii: "A") + 10
-      case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
-      default: continue
-      }
-      if let value = high {
-        bytes.append(value << 4 | nibble)
-        high = nil
-      } else {
-        high = nibble
-      }
-    }
-    self.init(bytes)
   }
 }

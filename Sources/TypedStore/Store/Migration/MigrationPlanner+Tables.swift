@@ -182,7 +182,7 @@ extension PrimitiveValue {
     case .integer(let value): String(value)
     case .real(let value): String(value)
     case .text(let value): "'" + value.replacingOccurrences(of: "'", with: "''") + "'"
-    case .blob(let data): "x'" + data.map { String(format: "%02x", $0) }.joined() + "'"
+    case .blob(let data): "x'" + data.hexDigits + "'"
     }
   }
 }
