@@ -25,6 +25,8 @@ package struct PostgreSQLError: Error, Sendable, Equatable, CustomStringConverti
   /// timeout, `23505` for a unique violation), when it sent one.
   package var sqlState: String?
   package var message: String
+  /// The constraint a row broke (`Note_pkey`, `Note_title_key`), when the server named one.
+  package var constraint: String? = nil
 
   package var description: String {
     "PostgreSQL \(kind) error"
@@ -119,8 +121,10 @@ package final class PostgreSQLConnection {
     default:
       defer { PQclear(result) }
       let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+      let constraint = PQresultErrorField(result, Int32(UInt8(ascii: "n"))).map { String(cString: $0) }
       let kind: PostgreSQLError.Kind = PQstatus(connection) == CONNECTION_OK ? .statement : .connection
-      throw PostgreSQLError(kind: kind, sqlState: sqlState, message: Self.message(PQresultErrorMessage(result)))
+      throw PostgreSQLError(
+        kind: kind, sqlState: sqlState, message: Self.message(PQresultErrorMessage(result)), constraint: constraint)
     }
   }
 
@@ -196,6 +200,46 @@ package final class PostgreSQLConnection {
       _ = try? execute("ROLLBACK")
       throw error
     }
+  }
+
+  /// How long a write transaction waits for a row lock (the store's write lock among them);
+  /// nil outside one.
+  private var writeLockTimeout: Duration?
+
+  /// Runs `body` in a write transaction of the store whose schema the connection uses: at
+  /// READ COMMITTED, holding the store's write lock from its first statement (the history
+  /// counter row's, `SELECT … FOR UPDATE`: what SQLite's `BEGIN IMMEDIATE` is to a store
+  /// file), so that the store's single-writer algorithms (keys as one above the largest,
+  /// version checks, conflict resolution, the history recorder's numbers and change IDs) run
+  /// as they do on SQLite, and history numbers are dense and in commit order. Waiting for the
+  /// lock, or any row lock, gives up after `lockTimeout` (SQLSTATE `55P03`). Committed when
+  /// `body` returns, rolled back when it throws.
+  package func writeTransaction<T>(lockTimeout: Duration, _ body: () throws -> T) throws -> T {
+    try transaction {
+      try beginWriting(lockTimeout: lockTimeout)
+      defer { writeLockTimeout = nil }
+      return try body()
+    }
+  }
+
+  private func beginWriting(lockTimeout: Duration) throws(PostgreSQLError) {
+    let milliseconds = max(
+      1, lockTimeout.components.seconds * 1000 + lockTimeout.components.attoseconds / 1_000_000_000_000_000)
+    try execute(script: "SET LOCAL lock_timeout = \(milliseconds)")
+    try execute(script: "SELECT 1 FROM _history_counter WHERE id = 1 FOR UPDATE")
+    writeLockTimeout = lockTimeout
+  }
+
+  /// Undoes the write transaction's writes and begins it again, holding the write lock again:
+  /// what comes next sees every commit made in between (a save that met a conflict starts
+  /// over). A statement that failed leaves PostgreSQL's transaction aborted; this is how it
+  /// goes on.
+  package func undoWrites() throws {
+    guard let lockTimeout = writeLockTimeout else {
+      throw PostgreSQLError(kind: .statement, message: "undoWrites() outside a write transaction")
+    }
+    try execute(script: "ROLLBACK; BEGIN ISOLATION LEVEL READ COMMITTED")
+    try beginWriting(lockTimeout: lockTimeout)
   }
 
   /// Runs `body` in a read-only transaction at REPEATABLE READ, so that its statements see
@@ -301,4 +345,11 @@ package final class PostgreSQLConnection {
 
 extension PostgreSQLConnection: DatabaseConnection {
   package var dialect: SQLDialect { .postgreSQL }
+
+  /// A unique violation (`23505`) of a constraint other than a table's primary key
+  /// (`<table>_pkey`, the name PostgreSQL gives it): as SQLite's `SQLITE_CONSTRAINT_UNIQUE`.
+  package func isUniqueViolation(_ error: any Error) -> Bool {
+    guard let error = error as? PostgreSQLError, error.sqlState == "23505" else { return false }
+    return !(error.constraint ?? "").hasSuffix("_pkey")
+  }
 }

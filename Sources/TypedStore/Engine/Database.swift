@@ -44,6 +44,15 @@ extension SQLDialect {
     case .postgreSQL: "SELECT json_array_elements_text(CAST(\(parameter) AS json))"
     }
   }
+
+  /// A subquery of the integers in the JSON array bound to its one parameter (`?`), in one
+  /// column named `value`: how a list of keys is bound as one.
+  package var jsonIntegerValues: String {
+    switch self {
+    case .sqlite: "SELECT value FROM json_each(?)"
+    case .postgreSQL: "SELECT CAST(value AS bigint) AS value FROM json_array_elements_text(CAST(? AS json)) AS k(value)"
+    }
+  }
 }
 
 /// A statement prepared on a `DatabaseConnection`, used by one thread at a time: bind values
@@ -61,6 +70,8 @@ package protocol DatabaseStatement: AnyObject {
   func run() throws
   /// Ends the current run and clears the bound values; the next `step()` runs it again.
   func reset()
+  /// Ends the current run, for a caller that binds every parameter again before the next.
+  func rewind()
   func isNull(_ column: Int32) -> Bool
   func int64(_ column: Int32) -> Int64
   func double(_ column: Int32) -> Double
@@ -71,6 +82,8 @@ package protocol DatabaseStatement: AnyObject {
 }
 
 extension DatabaseStatement {
+  package func rewind() { reset() }
+
   package func textEquals(_ column: Int32, _ string: String) -> Bool {
     !isNull(column) && self.string(column) == string
   }
@@ -82,6 +95,8 @@ package protocol DatabaseConnection: AnyObject {
   var dialect: SQLDialect { get }
   /// The statement of `sql`, prepared once and kept by the connection.
   func statement(_ sql: String) throws -> PreparedStatement
+  /// The statement of `sql`, prepared once and kept by the connection under its number.
+  func statement(prepared sql: PreparedSQL) throws -> PreparedStatement
   /// Runs `sql`, one or more statements with no parameters.
   func execute(script sql: String) throws
   /// The rows the last statement run inserted, updated or deleted.
@@ -89,9 +104,18 @@ package protocol DatabaseConnection: AnyObject {
   /// Runs `body` in a read transaction, so that its statements see one snapshot; inside a
   /// transaction already, `body` runs in it.
   func readTransaction<T>(_ body: () throws -> T) throws -> T
+  /// Inside a write transaction: undoes every write since it (or its innermost savepoint)
+  /// began and goes on in the same scope, holding the store's write lock again, so that what
+  /// comes next sees every commit made in between.
+  func undoWrites() throws
+  /// Whether `error`, thrown by one of the connection's statements, is a unique index's
+  /// refusal of a row (not a primary key's).
+  func isUniqueViolation(_ error: any Error) -> Bool
 }
 
 extension DatabaseConnection {
+  package func statement(prepared sql: PreparedSQL) throws -> PreparedStatement { try statement(sql.text) }
+
   /// The first column of the first row of `sql`, as an integer, or nil.
   package func scalarInt(_ sql: String) throws -> Int64? {
     let statement = try statement(sql)

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Records one write transaction's history, inside that transaction (step 3 of the write
-/// path, see `StoreWriter`).
+/// path, see `StoreWriter`), on either engine.
 ///
 /// Change rows are written set-based: one change row per entity and kind holds the keys of all
 /// its rows, whatever their number (see `HistorySchema`). A delete that keeps a tombstone is
@@ -11,20 +11,29 @@ import Foundation
 /// finishes, with the range of its change rows: a write that changes nothing leaves no
 /// history (and no gap in the numbers), and a save writes its transaction row once, not
 /// inserts and then updates it.
-final class HistoryRecorder {
-  private let connection: SQLiteConnection
+///
+/// The recorder gives change rows their IDs itself, consecutive from the next one, so that a
+/// transaction's rows are one range on both engines. Both the number and the first ID are read
+/// under the store's write lock, which the transaction holds from its start (SQLite's
+/// `BEGIN IMMEDIATE`; on PostgreSQL the counter row's lock, taken first): on SQLite one above
+/// the largest kept (`HistorySchema`), on PostgreSQL one above the counter row's, which
+/// `finish` moves in the transaction's last statements (`docs/file-format.md`).
+final class HistoryRecorder<Connection: DatabaseConnection> {
+  private let connection: Connection
   private let info: TransactionInfo
   private let isEnabled: Bool
   private let timestamp = Date()
   private var number: Int64?
-  /// The rowids of the transaction's first and last change rows.
+  /// The IDs of the transaction's first and last change rows.
   private var changeRange: ClosedRange<Int64>?
+  /// The ID the next change row gets, once known.
+  private var nextChangeID: Int64?
   private var changes: [RecordedChanges.Group] = []
   /// What the writer knows without asking the database; nil inside a migration, and after
   /// `reset()`: then everything is asked.
   var memo: WriterMemo?
 
-  init(connection: SQLiteConnection, info: TransactionInfo, isEnabled: Bool) {
+  init(connection: Connection, info: TransactionInfo, isEnabled: Bool) {
     self.connection = connection
     self.info = info
     self.isEnabled = isEnabled
@@ -40,7 +49,7 @@ final class HistoryRecorder {
         .init(kind: .delete, entityName: group.entity.name, primaryKeys: group.primaryKeys, changedAttributes: []))
     }
     guard isEnabled else { return }
-    let tombstone = Self.tombstoneSQL(for: groups.map(\.entity))
+    let tombstone = Self.tombstoneSQL(for: groups.map(\.entity), dialect: connection.dialect)
     if tombstone == "NULL" {
       // Nothing to read from the rows: one change row per entity holds their keys.
       for group in groups { try insertChanges(.delete, group.entity, primaryKeys: group.primaryKeys, changed: nil) }
@@ -71,25 +80,32 @@ final class HistoryRecorder {
   private func insertTombstones(_ rows: HistoryRows, entityName: String, tombstone: String) throws {
     let statement = try connection.statement(
       """
-      INSERT INTO _history_change (transaction_number, kind, entity, pk, tombstone)
-      SELECT ?, \(HistoryChange.Kind.delete.rawValue), \(entityName), pk, \(tombstone)
+      INSERT INTO _history_change (id, transaction_number, kind, entity, pk, tombstone)
+      SELECT ? + row_number() OVER (ORDER BY pk) - 1, ?, \(HistoryChange.Kind.delete.rawValue), \(entityName), pk, \
+      \(tombstone)
       FROM "\(rows.table)"\(rows.whereClause) ORDER BY pk
       """)
-    statement.bind(try transactionNumber(), at: 1)
-    for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 2)) }
+    defer { statement.reset() }
+    let first = try changeID()
+    try statement.bind(first, at: 1)
+    try statement.bind(try transactionNumber(), at: 2)
+    for (index, argument) in rows.arguments.enumerated() { try statement.bind(argument, at: Int32(index + 3)) }
     try statement.run()
-    noteInsertedChanges()
+    noteInsertedChanges(from: first)
   }
 
   /// SQL for the tombstone of a row of any of `entities`: a JSON object of its attributes
   /// marked `preservedOnDeletion`, chosen by the row's `_entity`.
-  private static func tombstoneSQL(for entities: [EntityDescription]) -> String {
+  private static func tombstoneSQL(for entities: [EntityDescription], dialect: SQLDialect) -> String {
     let cases = entities.compactMap { entity -> String? in
       let preserved = entity.attributes.filter(\.isPreservedOnDeletion)
       guard !preserved.isEmpty else { return nil }
+      let members = preserved.map { "'\($0.name)', \(taggedValue(of: $0, dialect: dialect))" }.joined(separator: ", ")
       let object =
-        "json_object("
-        + preserved.map { "'\($0.name)', \(taggedValue(column: $0.columnName))" }.joined(separator: ", ") + ")"
+        switch dialect {
+        case .sqlite: "json_object(\(members))"
+        case .postgreSQL: "CAST(json_build_object(\(members)) AS text)"
+        }
       return "WHEN \(entity.code) THEN \(object)"
     }
     return cases.isEmpty ? "NULL" : "CASE _entity \(cases.joined(separator: " ")) END"
@@ -102,11 +118,12 @@ final class HistoryRecorder {
   }
 
   /// Forgets what was recorded, after the caller undid the rows and their history
-  /// (`SQLiteConnection.undoWrites()`).
+  /// (`DatabaseConnection.undoWrites()`).
   func reset() {
     memo = nil  // the transaction began again: others may have committed in between
     number = nil
     changeRange = nil
+    nextChangeID = nil
     changes = []
   }
 
@@ -115,16 +132,21 @@ final class HistoryRecorder {
   func finish(storeIdentifier: UUID) throws -> RecordedChanges? {
     guard !changes.isEmpty else { return nil }
     if let number {
-      let statement = try connection.statement(prepared: Self.insertTransactionSQL)
-      statement.bind(number, at: 1)
-      statement.bind(timestamp.timeIntervalSinceReferenceDate, at: 2)
-      if let author = info.author { statement.bind(author, at: 3) } else { statement.bindNull(3) }
-      if let name = info.contextName { statement.bind(name, at: 4) } else { statement.bindNull(4) }
-      statement.bind(Self.processIdentifier, at: 5)
-      statement.bind(changeRange?.lowerBound ?? 0, at: 6)  // 0, 0: no change row (see `HistorySchema`)
-      statement.bind(changeRange?.upperBound ?? 0, at: 7)
+      let postgreSQL = connection.dialect == .postgreSQL
+      let statement = try connection.statement(
+        prepared: postgreSQL ? RecordingSQL.insertTransactionSQLPostgreSQL : RecordingSQL.insertTransactionSQL)
+      defer { statement.reset() }
+      try statement.bind(number, at: 1)
+      try statement.bind(timestamp.timeIntervalSinceReferenceDate, at: 2)
+      if let author = info.author { try statement.bind(author, at: 3) } else { try statement.bindNull(3) }
+      if let name = info.contextName { try statement.bind(name, at: 4) } else { try statement.bindNull(4) }
+      try statement.bind(RecordingSQL.processIdentifier, at: 5)
+      try statement.bind(changeRange?.lowerBound ?? 0, at: 6)  // 0, 0: no change row (see `HistorySchema`)
+      try statement.bind(changeRange?.upperBound ?? 0, at: 7)
       try statement.run()
+      if postgreSQL { try advanceCounter(to: number) }
     }
+    if let nextChangeID { memo?.nextChangeID = nextChangeID }
     return RecordedChanges(
       storeIdentifier: storeIdentifier, number: number, timestamp: timestamp, author: info.author,
       contextName: info.contextName, groups: changes, origin: info.origin)
@@ -152,21 +174,24 @@ final class HistoryRecorder {
     throws
   {
     let number = try transactionNumber()
-    let statement = try connection.statement(prepared: Self.insertChangeSQL)
-    statement.bind(number, at: 1)
-    statement.bind(Int64(kind.rawValue), at: 2)
-    statement.bind(entity.name, at: 3)
+    let id = try changeID()
+    let statement = try connection.statement(prepared: RecordingSQL.insertChangeSQL)
+    defer { statement.reset() }
+    try statement.bind(id, at: 1)
+    try statement.bind(number, at: 2)
+    try statement.bind(Int64(kind.rawValue), at: 3)
+    try statement.bind(entity.name, at: 4)
     if primaryKeys.count == 1 {
-      statement.bind(primaryKeys[0], at: 4)
+      try statement.bind(primaryKeys[0], at: 5)
     } else if let first = primaryKeys.first, let last = primaryKeys.last, Self.isRun(primaryKeys) {
-      statement.bind(first, at: 4)
-      statement.bind(last, at: 5)
+      try statement.bind(first, at: 5)
+      try statement.bind(last, at: 6)
     } else {
-      statement.bind(HistorySchema.jsonArray(primaryKeys), at: 6)
+      try statement.bind(HistorySchema.jsonArray(primaryKeys), at: 7)
     }
-    if let changed { statement.bind(changed, at: 7) }
+    if let changed { try statement.bind(changed, at: 8) }
     try statement.run()
-    noteInsertedChanges()
+    noteInsertedChanges(from: id)
   }
 
   /// Whether `keys` are consecutive ascending integers.
@@ -176,18 +201,49 @@ final class HistoryRecorder {
     return true
   }
 
-  /// Extends the transaction's change range by the rows the last statement inserted: they
-  /// have consecutive rowids, the last one being `lastInsertRowID`.
-  private func noteInsertedChanges() {
+  /// Extends the transaction's change range by the rows the last statement inserted, with
+  /// consecutive IDs from `first`.
+  private func noteInsertedChanges(from first: Int64) {
     let count = Int64(connection.changes)
     guard count > 0 else { return }
-    let last = connection.lastInsertRowID
-    let first = last - count + 1
+    let last = first + count - 1
+    nextChangeID = last + 1
     changeRange = changeRange.map { min($0.lowerBound, first)...max($0.upperBound, last) } ?? first...last
   }
 
-  /// This process's ID, read once: `ProcessInfo` asks the kernel on every call.
-  private static let processIdentifier = Int64(getpid())
+  /// The ID of the next change row: one above the largest on SQLite, one above the counter
+  /// row's on PostgreSQL (read under the write lock), or what the memo knows.
+  private func changeID() throws -> Int64 {
+    if let nextChangeID { return nextChangeID }
+    let id: Int64
+    if let known = memo?.nextChangeID {
+      id = known
+    } else {
+      let statement = try connection.statement(
+        prepared: connection.dialect == .postgreSQL
+          ? RecordingSQL.nextChangeIDSQLPostgreSQL : RecordingSQL.nextChangeIDSQL)
+      defer { statement.reset() }
+      guard try statement.step() else { throw HistoryRecordingError("no next history change ID") }
+      id = statement.int64(0)
+    }
+    nextChangeID = id
+    return id
+  }
+
+  /// PostgreSQL: moves the counter row to the transaction's number and last change ID, and
+  /// queues the notification listeners wait for (`pg_notify`, delivered at commit, in commit
+  /// order, on the channel of the connection's schema).
+  private func advanceCounter(to number: Int64) throws {
+    let counter = try connection.statement(prepared: RecordingSQL.advanceCounterSQL)
+    defer { counter.reset() }
+    try counter.bind(number, at: 1)
+    try counter.bind(changeRange?.upperBound ?? 0, at: 2)
+    try counter.run()
+    let notify = try connection.statement(prepared: RecordingSQL.notifySQL)
+    defer { notify.reset() }
+    try notify.bind(String(number), at: 1)
+    _ = try notify.step()
+  }
 
   private func transactionNumber() throws -> Int64 {
     if let number { return number }
@@ -195,9 +251,10 @@ final class HistoryRecorder {
     if let known = memo?.nextNumber {
       number = known
     } else {
-      let statement = try connection.statement(prepared: Self.nextNumberSQL)
+      let statement = try connection.statement(
+        prepared: connection.dialect == .postgreSQL ? RecordingSQL.nextNumberSQLPostgreSQL : RecordingSQL.nextNumberSQL)
       defer { statement.reset() }
-      guard try statement.step() else { throw SQLiteError.generic("no next history transaction number") }
+      guard try statement.step() else { throw HistoryRecordingError("no next history transaction number") }
       number = statement.int64(0)
     }
     self.number = number
@@ -205,26 +262,80 @@ final class HistoryRecorder {
     return number
   }
 
-  /// One above the largest number kept, or the horizon when none is (see `HistorySchema`).
-  private static let nextNumberSQL = PreparedSQL("SELECT " + HistorySchema.nextNumberSQL)
+  /// SQL for an attribute's value in a tombstone: `{"integer": 1}`, `{"real": 1.5}`,
+  /// `{"text": "..."}`, `{"blob": "<hex>"}`, or null; exact for every storage class. On SQLite
+  /// the tag is the value's storage class, and a finite real is written with 17 significant
+  /// digits (SQLite's `json_object` writes 15, which loses the last bits of most doubles) and
+  /// an infinite one as the string `"Infinity"` or `"-Infinity"`, as PostgreSQL writes it
+  /// (SQLite's `Inf` is not JSON); on PostgreSQL, whose columns have the attribute's
+  /// type, it is the class the SQLite store keeps that type in, so both engines' tombstones
+  /// read back as the same values.
+  private static func taggedValue(of attribute: AttributeDescription, dialect: SQLDialect) -> String {
+    let c = "\"\(attribute.columnName)\""
+    switch dialect {
+    case .sqlite:
+      return """
+        CASE typeof(\(c)) WHEN 'integer' THEN json_object('integer', \(c)) WHEN 'real' THEN json_object('real', \
+        CASE WHEN abs(\(c)) <= 1.7976931348623157e308 THEN json(printf('%!.17g', \(c))) \
+        WHEN \(c) > 0 THEN 'Infinity' ELSE '-Infinity' END) \
+        WHEN 'text' THEN json_object('text', \(c)) WHEN 'blob' THEN json_object('blob', hex(\(c))) END
+        """
+    case .postgreSQL:
+      let tagged =
+        switch attribute.attributeType {
+        case .boolean: "json_build_object('integer', CAST(\(c) AS integer))"
+        case .integer16, .integer32, .integer64: "json_build_object('integer', \(c))"
+        case .double, .float, .date: "json_build_object('real', CAST(\(c) AS double precision))"
+        case .string, .uri, .codable, .decimal: "json_build_object('text', CAST(\(c) AS text))"
+        case .binaryData: "json_build_object('blob', upper(encode(\(c), 'hex')))"
+        case .uuid: "json_build_object('blob', upper(replace(CAST(\(c) AS text), '-', '')))"
+        }
+      return "CASE WHEN \(c) IS NULL THEN NULL ELSE \(tagged) END"
+    }
+  }
+}
 
-  private static let insertTransactionSQL = PreparedSQL(
+/// The recorder's statements, prepared once per connection.
+private enum RecordingSQL {
+  /// This process's ID, read once: `ProcessInfo` asks the kernel on every call.
+  static let processIdentifier = Int64(getpid())
+
+  /// One above the largest number kept, or the horizon when none is (see `HistorySchema`).
+  static let nextNumberSQL = PreparedSQL("SELECT " + HistorySchema.nextNumberSQL)
+
+  /// One above the counter row's, which pruning never lowers.
+  static let nextNumberSQLPostgreSQL = PreparedSQL("SELECT last + 1 FROM _history_counter WHERE id = 1")
+
+  static let nextChangeIDSQL = PreparedSQL("SELECT coalesce(max(id), 0) + 1 FROM _history_change")
+
+  static let nextChangeIDSQLPostgreSQL = PreparedSQL(
+    "SELECT last_change + 1 FROM _history_counter WHERE id = 1")
+
+  static let advanceCounterSQL = PreparedSQL(
+    "UPDATE _history_counter SET last = ?1, last_change = greatest(last_change, ?2) WHERE id = 1")
+
+  static let notifySQL = PreparedSQL("SELECT pg_notify('typedstore_' || current_schema(), ?)")
+
+  static let insertTransactionSQL = PreparedSQL(
     "INSERT INTO _history_transaction (number, timestamp, author, context_name, process_id, first_change, "
       + "last_change, recorded_by) VALUES (?, ?, ?, ?, ?, ?, ?, \(HistorySchema.recordingFormatVersion))")
 
-  private static let insertChangeSQL = PreparedSQL(
-    "INSERT INTO _history_change (transaction_number, kind, entity, pk, last_pk, keys, changed, tombstone) "
-      + "VALUES (?, ?, ?, ?, ?, ?, ?, NULL)")
+  /// With the PostgreSQL transaction's ID (`xid8`), for a later mode that orders by it.
+  static let insertTransactionSQLPostgreSQL = PreparedSQL(
+    "INSERT INTO _history_transaction (number, timestamp, author, context_name, process_id, first_change, "
+      + "last_change, recorded_by, xid) VALUES (?, ?, ?, ?, ?, ?, ?, \(HistorySchema.recordingFormatVersion), "
+      + "pg_current_xact_id())")
 
-  /// SQL for a column's value in a tombstone: `{"integer": 1}`, `{"real": 1.5}`,
-  /// `{"text": "..."}`, `{"blob": "<hex>"}`, or null; exact for every storage class.
-  private static func taggedValue(column: String) -> String {
-    let c = "\"\(column)\""
-    return """
-      CASE typeof(\(c)) WHEN 'integer' THEN json_object('integer', \(c)) WHEN 'real' THEN json_object('real', \(c)) \
-      WHEN 'text' THEN json_object('text', \(c)) WHEN 'blob' THEN json_object('blob', hex(\(c))) END
-      """
-  }
+  static let insertChangeSQL = PreparedSQL(
+    "INSERT INTO _history_change (id, transaction_number, kind, entity, pk, last_pk, keys, changed, tombstone) "
+      + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)")
+}
+
+/// The history recorder found the store's history tables without the row it reads its next
+/// number or change ID from (a store damaged by hand).
+struct HistoryRecordingError: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
 }
 
 /// What one committed write transaction changed, as the recorder recorded it, for the

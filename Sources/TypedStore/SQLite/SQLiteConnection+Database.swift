@@ -6,6 +6,10 @@ extension SQLiteConnection: DatabaseConnection {
   var dialect: SQLDialect { .sqlite }
 
   func execute(script sql: String) throws { try execute(sql) }
+
+  func isUniqueViolation(_ error: any Error) -> Bool {
+    (error as? SQLiteError)?.isUniqueConstraint ?? false
+  }
 }
 
 extension Statement: DatabaseStatement {

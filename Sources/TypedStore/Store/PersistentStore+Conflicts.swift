@@ -6,14 +6,14 @@ struct VersionMismatch: Error {}
 
 // Resolving conflicts: the careful path of a save, taken only when the fast path met a row
 // another writer changed. It runs under the write lock, in the transaction begun again after
-// the fast path was undone (`SQLiteConnection.undoWrites()`), so what it reads is what it
+// the fast path was undone (`DatabaseConnection.undoWrites()`), so what it reads is what it
 // writes over. See `MergePolicy` for the table of outcomes.
 extension PersistentStore {
   /// The change set to write instead of `changes`, and what each conflicting object must do
   /// after the commit.
   ///
   /// - Throws: `StoreError.mergeConflict` with every conflict, for the `.error` policy.
-  func resolveConflicts(_ changes: RowWrites, connection: SQLiteConnection) throws -> (
+  func resolveConflicts(_ changes: RowWrites, connection: some DatabaseConnection) throws -> (
     RowWrites, [ResolvedRow: Resolution]
   ) {
     var resolution = ConflictResolution(changes)
@@ -44,7 +44,7 @@ extension PersistentStore {
   /// Resolves one update against its row as it is now.
   private func resolve(
     _ update: RowWrites.Update, policy: MergePolicy, into resolution: inout ConflictResolution,
-    connection: SQLiteConnection
+    connection: some DatabaseConnection
   ) throws {
     guard !update.slots.isEmpty else {  // relationships only: no row written, no version checked
       resolution.resolved.updates.append(update)
@@ -110,7 +110,7 @@ extension PersistentStore {
   /// Resolves one delete against its row as it is now.
   private func resolve(
     _ delete: RowWrites.Delete, policy: MergePolicy, into resolution: inout ConflictResolution,
-    connection: SQLiteConnection
+    connection: some DatabaseConnection
   ) throws {
     let entity = model.entities[Int(delete.entityIndex)]
     let row = ResolvedRow(entityIndex: delete.entityIndex, primaryKey: delete.primaryKey)
@@ -139,16 +139,16 @@ extension PersistentStore {
 
   /// The row's version and attribute values (by attribute index), or nil when there is no
   /// such row of `entity`.
-  private func currentRow(of entity: EntityDescription, primaryKey: Int64, connection: SQLiteConnection) throws
+  private func currentRow(of entity: EntityDescription, primaryKey: Int64, connection: some DatabaseConnection) throws
     -> (version: Int64, values: [PrimitiveValue])?
   {
     let columns = ["_version"] + entity.storedAttributes.map { "\"\($0.columnName)\"" }
     let statement = try connection.statement(
       "SELECT \(columns.joined(separator: ", ")) FROM \"\(entity.tableName)\" WHERE pk = ?")
     defer { statement.reset() }
-    statement.bind(primaryKey, at: 1)
+    try statement.bind(primaryKey, at: 1)
     guard try statement.step() else { return nil }
-    let values = entity.storedAttributes.indices.map { statement.column(Int32($0 + 1)).primitive }
+    let values = try entity.storedAttributes.indices.map { try statement.value(Int32($0 + 1)) }
     return (statement.int64(0), values)
   }
 

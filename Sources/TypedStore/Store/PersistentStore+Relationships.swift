@@ -17,7 +17,9 @@ extension PersistentStore {
   /// The rows `relationship` relates to each of `owners`, grouped by owner in the
   /// relationship's order (key order for unordered ones): one query whatever the number of
   /// owners. For a to-one that holds its key, use the key itself instead.
-  func relatedRows(of relationship: RelationshipDescription, owners: [Int64], connection: SQLiteConnection) throws
+  func relatedRows(
+    of relationship: RelationshipDescription, owners: [Int64], connection: some DatabaseConnection
+  ) throws
     -> [RelatedRow]
   {
     guard !owners.isEmpty, let destination = model.entity(named: relationship.destinationEntityName) else { return [] }
@@ -31,7 +33,7 @@ extension PersistentStore {
       let order = orderColumn.map { "\"\($0)\", " } ?? ""
       sql = """
         SELECT "\(column)", pk\(withEntity ? ", _entity" : "") FROM "\(table)" \
-        WHERE "\(column)" IN (SELECT value FROM json_each(?)) ORDER BY "\(column)", \(order)pk
+        WHERE "\(column)" IN (\(connection.dialect.jsonIntegerValues)) ORDER BY "\(column)", \(order)pk
         """
     case .joinTable(let join, let own, let other, let orderColumn, _):
       let order = orderColumn.map { "j.\($0), " } ?? ""
@@ -39,10 +41,10 @@ extension PersistentStore {
         withEntity
         ? """
         SELECT j.\(own), j.\(other), d._entity FROM "\(join)" j JOIN "\(table)" d ON d.pk = j.\(other) \
-        WHERE j.\(own) IN (SELECT value FROM json_each(?)) ORDER BY j.\(own), \(order)j.\(other)
+        WHERE j.\(own) IN (\(connection.dialect.jsonIntegerValues)) ORDER BY j.\(own), \(order)j.\(other)
         """
         : """
-        SELECT \(own), \(other) FROM "\(join)" j WHERE \(own) IN (SELECT value FROM json_each(?)) \
+        SELECT \(own), \(other) FROM "\(join)" j WHERE \(own) IN (\(connection.dialect.jsonIntegerValues)) \
         ORDER BY \(own), \(order)\(other)
         """
     }
@@ -50,7 +52,7 @@ extension PersistentStore {
     return try connection.readTransaction {
       let statement = try connection.statement(sql)
       defer { statement.reset() }
-      statement.bind(HistorySchema.jsonArray(owners), at: 1)
+      try statement.bind(HistorySchema.jsonArray(owners), at: 1)
       var rows: [RelatedRow] = []
       while try statement.step() {
         let entity = withEntity ? (tableLayout.entity(code: statement.int64(2)) ?? destination) : destination
@@ -70,7 +72,7 @@ extension PersistentStore {
   /// context did not read (another writer saved them meanwhile) stay, and links it read and
   /// another writer removed stay removed. Ordered positions follow the context's list, then
   /// the links it did not know, in their stored order.
-  func writeLinks(_ writes: [RowWrites.LinkWrite], connection: SQLiteConnection) throws {
+  func writeLinks(_ writes: [RowWrites.LinkWrite], connection: some DatabaseConnection) throws {
     let ordered = writes.sorted { lhs, rhs in isOwner(lhs) && !isOwner(rhs) }
     for write in ordered {
       let relationship = model.entities[Int(write.entityIndex)].relationships[Int(write.relationshipIndex)]
@@ -104,10 +106,10 @@ extension PersistentStore {
           let removed = Set(stored.filter { !wanted.contains($0) && (read?.contains($0) ?? true) })
           if !removed.isEmpty {
             let statement = try connection.statement(
-              "DELETE FROM \"\(table)\" WHERE \(own) = ? AND \(other) IN (SELECT value FROM json_each(?))")
+              "DELETE FROM \"\(table)\" WHERE \(own) = ? AND \(other) IN (\(connection.dialect.jsonIntegerValues))")
             defer { statement.reset() }
-            statement.bind(write.owner, at: 1)
-            statement.bind(HistorySchema.jsonArray(removed.sorted()), at: 2)
+            try statement.bind(write.owner, at: 1)
+            try statement.bind(HistorySchema.jsonArray(removed.sorted()), at: 2)
             try statement.run()
             stored.removeAll { removed.contains($0) }
           }
@@ -116,12 +118,12 @@ extension PersistentStore {
           let present = Set(stored)
           let added = write.targets.filter { !present.contains($0) && !(read?.contains($0) ?? false) }
           let insert = try connection.statement(
-            "INSERT OR IGNORE INTO \"\(table)\" (\(own), \(other)) VALUES (?, ?)")
+            "INSERT INTO \"\(table)\" (\(own), \(other)) VALUES (?, ?) ON CONFLICT DO NOTHING")
           defer { insert.reset() }
           for target in added {
             insert.rewind()
-            insert.bind(write.owner, at: 1)
-            insert.bind(target, at: 2)
+            try insert.bind(write.owner, at: 1)
+            try insert.bind(target, at: 2)
             try insert.run()
           }
           stored += added
@@ -145,16 +147,16 @@ extension PersistentStore {
 
   /// Gives each target its position in a list with `sql`, whose parameters are the position,
   /// the target's key and, when given, the owner's key.
-  private func writePositions(_ sql: String, of targets: [Int64], owner: Int64? = nil, _ connection: SQLiteConnection)
-    throws
-  {
+  private func writePositions(
+    _ sql: String, of targets: [Int64], owner: Int64? = nil, _ connection: some DatabaseConnection
+  ) throws {
     let statement = try connection.statement(sql)
     defer { statement.reset() }
     for (position, target) in targets.enumerated() {
       statement.rewind()  // every parameter is bound again
-      statement.bind(Int64(position), at: 1)
-      statement.bind(target, at: 2)
-      if let owner { statement.bind(owner, at: 3) }
+      try statement.bind(Int64(position), at: 1)
+      try statement.bind(target, at: 2)
+      if let owner { try statement.bind(owner, at: 3) }
       try statement.run()
     }
   }
@@ -170,7 +172,7 @@ extension PersistentStore {
   /// Throws `StoreError.danglingReference` when a key column or join row the change set
   /// writes names a row that does not exist (another process deleted it after the context
   /// read it): one query per relationship, over the distinct keys written.
-  func checkReferences(_ changes: RowWrites, insertedKeys: [Int64], connection: SQLiteConnection) throws {
+  func checkReferences(_ changes: RowWrites, insertedKeys: [Int64], connection: some DatabaseConnection) throws {
     // "Entity.relationship" → each key written → an owner that writes it
     var written: [String: (entity: EntityDescription, relationship: RelationshipDescription, keys: [Int64: Int64])] =
       [:]
@@ -204,8 +206,9 @@ extension PersistentStore {
     for (_, group) in written.sorted(by: { $0.key < $1.key }) {
       guard let destination = model.entity(named: group.relationship.destinationEntityName) else { continue }
       let missing = try integers(
-        "SELECT value FROM json_each(?) WHERE NOT EXISTS (SELECT 1 FROM \"\(destination.tableName)\" WHERE pk = value)"
-          + " ORDER BY value LIMIT 1", [.text(HistorySchema.jsonArray(group.keys.keys.sorted()))], connection)
+        "SELECT k.value FROM (\(connection.dialect.jsonIntegerValues)) AS k WHERE NOT EXISTS (SELECT 1 FROM \""
+          + destination.tableName + "\" d WHERE d.pk = k.value) ORDER BY k.value LIMIT 1",
+        [.text(HistorySchema.jsonArray(group.keys.keys.sorted()))], connection)
       if let key = missing.first, let owner = group.keys[key] {
         throw StoreError.danglingReference(
           objectID: AnyManagedID(storeIdentifier: identifier, entityName: group.entity.name, key: .permanent(owner)),
@@ -222,9 +225,9 @@ extension PersistentStore {
   /// applying their own rules in turn), `.nullify` clears their side (recording an update of
   /// that relationship), `.deny` throws `StoreError.deleteDenied` and so rolls the whole
   /// transaction back. `deleted` are the rows deleted already, by concrete entity.
-  func propagateDeletes(
-    _ deleted: [(entity: EntityDescription, primaryKeys: [Int64])], connection: SQLiteConnection,
-    history: HistoryRecorder
+  func propagateDeletes<C: DatabaseConnection>(
+    _ deleted: [(entity: EntityDescription, primaryKeys: [Int64])], connection: C,
+    history: HistoryRecorder<C>
   ) throws -> DeletePropagation {
     var outcome = DeletePropagation()
     var queue = deleted.filter { !$0.entity.relationships.isEmpty && !$0.primaryKeys.isEmpty }
@@ -257,7 +260,7 @@ extension PersistentStore {
         case .foreignKey:
           continue  // the deleted rows held the key: no other row refers to them through it
         case .inverseForeignKey(let column, let orderColumn):
-          let selection = " WHERE \"\(column)\" IN (SELECT value FROM json_each(?))"
+          let selection = " WHERE \"\(column)\" IN (\(connection.dialect.jsonIntegerValues))"
           // One read of the related rows: their keys, owners and concrete entities.
           let rows = try relatedRows(of: relationship, owners: keys, connection: connection)
           guard !rows.isEmpty else { continue }
@@ -292,7 +295,7 @@ extension PersistentStore {
   private func propagate(
     deletedKeys keys: [Int64], of entity: EntityDescription, through relationship: RelationshipDescription,
     to destination: EntityDescription, joinTable: (table: String, own: String, other: String),
-    denials: inout [DeleteDenial], connection: SQLiteConnection,
+    denials: inout [DeleteDenial], connection: some DatabaseConnection,
     cascade: ([(entity: EntityDescription, primaryKeys: [Int64])], String, String, [PrimitiveValue]) throws -> Void,
     nullified: ([(entity: EntityDescription, primaryKeys: [Int64])], String) throws -> Void
   ) throws {
@@ -302,8 +305,8 @@ extension PersistentStore {
       relationship.inverseName == relationship.name
       && relationship.destinationEntityName == relationship.entityName
     let selection =
-      " WHERE \(own) IN (SELECT value FROM json_each(?))"
-      + (isSelfInverse ? " OR \(other) IN (SELECT value FROM json_each(?))" : "")
+      " WHERE \(own) IN (\(connection.dialect.jsonIntegerValues))"
+      + (isSelfInverse ? " OR \(other) IN (\(connection.dialect.jsonIntegerValues))" : "")
     let arguments = isSelfInverse ? [keyList, keyList] : [keyList]
     let pairs = try keyPairs("SELECT \(own), \(other) FROM \"\(table)\"\(selection)", arguments, connection)
     guard !pairs.isEmpty else { return }
@@ -319,7 +322,7 @@ extension PersistentStore {
     let groups = try keysByEntity(destination, related, connection)
     if relationship.deleteRule == .cascade {
       try cascade(
-        groups, destination.tableName, " WHERE pk IN (SELECT value FROM json_each(?))",
+        groups, destination.tableName, " WHERE pk IN (\(connection.dialect.jsonIntegerValues))",
         [.text(HistorySchema.jsonArray(related))])
     } else {
       try nullified(groups, relationship.inverseName)
@@ -329,11 +332,13 @@ extension PersistentStore {
   // MARK: - Helpers
 
   /// Those of `keys` whose rows exist in `entity`'s table, in the order given.
-  func existingKeys(of entity: EntityDescription, _ keys: [Int64], connection: SQLiteConnection) throws -> [Int64] {
+  func existingKeys(of entity: EntityDescription, _ keys: [Int64], connection: some DatabaseConnection) throws
+    -> [Int64]
+  {
     guard !keys.isEmpty else { return [] }
     let present = Set(
       try integers(
-        "SELECT pk FROM \"\(entity.tableName)\" WHERE pk IN (SELECT value FROM json_each(?))",
+        "SELECT pk FROM \"\(entity.tableName)\" WHERE pk IN (\(connection.dialect.jsonIntegerValues))",
         [.text(HistorySchema.jsonArray(keys))], connection))
     return keys.filter(present.contains)
   }
@@ -371,13 +376,13 @@ extension PersistentStore {
 
   /// Those of `keys` whose rows exist in `entity`'s table, grouped by concrete entity, in key
   /// order.
-  func keysByEntity(_ entity: EntityDescription, _ keys: [Int64], _ connection: SQLiteConnection) throws
+  func keysByEntity(_ entity: EntityDescription, _ keys: [Int64], _ connection: some DatabaseConnection) throws
     -> [(entity: EntityDescription, primaryKeys: [Int64])]
   {
     let sorted = keys.sorted()
     let tableLayout = layout(of: entity)
     let pairs = try keyPairs(
-      "SELECT pk, _entity FROM \"\(entity.tableName)\" WHERE pk IN (SELECT value FROM json_each(?)) ORDER BY pk",
+      "SELECT pk, _entity FROM \"\(entity.tableName)\" WHERE pk IN (\(connection.dialect.jsonIntegerValues)) ORDER BY pk",
       [.text(HistorySchema.jsonArray(sorted))], connection)
     var groups: [Int64: [Int64]] = [:]
     for (key, code) in pairs { groups[code, default: []].append(key) }
@@ -386,32 +391,32 @@ extension PersistentStore {
     }
   }
 
-  private func keyPairs(_ sql: String, _ arguments: [PrimitiveValue], _ connection: SQLiteConnection) throws
+  private func keyPairs(_ sql: String, _ arguments: [PrimitiveValue], _ connection: some DatabaseConnection) throws
     -> [(Int64, Int64)]
   {
     let statement = try connection.statement(sql)
     defer { statement.reset() }
-    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    for (index, argument) in arguments.enumerated() { try statement.bind(argument, at: Int32(index + 1)) }
     var pairs: [(Int64, Int64)] = []
     while try statement.step() { pairs.append((statement.int64(0), statement.int64(1))) }
     return pairs
   }
 
-  private func integers(_ sql: String, _ arguments: [PrimitiveValue], _ connection: SQLiteConnection) throws
+  private func integers(_ sql: String, _ arguments: [PrimitiveValue], _ connection: some DatabaseConnection) throws
     -> [Int64]
   {
     let statement = try connection.statement(sql)
     defer { statement.reset() }
-    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    for (index, argument) in arguments.enumerated() { try statement.bind(argument, at: Int32(index + 1)) }
     var values: [Int64] = []
     while try statement.step() { values.append(statement.int64(0)) }
     return values
   }
 
-  private func run(_ sql: String, _ arguments: [PrimitiveValue], _ connection: SQLiteConnection) throws {
+  private func run(_ sql: String, _ arguments: [PrimitiveValue], _ connection: some DatabaseConnection) throws {
     let statement = try connection.statement(sql)
     defer { statement.reset() }
-    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    for (index, argument) in arguments.enumerated() { try statement.bind(argument, at: Int32(index + 1)) }
     try statement.run()
   }
 }

@@ -195,15 +195,7 @@ extension PersistentStore {
     }
     do {
       return try writer.write(info, in: transaction) { connection, history in
-        let applied = try self.applyResolving(changes, connection: connection, history: history)
-        if let checkpoint = info.checkpoint {
-          // A consumer's effects and its progress past the transaction they are for: one
-          // commit (`HistoryMerger.addTransactionalHook(_:)`).
-          try HistoryConsumers.advance(
-            name: checkpoint.name, from: checkpoint.first, to: checkpoint.number, lease: checkpoint.lease,
-            connection: connection)
-        }
-        return applied
+        try self.write(changes, info: info, connection: connection, history: history)
       }
     } catch let error as SQLiteError where error.isUniqueConstraint || error.isPrimaryKeyConstraint {
       // SQLite says "UNIQUE constraint failed: Table.column".
@@ -215,10 +207,28 @@ extension PersistentStore {
     }
   }
 
+  /// Applies a change set, and the consumer checkpoint that goes with it, inside a write
+  /// transaction the caller began and holds the store's write lock in, on either engine:
+  /// `commit(_:info:in:)` runs it in the store writer's transaction.
+  func write<C: DatabaseConnection>(
+    _ changes: RowWrites, info: TransactionInfo, connection: C, history: HistoryRecorder<C>
+  ) throws -> AppliedChanges {
+    let applied = try applyResolving(changes, connection: connection, history: history)
+    if let checkpoint = info.checkpoint {
+      // A consumer's effects and its progress past the transaction they are for: one
+      // commit (`HistoryMerger.addTransactionalHook(_:)`).
+      try HistoryConsumers.advance(
+        name: checkpoint.name, from: checkpoint.first, to: checkpoint.number, lease: checkpoint.lease,
+        connection: connection)
+    }
+    return applied
+  }
+
   /// Applies a change set inside the write transaction: the fast path, where every update
   /// and delete checks its row version as it writes; on a conflict or a unique index's
   /// refusal, the writes are undone and the resolved change set is applied instead.
-  private func applyResolving(_ changes: RowWrites, connection: SQLiteConnection, history: HistoryRecorder) throws
+  private func applyResolving<C: DatabaseConnection>(_ changes: RowWrites, connection: C, history: HistoryRecorder<C>)
+    throws
     -> AppliedChanges
   {
     do {
@@ -234,7 +244,7 @@ extension PersistentStore {
       applied.insertedKeys = Array(applied.insertedKeys.prefix(changes.inserts.count))
       applied.resolved = outcomes
       return applied
-    } catch let error as SQLiteError where error.isUniqueConstraint && self.model.hasUniqueness {
+    } catch  where self.model.hasUniqueness && connection.isUniqueViolation(error) {
       // A unique index refused a row: undo, find every conflict, and merge or report them.
       try connection.undoWrites()
       history.reset()
@@ -282,12 +292,12 @@ extension PersistentStore {
   /// key be given twice, a delete of the table's largest keys (`willDelete`) and keys handed
   /// out before their rows exist (`reservePrimaryKeys`). Raising it with every insert, as
   /// Core Data's `Z_MAX` does, wrote one more page into the WAL with every save.
-  private static func nextPrimaryKey(of layout: TableLayout, connection: SQLiteConnection) throws -> Int64 {
+  private static func nextPrimaryKey(of layout: TableLayout, connection: some DatabaseConnection) throws -> Int64 {
     let statement = try connection.statement(prepared: layout.nextKeySQL)
     defer { statement.reset() }
-    statement.bind(layout.root.name, at: 1)
+    try statement.bind(layout.root.name, at: 1)
     guard try statement.step(), !statement.isNull(1) else {
-      throw SQLiteError.generic("no primary key sequence for table \(layout.root.name)")
+      throw HistoryRecordingError("no primary key sequence for table \(layout.root.name)")
     }
     return max(statement.int64(0), statement.int64(1)) + 1
   }
@@ -296,23 +306,23 @@ extension PersistentStore {
   /// no row of the table has a larger key (one that does keeps `key` from coming back);
   /// writes nothing otherwise.
   private static func raiseKeyFloor(
-    of table: String, to key: Int64, onlyAboveRows: Bool = false, connection: SQLiteConnection
+    of table: String, to key: Int64, onlyAboveRows: Bool = false, connection: some DatabaseConnection
   ) throws {
     let statement = try connection.statement(
       "UPDATE _primary_key SET key_floor = ?1 WHERE entity = ?2 AND key_floor < ?1"
         + (onlyAboveRows ? " AND ?1 >= coalesce((SELECT max(pk) FROM \"\(table)\"), 0)" : ""))
     defer { statement.reset() }
-    statement.bind(key, at: 1)
-    statement.bind(table, at: 2)
+    try statement.bind(key, at: 1)
+    try statement.bind(table, at: 2)
     try statement.run()
   }
 
   /// Records that the rows of `groups`, selected by `rows`, are about to be deleted: their
   /// history (tombstones first) and, when one of them holds its table's largest key, the key
   /// floor, so that no key is given again. Every delete of object rows goes through here.
-  func willDelete(
-    _ rows: HistoryRows, groups: [(entity: EntityDescription, primaryKeys: [Int64])], connection: SQLiteConnection,
-    history: HistoryRecorder
+  func willDelete<C: DatabaseConnection>(
+    _ rows: HistoryRows, groups: [(entity: EntityDescription, primaryKeys: [Int64])], connection: C,
+    history: HistoryRecorder<C>
   ) throws {
     var largest: [String: Int64] = [:]
     for group in groups {
@@ -325,7 +335,8 @@ extension PersistentStore {
     try history.willDelete(rows, groups: groups)
   }
 
-  private func apply(_ changes: RowWrites, connection: SQLiteConnection, history: HistoryRecorder) throws
+  private func apply<C: DatabaseConnection>(_ changes: RowWrites, connection: C, history: HistoryRecorder<C>)
+    throws
     -> AppliedChanges
   {
     try applyDeletes(changes, connection: connection, history: history)
@@ -350,20 +361,23 @@ extension PersistentStore {
   }
 
   /// Deletes the change set's rows, each at the version the context read, tombstones first.
-  private func applyDeletes(_ changes: RowWrites, connection: SQLiteConnection, history: HistoryRecorder) throws {
+  private func applyDeletes<C: DatabaseConnection>(_ changes: RowWrites, connection: C, history: HistoryRecorder<C>)
+    throws
+  {
     for group in grouped(changes.deletes, by: { $0.entityIndex }) {
       let entity = model.entities[Int(group.key)]
       let keys = group.rows.map(\.primaryKey)
       try willDelete(
         HistoryRows(
-          table: entity.tableName, whereClause: " WHERE _entity = ? AND pk IN (SELECT value FROM json_each(?))",
+          table: entity.tableName,
+          whereClause: " WHERE _entity = ? AND pk IN (" + connection.dialect.jsonIntegerValues + ")",
           arguments: [.integer(entity.code), .text(HistorySchema.jsonArray(keys))]),
         groups: [(entity, keys)], connection: connection, history: history)
       let statement = try connection.statement(prepared: layout(of: entity).deleteSQL)
       for delete in group.rows {
         statement.rewind()  // both parameters are bound again
-        statement.bind(delete.primaryKey, at: 1)
-        statement.bind(delete.version, at: 2)
+        try statement.bind(delete.primaryKey, at: 1)
+        try statement.bind(delete.version, at: 2)
         try statement.run()
         guard connection.changes == 1 else { throw VersionMismatch() }
       }
@@ -372,7 +386,9 @@ extension PersistentStore {
 
   /// Updates the change set's rows, grouped by the attributes they write, each at the version
   /// the context read.
-  private func applyUpdates(_ changes: RowWrites, connection: SQLiteConnection, history: HistoryRecorder) throws {
+  private func applyUpdates<C: DatabaseConnection>(_ changes: RowWrites, connection: C, history: HistoryRecorder<C>)
+    throws
+  {
     for group in grouped(
       changes.updates,
       by: { UpdateShape(entityIndex: $0.entityIndex, slots: $0.slots, relationshipNames: $0.relationshipNames) })
@@ -389,10 +405,10 @@ extension PersistentStore {
       let statement = try connection.statement(layout(of: entity).updateSQL(entity: entity, slots: group.key.slots))
       for update in group.rows {
         statement.rewind()  // every parameter is bound again
-        for (index, value) in update.values.enumerated() { statement.bind(value, at: Int32(index + 1)) }
+        for (index, value) in update.values.enumerated() { try statement.bind(value, at: Int32(index + 1)) }
         let next = Int32(update.values.count + 1)
-        statement.bind(update.primaryKey, at: next)
-        statement.bind(update.version, at: next + 1)
+        try statement.bind(update.primaryKey, at: next)
+        try statement.bind(update.version, at: next + 1)
         try statement.run()
         guard connection.changes == 1 else { throw VersionMismatch() }
       }
@@ -402,7 +418,8 @@ extension PersistentStore {
 
   /// Inserts the change set's rows, with keys reserved per table for those that have none;
   /// returns the keys, and the inserted ones by entity for history.
-  private func applyInserts(_ changes: RowWrites, connection: SQLiteConnection, history: HistoryRecorder) throws
+  private func applyInserts<C: DatabaseConnection>(_ changes: RowWrites, connection: C, history: HistoryRecorder<C>)
+    throws
     -> (AppliedChanges, [Int32: [Int64]])
   {
     // The first new key per table, for the inserts that have none yet (deletes of this save,
@@ -450,9 +467,9 @@ extension PersistentStore {
           next += 1
         }
         statement.rewind()  // every parameter is bound again
-        statement.bind(primaryKey, at: 1)
-        statement.bind(entity.code, at: 2)
-        for (index, value) in insert.values.enumerated() { statement.bind(value, at: Int32(index + 3)) }
+        try statement.bind(primaryKey, at: 1)
+        try statement.bind(entity.code, at: 2)
+        for (index, value) in insert.values.enumerated() { try statement.bind(value, at: Int32(index + 3)) }
         try statement.run()
         keys.append(primaryKey)
       }
@@ -471,17 +488,17 @@ extension PersistentStore {
 
   /// Writes every stored value of an insert over a stored row (constraint merging with the
   /// object's values winning), recorded as an update of every attribute.
-  private func overwrite(
-    _ primaryKey: Int64, of entity: EntityDescription, with values: [PrimitiveValue], _ connection: SQLiteConnection,
-    _ history: HistoryRecorder
+  private func overwrite<C: DatabaseConnection>(
+    _ primaryKey: Int64, of entity: EntityDescription, with values: [PrimitiveValue], _ connection: C,
+    _ history: HistoryRecorder<C>
   ) throws {
     let slots = entity.storedAttributes.indices.map(Int32.init)
     let statement = try connection.statement(
       layout(of: entity).updateSQL(entity: entity, slots: slots).replacingOccurrences(
         of: " AND _version = ?", with: ""))
     defer { statement.reset() }
-    for (index, value) in values.enumerated() { statement.bind(value, at: Int32(index + 1)) }
-    statement.bind(primaryKey, at: Int32(values.count + 1))
+    for (index, value) in values.enumerated() { try statement.bind(value, at: Int32(index + 1)) }
+    try statement.bind(primaryKey, at: Int32(values.count + 1))
     try statement.run()
     try history.didUpdate(entity, primaryKeys: [primaryKey], changedAttributes: entity.storedAttributes.map(\.name))
   }

@@ -2,7 +2,7 @@ import Foundation
 
 // Uniqueness conflicts: the careful path a save takes when SQLite refused a row for a unique
 // index. Like version conflicts (`PersistentStore+Conflicts.swift`), it runs under the write
-// lock after the fast path was undone (`SQLiteConnection.undoWrites()`), so what it reads is
+// lock after the fast path was undone (`DatabaseConnection.undoWrites()`), so what it reads is
 // what it writes over.
 //
 // Each insert and update is checked against every constraint of its entity: against the
@@ -38,7 +38,7 @@ extension PersistentStore {
   ///
   /// - Throws: `UniquenessClashes` with every conflict, unless each is an insert that the
   ///   policy merges.
-  func resolveUniqueness(_ changes: RowWrites, connection: SQLiteConnection) throws -> RowWrites {
+  func resolveUniqueness(_ changes: RowWrites, connection: some DatabaseConnection) throws -> RowWrites {
     var clashes: [UniquenessClash] = []
     var resolved = changes
     let merges = changes.policy != .error
@@ -97,29 +97,30 @@ extension PersistentStore {
   /// The key of a stored row of `entity`'s table whose constraint columns hold `values`.
   private func storedRow(
     matching values: [PrimitiveValue], _ constraint: [Int32], of entity: EntityDescription, excluding key: Int64?,
-    _ connection: SQLiteConnection
+    _ connection: some DatabaseConnection
   ) throws -> Int64? {
     let conditions = constraint.map { "\"\(entity.storedAttributes[Int($0)].columnName)\" = ?" }
     let statement = try connection.statement(
       "SELECT pk FROM \"\(entity.tableName)\" WHERE \(conditions.joined(separator: " AND "))"
         + (key == nil ? "" : " AND pk != ?") + " LIMIT 1")
     defer { statement.reset() }
-    for (index, value) in values.enumerated() { statement.bind(value, at: Int32(index + 1)) }
-    if let key { statement.bind(key, at: Int32(values.count + 1)) }
+    for (index, value) in values.enumerated() { try statement.bind(value, at: Int32(index + 1)) }
+    if let key { try statement.bind(key, at: Int32(values.count + 1)) }
     return try statement.step() ? statement.int64(0) : nil
   }
 
   /// Every stored value of a row of `entity`, by slot.
-  private func currentValues(of entity: EntityDescription, primaryKey: Int64, _ connection: SQLiteConnection) throws
+  private func currentValues(of entity: EntityDescription, primaryKey: Int64, _ connection: some DatabaseConnection)
+    throws
     -> [PrimitiveValue]
   {
     let columns = entity.storedAttributes.map { "\"\($0.columnName)\"" }
     let statement = try connection.statement(
       "SELECT \(columns.joined(separator: ", ")) FROM \"\(entity.tableName)\" WHERE pk = ?")
     defer { statement.reset() }
-    statement.bind(primaryKey, at: 1)
+    try statement.bind(primaryKey, at: 1)
     guard try statement.step() else { return Array(repeating: .null, count: columns.count) }
-    return entity.storedAttributes.indices.map { statement.column(Int32($0)).primitive }
+    return try entity.storedAttributes.indices.map { try statement.value(Int32($0)) }
   }
 
   /// Points the change set's key columns and links at the stored rows that merged inserts

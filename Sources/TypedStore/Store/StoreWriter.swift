@@ -91,7 +91,7 @@ final class StoreWriter: Sendable {
   ///   or SQLite throws.
   func write<Result: Sendable>(
     _ info: TransactionInfo, in transaction: SQLiteConnection? = nil,
-    _ apply: @Sendable (SQLiteConnection, HistoryRecorder) throws -> Result
+    _ apply: @Sendable (SQLiteConnection, HistoryRecorder<SQLiteConnection>) throws -> Result
   ) throws -> Result {
     if let transaction {
       return try transaction.savepoint {

@@ -173,6 +173,43 @@ final class Right: ManagedObject {
     #expect(count == 2)
   }
 
+  @Test func aDestinationWithAnAttributeNamedValueStillHasItsReferencesChecked() async throws {
+    // The check once compared `pk = value` unqualified: with a destination column named
+    // `value`, SQL read that column instead of the key looked for, and let a dangling key in.
+    let model = try ManagedObjectModel(Gauge.self, Reading.self)
+    let url = PersistentContainer.testStoreURL()
+    try PersistentContainer.destroyPersistentStore(at: url)
+    let first = try PersistentContainer(name: "Gauges", model: model, storeURL: url)
+    let second = try PersistentContainer(name: "Gauges", model: model, storeURL: url)
+    let gone = try await first.newBackgroundContext().perform { context in
+      let kept = Gauge(context: context)
+      kept.value = 1  // its key is 1 too: a row whose key equals its value
+      let gone = Gauge(context: context)
+      try context.save()
+      return gone.managedID
+    }
+    let stale = first.newBackgroundContext()
+    try await stale.perform { context in _ = try context.existingObject(with: gone).value }
+    try await second.newBackgroundContext().perform { context in
+      context.delete(try context.existingObject(with: gone))
+      try context.save()
+    }
+    let error = await stale.perform { context -> (any Error)? in
+      do {
+        Reading(context: context).gauge = try context.existingObject(with: gone)
+        try context.save()
+        return nil
+      } catch {
+        return error
+      }
+    }
+    guard case StoreError.danglingReference(_, "gauge", let relatedID)? = error else {
+      Issue.record("expected danglingReference, got \(String(describing: error))")
+      return
+    }
+    #expect(relatedID == gone.untyped)
+  }
+
   @Test func linkingToARowAnotherStoreConnectionDeletedThrowsDanglingReferenceAndWritesNothing() async throws {
     let url = PersistentContainer.testStoreURL()
     try PersistentContainer.destroyPersistentStore(at: url)
@@ -294,4 +331,13 @@ extension RelationshipRulesTests {
       #expect(a.first?.playlists.isEmpty == true)
     }
   }
+}
+
+final class Gauge: ManagedObject {
+  @Attribute var value: Int = 0
+  @Relationship(deleteRule: .nullify) var readings: Set<Reading>
+}
+
+final class Reading: ManagedObject {
+  @Relationship(inverse: \Gauge.readings) var gauge: Gauge?
 }

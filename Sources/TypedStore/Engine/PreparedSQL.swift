@@ -7,13 +7,13 @@ import Synchronization
 /// Made once, where the text is known (a static constant, or a table's layout), and kept for
 /// as long as statements are asked for it. Numbers are never reused, so a connection never
 /// hands out another text's statement.
-final class PreparedSQL: Sendable {
-  let text: String
-  let number: Int
+package final class PreparedSQL: Sendable {
+  package let text: String
+  package let number: Int
 
   private static let lastNumber = Atomic<Int>(0)
 
-  init(_ text: String) {
+  package init(_ text: String) {
     self.text = text
     number = Self.lastNumber.wrappingAdd(1, ordering: .relaxed).newValue
   }
