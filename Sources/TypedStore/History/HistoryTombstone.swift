@@ -26,10 +26,23 @@ public struct HistoryTombstone: Sendable, Hashable {
   /// The stored values by attribute name (empty when another tool left text in the store
   /// that is not a tombstone).
   public var values: [String: PrimitiveValue] {
-    guard let tagged = try? JSONDecoder().decode([String: TaggedValue?].self, from: Data(json.utf8)) else {
-      return [:]
-    }
+    guard let tagged = Self.decode(json) ?? Self.decode(Self.quotingInfinities(json)) else { return [:] }
     return tagged.mapValues { $0?.primitiveValue ?? .null }
+  }
+
+  /// The tagged values of `json`; an infinity is the string `"Infinity"` or `"-Infinity"`.
+  private static func decode(_ json: String) -> [String: TaggedValue?]? {
+    let decoder = JSONDecoder()
+    decoder.nonConformingFloatDecodingStrategy = .convertFromString(
+      positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+    return try? decoder.decode([String: TaggedValue?].self, from: Data(json.utf8))
+  }
+
+  /// `json` with the bare `Inf` and `-Inf` that SQLite's `json_object` wrote for infinite
+  /// reals up to TypedStore 0.8 (not JSON) written as strings.
+  private static func quotingInfinities(_ json: String) -> String {
+    json.replacingOccurrences(of: "\"real\":-Inf}", with: "\"real\":\"-Infinity\"}")
+      .replacingOccurrences(of: "\"real\":Inf}", with: "\"real\":\"Infinity\"}")
   }
 
   /// The preserved value of the attribute `keyPath` reads, or nil when the attribute was not
@@ -116,8 +129,8 @@ public struct HistoryTombstone: Sendable, Hashable {
   }
 }
 
-/// A tombstone value as stored: `{"integer": 1}`, `{"real": 1.5}`, `{"text": "a"}`,
-/// `{"blob": "<hex>"}`.
+/// A tombstone value as stored: `{"integer": 1}`, `{"real": 1.5}` (`{"real": "Infinity"}`),
+/// `{"text": "a"}`, `{"blob": "<hex>"}`.
 private struct TaggedValue: Decodable {
   var integer: Int64?
   var real: Double?

@@ -147,6 +147,32 @@ final class Keepsake: ManagedObject {
     _ = try JSONEncoder().encode(json)
   }
 
+  @Test func tombstonesKeepDoublesToTheLastBitAndInfinities() async throws {
+    let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Keepsake.self))
+    let date = Date(timeIntervalSinceReferenceDate: 0.1 + 0.2)  // 0.30000000000000004
+    try await container.performBackgroundTask { context in
+      let k = Keepsake(context: context)
+      k.double = 1.0 / 3.0  // SQLite's json_object keeps 15 digits: 0.333333333333333
+      k.float = -.infinity  // and writes Inf, which is not JSON
+      k.date = date
+      try context.save()
+      context.delete(k)
+      try context.save()
+    }
+    let delete = try #require(try container.fetchHistory(HistoryRequest()).last?.changes.first)
+    let t = try #require(delete.tombstone)
+    #expect(t[\Keepsake.double] == 1.0 / 3.0)
+    #expect(t[\Keepsake.float] == -.infinity)
+    #expect(t[\Keepsake.date] == date)
+    #expect(t[\Keepsake.bool] == false, "the other values are there too")
+
+    // A tombstone written before this was fixed, with SQLite's bare infinities, still reads.
+    let old = HistoryTombstone(
+      entityName: "Keepsake", json: #"{"float":{"real":-Inf},"double":{"real":Inf},"int":{"integer":7}}"#,
+      storeIdentifier: container.persistentStore.identifier)
+    #expect(old.values == ["float": .real(-.infinity), "double": .real(.infinity), "int": .integer(7)])
+  }
+
   @Test func historyCanBeTurnedOff() async throws {
     var options = StoreOptions()
     options.recordsHistory = false
