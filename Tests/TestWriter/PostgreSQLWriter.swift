@@ -44,3 +44,55 @@ func postgreSQLRecord(_ arguments: [String]) {
     fail("\(error)", code: 1)
   }
 }
+
+/// `pg-save <url> <schema> <store uuid> <author> <count>`: saves `count` transactions through
+/// the store's write path on PostgreSQL (`PostgreSQLStoreWriter`), each inserting an `Event`
+/// (`source` the author, `sequence` its number) and adding one to the tally, the event of key 1,
+/// at the version read before the transaction (a conflict with another writer is retried);
+/// prints "saved <i>" after each and "retried <n>" at the end.
+func postgreSQLSave(_ arguments: [String]) {
+  guard arguments.count == 6, let identifier = UUID(uuidString: arguments[3]), let count = Int(arguments[5]) else {
+    fail("usage: pg-save <url> <schema> <store uuid> <author> <count>", code: 64)
+  }
+  do {
+    let model = try ManagedObjectModel(Event.self)
+    guard let event = model.entity(named: "Event"), let url = URL(string: arguments[1]) else {
+      fail("no Event entity", code: 70)
+    }
+    let store = PersistentStore(onAnotherEngineAt: url, identifier: identifier, model: model)
+    let connection = try PostgreSQLConnection(url: arguments[1])
+    try connection.use(schema: arguments[2])
+    let writer = PostgreSQLStoreWriter(connection: connection, store: store, lockTimeout: .seconds(30))
+    let reader = try PostgreSQLConnection(url: arguments[1])
+    try reader.use(schema: arguments[2])
+    let slots = event.storedAttributes.map(\.name)
+    guard let sequenceSlot = slots.firstIndex(of: "sequence") else { fail("no sequence", code: 70) }
+    var retried = 0
+    for index in 1...max(count, 1) where count > 0 {
+      while true {
+        let tally = try reader.statement("SELECT _version, sequence FROM \"Event\" WHERE pk = 1")
+        guard try tally.step() else { fail("no tally", code: 70) }
+        let (version, sequence) = (tally.int64(0), tally.int64(1))
+        tally.reset()
+        var changes = RowWrites()
+        let values: [PrimitiveValue] = slots.map { $0 == "source" ? .text(arguments[4]) : .integer(Int64(index)) }
+        changes.inserts = [RowWrites.Insert(entityIndex: event.index, primaryKey: nil, values: values)]
+        changes.updates = [
+          RowWrites.Update(
+            entityIndex: event.index, primaryKey: 1, version: version, slots: [Int32(sequenceSlot)],
+            values: [.integer(sequence + 1)])
+        ]
+        do {
+          _ = try writer.write(changes, info: TransactionInfo(author: arguments[4]))
+          break
+        } catch StoreError.mergeConflict {
+          retried += 1
+        }
+      }
+      say("saved \(index)")
+    }
+    say("retried \(retried)")
+  } catch {
+    fail("\(error)", code: 1)
+  }
+}

@@ -161,6 +161,9 @@ case "pg-open-shop":
 case "pg-record":
   postgreSQLRecord(arguments)
 
+case "pg-save":
+  postgreSQLSave(arguments)
+
 case "try-write":
   // `try-write <store>`: tries to take the store's write lock, waiting 300 ms, as any other
   // SQLite program would: prints "wrote" or "busy".

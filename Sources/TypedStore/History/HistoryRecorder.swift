@@ -18,7 +18,7 @@ import Foundation
 /// `BEGIN IMMEDIATE`; on PostgreSQL the counter row's lock, taken first): on SQLite one above
 /// the largest kept (`HistorySchema`), on PostgreSQL one above the counter row's, which
 /// `finish` moves in the transaction's last statements (`docs/file-format.md`).
-final class HistoryRecorder<Connection: DatabaseConnection> {
+package final class HistoryRecorder<Connection: DatabaseConnection> {
   private let connection: Connection
   private let info: TransactionInfo
   private let isEnabled: Bool
@@ -33,7 +33,7 @@ final class HistoryRecorder<Connection: DatabaseConnection> {
   /// `reset()`: then everything is asked.
   var memo: WriterMemo?
 
-  init(connection: Connection, info: TransactionInfo, isEnabled: Bool) {
+  package init(connection: Connection, info: TransactionInfo, isEnabled: Bool) {
     self.connection = connection
     self.info = info
     self.isEnabled = isEnabled
@@ -129,7 +129,7 @@ final class HistoryRecorder<Connection: DatabaseConnection> {
 
   /// Completes the transaction's history row and returns what the transaction changed, once
   /// all its rows are applied; nil when it changed nothing.
-  func finish(storeIdentifier: UUID) throws -> RecordedChanges? {
+  package func finish(storeIdentifier: UUID) throws -> RecordedChanges? {
     guard !changes.isEmpty else { return nil }
     if let number {
       let postgreSQL = connection.dialect == .postgreSQL
@@ -341,7 +341,7 @@ struct HistoryRecordingError: Error, CustomStringConvertible {
 /// What one committed write transaction changed, as the recorder recorded it, for the
 /// publisher (recorder → publisher): the source of its `StoreChanges`, and
 /// (when history is on) identical to the history rows it wrote.
-struct RecordedChanges: Sendable {
+package struct RecordedChanges: Sendable {
   struct Group: Sendable {
     var kind: HistoryChange.Kind
     var entityName: String
@@ -351,7 +351,7 @@ struct RecordedChanges: Sendable {
 
   var storeIdentifier: UUID
   /// The history transaction number; nil when history is off.
-  var number: Int64?
+  package var number: Int64?
   var timestamp: Date
   var author: String?
   var contextName: String?
@@ -370,7 +370,7 @@ struct HistoryRows {
 }
 
 /// Who wrote a transaction; recorded with it in history.
-struct TransactionInfo: Sendable {
+package struct TransactionInfo: Sendable {
   var author: String?
   var contextName: String?
   /// The context whose save or request this is.
@@ -378,4 +378,11 @@ struct TransactionInfo: Sendable {
   /// A consumer's checkpoint that moves in the same transaction: a `HistoryMerger`'s
   /// transactional hooks save their effects and the consumer's progress together.
   var checkpoint: ConsumerCheckpoint?
+}
+
+extension TransactionInfo {
+  /// Who writes a transaction, for the PostgreSQL engine's writer.
+  package init(author: String?, contextName: String? = nil) {
+    self.init(author: author, contextName: contextName, origin: nil, checkpoint: nil)
+  }
 }

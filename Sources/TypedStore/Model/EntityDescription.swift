@@ -38,7 +38,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
   /// the number: a new object is numbered by writing these, with no call through an
   /// accessor per field (that cost an insert about 570 instructions per object).
   let slotFields: [SlotField]
-  let index: Int32
+  package let index: Int32
   let rootIndex: Int32
   let objectType: ManagedObject.Type
   /// False for an entity read from a store's schema without its class (a tool's model): no

@@ -210,7 +210,7 @@ extension PersistentStore {
   /// Applies a change set, and the consumer checkpoint that goes with it, inside a write
   /// transaction the caller began and holds the store's write lock in, on either engine:
   /// `commit(_:info:in:)` runs it in the store writer's transaction.
-  func write<C: DatabaseConnection>(
+  package func write<C: DatabaseConnection>(
     _ changes: RowWrites, info: TransactionInfo, connection: C, history: HistoryRecorder<C>
   ) throws -> AppliedChanges {
     let applied = try applyResolving(changes, connection: connection, history: history)

@@ -114,6 +114,14 @@ public final class PersistentStore: Sendable {
       migrationStageAt: url.path, storeIdentifier: identifier, recordsHistory: options.recordsHistory)
   }
 
+  /// A store whose rows another engine keeps (a PostgreSQL schema, at `url`): its model,
+  /// table layouts and identity, for that engine's writer, which runs the store's write path
+  /// (`write(_:info:connection:history:)`) on its own connection. Its own writer refuses every
+  /// write; it is not registered.
+  package convenience init(onAnotherEngineAt url: URL, identifier: UUID, model: ManagedObjectModel) {
+    self.init(migrationStageOf: url, identifier: identifier, model: model, options: StoreOptions())
+  }
+
   private static func layouts(of model: ManagedObjectModel) -> [TableLayout?] {
     var layouts = [TableLayout?](repeating: nil, count: model.entities.count)
     for root in model.entities where root.isRoot {

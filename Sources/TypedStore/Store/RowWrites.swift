@@ -1,6 +1,6 @@
 /// The rows one save writes, as plain values that can cross from a context to the writer.
-struct RowWrites: Sendable {
-  struct Insert: Sendable {
+package struct RowWrites: Sendable {
+  package struct Insert: Sendable {
     var entityIndex: Int32
     /// Set when the object already has a permanent ID (`obtainPermanentIDs(for:)`).
     var primaryKey: Int64?
@@ -10,9 +10,20 @@ struct RowWrites: Sendable {
     /// `values` when `writesOver`, left as it is otherwise.
     var mergedInto: Int64? = nil
     var writesOver = false
+
+    package init(
+      entityIndex: Int32, primaryKey: Int64?, values: [PrimitiveValue], mergedInto: Int64? = nil,
+      writesOver: Bool = false
+    ) {
+      self.entityIndex = entityIndex
+      self.primaryKey = primaryKey
+      self.values = values
+      self.mergedInto = mergedInto
+      self.writesOver = writesOver
+    }
   }
 
-  struct Update: Sendable {
+  package struct Update: Sendable {
     var entityIndex: Int32
     var primaryKey: Int64
     /// The row version the object was read at; the update fails if the row moved on.
@@ -28,12 +39,26 @@ struct RowWrites: Sendable {
     /// Relationships of the object that changed without its row changing (a to-many, or the
     /// side of a to-one whose key another row holds): recorded in history, not written.
     var relationshipNames: [String] = []
+
+    package init(
+      entityIndex: Int32, primaryKey: Int64, version: Int64, slots: [Int32], values: [PrimitiveValue],
+      originalValues: [PrimitiveValue] = [], allValues: [PrimitiveValue]? = nil, relationshipNames: [String] = []
+    ) {
+      self.entityIndex = entityIndex
+      self.primaryKey = primaryKey
+      self.version = version
+      self.slots = slots
+      self.values = values
+      self.originalValues = originalValues
+      self.allValues = allValues
+      self.relationshipNames = relationshipNames
+    }
   }
 
   /// The complete, ordered list of an object's side of a relationship stored in a join table
   /// or with an order column, as the context holds it: with `original`, what changes in the
   /// links, and the order of the positions.
-  struct LinkWrite: Sendable {
+  package struct LinkWrite: Sendable {
     var entityIndex: Int32
     var relationshipIndex: Int32
     var owner: Int64
@@ -42,28 +67,45 @@ struct RowWrites: Sendable {
     /// the difference, so links another writer saved meanwhile stay (and links it removed stay
     /// removed); nil when unknown, and the stored links become `targets`.
     var original: [Int64]? = nil
+
+    package init(entityIndex: Int32, relationshipIndex: Int32, owner: Int64, targets: [Int64], original: [Int64]? = nil)
+    {
+      self.entityIndex = entityIndex
+      self.relationshipIndex = relationshipIndex
+      self.owner = owner
+      self.targets = targets
+      self.original = original
+    }
   }
 
-  struct Delete: Sendable {
+  package struct Delete: Sendable {
     var entityIndex: Int32
     var primaryKey: Int64
     var version: Int64
+
+    package init(entityIndex: Int32, primaryKey: Int64, version: Int64) {
+      self.entityIndex = entityIndex
+      self.primaryKey = primaryKey
+      self.version = version
+    }
   }
 
-  var inserts: [Insert] = []
-  var updates: [Update] = []
-  var deletes: [Delete] = []
-  var links: [LinkWrite] = []
+  package var inserts: [Insert] = []
+  package var updates: [Update] = []
+  package var deletes: [Delete] = []
+  package var links: [LinkWrite] = []
   /// How conflicts with other writers are resolved.
-  var policy: MergePolicy = .error
+  package var policy: MergePolicy = .error
+
+  package init() {}
 
   var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && links.isEmpty }
 }
 
 /// What a committed change set produced.
-struct AppliedChanges: Sendable {
+package struct AppliedChanges: Sendable {
   /// The primary key of each insert, in the change set's order.
-  var insertedKeys: [Int64] = []
+  package var insertedKeys: [Int64] = []
   /// What resolving conflicts did to objects of the change set, by entity index and key.
   var resolved: [ResolvedRow: Resolution] = [:]
   /// Rows the delete rules deleted or updated beyond the change set's own.

@@ -1,0 +1,51 @@
+import Foundation
+import Synchronization
+import TypedStore
+
+/// The write path of a store on PostgreSQL: what `StoreWriter` is to a store file (issue 27,
+/// being built; contexts do not use it yet).
+///
+/// Every write is one transaction at READ COMMITTED that takes the store's write lock first (the
+/// history counter row's, `PostgreSQLConnection.writeTransaction`), applies the change set with
+/// the store's own write path (`PersistentStore.write(_:info:connection:history:)`: the same
+/// code, through the engine seam, as on SQLite), records its history with the
+/// `HistoryRecorder`, which moves the counter and queues the notification last, and commits.
+/// So writers on any number of hosts take turns, history numbers are dense and in commit order,
+/// and a failure at any step leaves nothing: no rows without history, no history without rows.
+///
+/// The writer's connection is used by one write at a time (a `Mutex`), as a store file's writer
+/// connection is; writers of other processes wait on the lock, up to `lockTimeout`.
+package final class PostgreSQLStoreWriter: Sendable {
+  private let connection: Mutex<PostgreSQLConnection>
+  /// The store's model, layouts and identity (`PersistentStore(onAnotherEngineAt:…)`).
+  package let store: PersistentStore
+  private let lockTimeout: Duration
+  private let recordsHistory: Bool
+
+  /// A writer on `connection`, which uses the store's schema (`PostgreSQLConnection.use(schema:)`).
+  package init(
+    connection: sending PostgreSQLConnection, store: PersistentStore, lockTimeout: Duration = .seconds(5),
+    recordsHistory: Bool = true
+  ) {
+    self.connection = Mutex(connection)
+    self.store = store
+    self.lockTimeout = lockTimeout
+    self.recordsHistory = recordsHistory
+  }
+
+  /// Writes `changes` in one transaction with its history, and returns what was applied and
+  /// what was recorded (nil when nothing was).
+  ///
+  /// - Throws: what the store's write path throws (`StoreError.mergeConflict`,
+  ///   `StoreError.danglingReference`, `StoreError.deleteDenied`, a uniqueness clash), or
+  ///   `PostgreSQLError` (`55P03` when the lock was not had in time); nothing is written then.
+  package func write(_ changes: RowWrites, info: TransactionInfo) throws -> (AppliedChanges, RecordedChanges?) {
+    try connection.withLock { connection in
+      try connection.writeTransaction(lockTimeout: lockTimeout) {
+        let history = HistoryRecorder(connection: connection, info: info, isEnabled: recordsHistory)
+        let applied = try store.write(changes, info: info, connection: connection, history: history)
+        return (applied, try history.finish(storeIdentifier: store.identifier))
+      }
+    }
+  }
+}
