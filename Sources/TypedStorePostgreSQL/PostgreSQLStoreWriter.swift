@@ -40,11 +40,48 @@ package final class PostgreSQLStoreWriter: Sendable {
   ///   `StoreError.danglingReference`, `StoreError.deleteDenied`, a uniqueness clash), or
   ///   `PostgreSQLError` (`55P03` when the lock was not had in time); nothing is written then.
   package func write(_ changes: RowWrites, info: TransactionInfo) throws -> (AppliedChanges, RecordedChanges?) {
+    try inWriteTransaction(info) { connection, history in
+      try store.write(changes, info: info, connection: connection, history: history)
+    }
+  }
+
+  /// Sets attributes of the selected rows with one UPDATE statement and records it, in one
+  /// write transaction (a `BatchUpdateRequest`'s work); returns the rows changed.
+  package func batchUpdate(
+    _ entity: EntityDescription, selection: RowSelection, includesSubentities: Bool = true,
+    assignments: [(slot: Int32, value: PrimitiveValue)], info: TransactionInfo
+  ) throws -> AffectedRows {
+    try inWriteTransaction(info) { connection, history in
+      try store.batchUpdate(
+        entity, selection: selection, includesSubentities: includesSubentities, assignments: assignments,
+        connection: connection, history: history)
+    }.0
+  }
+
+  /// Deletes the selected rows with one DELETE statement after recording their tombstones,
+  /// applying the delete rules, in one write transaction (a `BatchDeleteRequest`'s work);
+  /// returns the rows deleted (not those the rules deleted).
+  package func batchDelete(
+    _ entity: EntityDescription, selection: RowSelection, includesSubentities: Bool = true, info: TransactionInfo
+  ) throws -> AffectedRows {
+    try inWriteTransaction(info) { connection, history in
+      try store.batchDelete(
+        entity, selection: selection, includesSubentities: includesSubentities, connection: connection,
+        history: history)
+    }.0
+  }
+
+  /// Runs `body` in one write transaction with its history; returns its result and what was
+  /// recorded.
+  private func inWriteTransaction<Result: Sendable>(
+    _ info: TransactionInfo,
+    _ body: @Sendable (PostgreSQLConnection, HistoryRecorder<PostgreSQLConnection>) throws -> Result
+  ) throws -> (Result, RecordedChanges?) {
     try connection.withLock { connection in
       try connection.writeTransaction(lockTimeout: lockTimeout) {
         let history = HistoryRecorder(connection: connection, info: info, isEnabled: recordsHistory)
-        let applied = try store.write(changes, info: info, connection: connection, history: history)
-        return (applied, try history.finish(storeIdentifier: store.identifier))
+        let result = try body(connection, history)
+        return (result, try history.finish(storeIdentifier: store.identifier))
       }
     }
   }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The rows a batch request works on.
-enum RowSelection: Sendable {
+package enum RowSelection: Sendable {
   /// Every row of the entity (and its subentities, when included).
   case all
   /// The rows these IDs name: each must exist and be of its ID's entity, or the request
@@ -10,21 +10,21 @@ enum RowSelection: Sendable {
 }
 
 /// A row an ID names: its primary key and the concrete entity the ID says it is.
-struct NamedRow: Sendable {
+package struct NamedRow: Sendable {
   var primaryKey: Int64
   var entity: EntityDescription
 }
 
 /// A condition on a batch request's rows: a translated predicate's SQL (over the table's own
 /// columns) and its bound values.
-struct RowFilter: Sendable {
+package struct RowFilter: Sendable {
   var sql: String
   var arguments: [PrimitiveValue]
 }
 
 /// The rows a batch request changed, by entity.
-struct AffectedRows: Sendable {
-  var groups: [(entityName: String, primaryKeys: [Int64])] = []
+package struct AffectedRows: Sendable {
+  package var groups: [(entityName: String, primaryKeys: [Int64])] = []
 
   var count: Int { groups.reduce(0) { $0 + $1.primaryKeys.count } }
 }
@@ -39,25 +39,35 @@ extension PersistentStore {
   ) throws -> AffectedRows {
     try checkStorable(assignments.map(\.value), entityIndex: entity.index, slots: assignments.map(\.slot))
     return try writer.write(info, in: transaction) { connection, history in
-      try self.checkNamedRows(selection, of: entity, connection)
-      let rows = self.historyRows(entity, selection, filter, includesSubentities)
-      let affected = try self.selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
-      guard !affected.isEmpty, !assignments.isEmpty else { return AffectedRows() }
-      try history.willUpdate(
-        changedAttributes: assignments.map { entity.storedAttributes[Int($0.slot)].name }, groups: affected)
-      let sets = assignments.map { "\"\(entity.storedAttributes[Int($0.slot)].columnName)\" = ?" }
-      let statement = try connection.statement(
-        "UPDATE \"\(entity.tableName)\" SET "
-          + "\((sets + ["_version = _version + 1"]).joined(separator: ", "))\(rows.whereClause)"
-      )
-      defer { statement.reset() }
-      for (index, assignment) in assignments.enumerated() { statement.bind(assignment.value, at: Int32(index + 1)) }
-      for (index, argument) in rows.arguments.enumerated() {
-        statement.bind(argument, at: Int32(assignments.count + index + 1))
-      }
-      try statement.run()
-      return AffectedRows(groups: affected.map { ($0.entity.name, $0.primaryKeys) })
+      try self.batchUpdate(
+        entity, selection: selection, filter: filter, includesSubentities: includesSubentities,
+        assignments: assignments, connection: connection, history: history)
     }
+  }
+
+  /// `batchUpdate`'s work inside a write transaction the caller holds, on either engine.
+  package func batchUpdate<C: DatabaseConnection>(
+    _ entity: EntityDescription, selection: RowSelection, filter: RowFilter? = nil, includesSubentities: Bool,
+    assignments: [(slot: Int32, value: PrimitiveValue)], connection: C, history: HistoryRecorder<C>
+  ) throws -> AffectedRows {
+    try checkNamedRows(selection, of: entity, connection)
+    let rows = historyRows(entity, selection, filter, includesSubentities, dialect: connection.dialect)
+    let affected = try selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
+    guard !affected.isEmpty, !assignments.isEmpty else { return AffectedRows() }
+    try history.willUpdate(
+      changedAttributes: assignments.map { entity.storedAttributes[Int($0.slot)].name }, groups: affected)
+    let sets = assignments.map { "\"\(entity.storedAttributes[Int($0.slot)].columnName)\" = ?" }
+    let statement = try connection.statement(
+      "UPDATE \"\(entity.tableName)\" SET "
+        + "\((sets + ["_version = _version + 1"]).joined(separator: ", "))\(rows.whereClause)"
+    )
+    defer { statement.reset() }
+    for (index, assignment) in assignments.enumerated() { try statement.bind(assignment.value, at: Int32(index + 1)) }
+    for (index, argument) in rows.arguments.enumerated() {
+      try statement.bind(argument, at: Int32(assignments.count + index + 1))
+    }
+    try statement.run()
+    return AffectedRows(groups: affected.map { ($0.entity.name, $0.primaryKeys) })
   }
 
   /// Deletes the selected rows with one DELETE statement, in the write path, after recording
@@ -67,21 +77,31 @@ extension PersistentStore {
     info: TransactionInfo, in transaction: SQLiteConnection? = nil
   ) throws -> AffectedRows {
     try writer.write(info, in: transaction) { connection, history in
-      try self.checkNamedRows(selection, of: entity, connection)
-      let rows = self.historyRows(entity, selection, filter, includesSubentities)
-      let affected = try self.selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
-      guard !affected.isEmpty else { return AffectedRows() }
-      try self.willDelete(rows, groups: affected, connection: connection, history: history)
-      let statement = try connection.statement("DELETE FROM \"\(entity.tableName)\"\(rows.whereClause)")
-      defer { statement.reset() }
-      for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-      try statement.run()
-      // The same delete rules as a save's, set-based, in the same transaction.
-      if self.model.hasRelationships {
-        _ = try self.propagateDeletes(affected, connection: connection, history: history)
-      }
-      return AffectedRows(groups: affected.map { ($0.entity.name, $0.primaryKeys) })
+      try self.batchDelete(
+        entity, selection: selection, filter: filter, includesSubentities: includesSubentities,
+        connection: connection, history: history)
     }
+  }
+
+  /// `batchDelete`'s work inside a write transaction the caller holds, on either engine.
+  package func batchDelete<C: DatabaseConnection>(
+    _ entity: EntityDescription, selection: RowSelection, filter: RowFilter? = nil, includesSubentities: Bool,
+    connection: C, history: HistoryRecorder<C>
+  ) throws -> AffectedRows {
+    try checkNamedRows(selection, of: entity, connection)
+    let rows = historyRows(entity, selection, filter, includesSubentities, dialect: connection.dialect)
+    let affected = try selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
+    guard !affected.isEmpty else { return AffectedRows() }
+    try willDelete(rows, groups: affected, connection: connection, history: history)
+    let statement = try connection.statement("DELETE FROM \"\(entity.tableName)\"\(rows.whereClause)")
+    defer { statement.reset() }
+    for (index, argument) in rows.arguments.enumerated() { try statement.bind(argument, at: Int32(index + 1)) }
+    try statement.run()
+    // The same delete rules as a save's, set-based, in the same transaction.
+    if model.hasRelationships {
+      _ = try propagateDeletes(affected, connection: connection, history: history)
+    }
+    return AffectedRows(groups: affected.map { ($0.entity.name, $0.primaryKeys) })
   }
 
   // MARK: - Helpers
@@ -91,14 +111,14 @@ extension PersistentStore {
   /// deleted (or an ID whose URI names its row under another entity) is skipped silently.
   ///
   /// - Throws: `ManagedIDError.noSuchRow` or `.entityMismatch`, for the first such ID.
-  private func checkNamedRows(_ selection: RowSelection, of entity: EntityDescription, _ connection: SQLiteConnection)
-    throws
-  {
+  private func checkNamedRows(
+    _ selection: RowSelection, of entity: EntityDescription, _ connection: some DatabaseConnection
+  ) throws {
     guard case .rows(let rows) = selection, !rows.isEmpty else { return }
     let statement = try connection.statement(
-      "SELECT pk, _entity FROM \"\(entity.tableName)\" WHERE pk IN (SELECT value FROM json_each(?))")
+      "SELECT pk, _entity FROM \"\(entity.tableName)\" WHERE pk IN (\(connection.dialect.jsonIntegerValues))")
     defer { statement.reset() }
-    statement.bind(.text(HistorySchema.jsonArray(rows.map(\.primaryKey))), at: 1)
+    try statement.bind(.text(HistorySchema.jsonArray(rows.map(\.primaryKey))), at: 1)
     var codes: [Int64: Int64] = [:]
     codes.reserveCapacity(rows.count)
     while try statement.step() { codes[statement.int64(0)] = statement.int64(1) }
@@ -113,7 +133,8 @@ extension PersistentStore {
   }
 
   private func historyRows(
-    _ entity: EntityDescription, _ selection: RowSelection, _ filter: RowFilter?, _ includesSubentities: Bool
+    _ entity: EntityDescription, _ selection: RowSelection, _ filter: RowFilter?, _ includesSubentities: Bool,
+    dialect: SQLDialect
   ) -> HistoryRows {
     var conditions: [String] = []
     var arguments: [PrimitiveValue] = []
@@ -123,7 +144,7 @@ extension PersistentStore {
       arguments += entityArguments
     }
     if case .rows(let rows) = selection {
-      conditions.append("pk IN (SELECT value FROM json_each(?))")
+      conditions.append("pk IN (\(dialect.jsonIntegerValues))")
       arguments.append(.text(HistorySchema.jsonArray(rows.map(\.primaryKey))))
     }
     if let filter {
@@ -137,7 +158,7 @@ extension PersistentStore {
 
   /// The selected rows' keys by concrete entity.
   private func selectAffected(
-    _ entity: EntityDescription, _ rows: HistoryRows, includesSubentities: Bool, _ connection: SQLiteConnection
+    _ entity: EntityDescription, _ rows: HistoryRows, includesSubentities: Bool, _ connection: some DatabaseConnection
   ) throws -> [(entity: EntityDescription, primaryKeys: [Int64])] {
     if rows.whereClause.isEmpty, entity.isRoot, entity.subentityNames.isEmpty,
       let keys = try consecutiveKeys(inTable: rows.table, connection)
@@ -148,14 +169,14 @@ extension PersistentStore {
       // Every selected row is of `entity`: the keys alone, without reading the rows' payload.
       let statement = try connection.statement("SELECT pk FROM \"\(rows.table)\"\(rows.whereClause) ORDER BY pk")
       defer { statement.reset() }
-      for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+      for (index, argument) in rows.arguments.enumerated() { try statement.bind(argument, at: Int32(index + 1)) }
       var keys: [Int64] = []
       while try statement.step() { keys.append(statement.int64(0)) }
       return keys.isEmpty ? [] : [(entity, keys)]
     }
     let statement = try connection.statement("SELECT pk, _entity FROM \"\(rows.table)\"\(rows.whereClause) ORDER BY pk")
     defer { statement.reset() }
-    for (index, argument) in rows.arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    for (index, argument) in rows.arguments.enumerated() { try statement.bind(argument, at: Int32(index + 1)) }
     let candidates = entity.selfAndDescendantNames.compactMap { model.entity(named: $0) }
     var keys = [[Int64]](repeating: [], count: candidates.count)
     var last = 0
@@ -175,7 +196,7 @@ extension PersistentStore {
   /// counts a page's cells without decoding them) equals the span from its smallest to its
   /// largest key (each one b-tree seek). nil when the keys have gaps. Reading each key costs
   /// more than deleting the rows (docs/performance.md).
-  private func consecutiveKeys(inTable table: String, _ connection: SQLiteConnection) throws -> [Int64]? {
+  private func consecutiveKeys(inTable table: String, _ connection: some DatabaseConnection) throws -> [Int64]? {
     func integer(_ sql: String) throws -> Int64? {
       let statement = try connection.statement(sql)
       defer { statement.reset() }

@@ -55,6 +55,10 @@ let heirloomModel: ManagedObjectModel = {
   /// reads every table and the whole history back.
   private struct Engine {
     var write: (RowWrites, TransactionInfo) throws -> AppliedChanges
+    var batchUpdate:
+      (EntityDescription, RowSelection, [(slot: Int32, value: PrimitiveValue)], TransactionInfo) throws ->
+        AffectedRows
+    var batchDelete: (EntityDescription, RowSelection, TransactionInfo) throws -> AffectedRows
     var tables: () throws -> [String]
     var history: () throws -> [String]
   }
@@ -195,6 +199,26 @@ let heirloomModel: ManagedObjectModel = {
     changes.deletes = [RowWrites.Delete(entityIndex: pennant.index, primaryKey: 2, version: 1)]
     changes.inserts = [insert("Bin", [.text("cellar")])]
     step("a mark, and a new crate", author: "cleaner", changes)
+    changes = RowWrites()
+    changes.inserts = (1...3).map { insert("Heirloom", heirloomValues("batch \($0)", crate: 2)) }
+    step("heirlooms for batches", author: "packer", changes)
+    func batch(_ name: String, _ body: () throws -> AffectedRows) {
+      do {
+        seen.append("\(name): \(try body().groups.map { "\($0.entityName) \($0.primaryKeys)" })")
+      } catch {
+        seen.append("\(name): \(error)")
+      }
+    }
+    let info = TransactionInfo(author: "batcher")
+    batch("a batch update of every heirloom") {
+      try engine.batchUpdate(heirloom, .all, [(noteSlot, .text("batched"))], info)
+    }
+    batch("a batch delete naming a missing bin") {
+      try engine.batchDelete(bin, .rows([NamedRow(primaryKey: 1, entity: bin)]), info)
+    }
+    batch("a batch delete of the bin, cascading") {
+      try engine.batchDelete(bin, .rows([NamedRow(primaryKey: 2, entity: bin)]), info)
+    }
     return seen + (try engine.tables()) + (try engine.history())
   }
 
@@ -205,6 +229,13 @@ let heirloomModel: ManagedObjectModel = {
     let onSQLite = try Self.scenario(
       on: Engine(
         write: { changes, info in try store.commit(changes, info: info) },
+        batchUpdate: { entity, selection, assignments, info in
+          try store.batchUpdate(
+            entity, selection: selection, includesSubentities: true, assignments: assignments, info: info)
+        },
+        batchDelete: { entity, selection, info in
+          try store.batchDelete(entity, selection: selection, includesSubentities: true, info: info)
+        },
         tables: { try Self.tables(store, on: reader) },
         history: { try Self.history(store: store.identifier, on: reader) }))
 
@@ -213,16 +244,16 @@ let heirloomModel: ManagedObjectModel = {
     defer { _ = try? connection.execute("DROP SCHEMA \(schema) CASCADE") }
     _ = try PostgreSQLStoreTables(schema: schema, model: heirloomModel).open(on: connection)
     try connection.use(schema: schema)
+    let writing = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
+    try writing.use(schema: schema)
+    let writer = PostgreSQLStoreWriter(connection: writing, store: store)
     let onPostgreSQL = try Self.scenario(
       on: Engine(
-        write: { changes, info in
-          try connection.writeTransaction(lockTimeout: .seconds(5)) {
-            let history = HistoryRecorder(connection: connection, info: info, isEnabled: true)
-            let applied = try store.write(changes, info: info, connection: connection, history: history)
-            _ = try history.finish(storeIdentifier: store.identifier)
-            return applied
-          }
+        write: { changes, info in try writer.write(changes, info: info).0 },
+        batchUpdate: { entity, selection, assignments, info in
+          try writer.batchUpdate(entity, selection: selection, assignments: assignments, info: info)
         },
+        batchDelete: { entity, selection, info in try writer.batchDelete(entity, selection: selection, info: info) },
         tables: { try Self.tables(store, on: connection) },
         history: { try Self.history(store: store.identifier, on: connection) }))
 
@@ -238,6 +269,9 @@ let heirloomModel: ManagedObjectModel = {
     #expect(text.contains("ratio=real(0.3333333333333333)"), "\(text)")
     #expect(text.contains("ratio=real(-inf)"), "\(text)")
     #expect(text.contains("weight=real(0.10000000149011612)"), "\(text)")
+    #expect(text.contains("a batch update of every heirloom: [\"Heirloom [4, 5, 6]\"]"), "\(text)")
+    #expect(text.contains("a batch delete naming a missing bin: the store has no row for"), "\(text)")
+    #expect(text.contains("a batch delete of the bin, cascading: [\"Bin [2]\"]"), "\(text)")
     #expect(onSQLite.filter { $0.hasPrefix("link ") } == ["link 1 1", "link 1 2"], "the links, before the bin went")
   }
 }
