@@ -125,8 +125,35 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
 
   /// The salt of the store at `path`'s log (nil when it has no header) and what its index says
   /// was published, read in that order, before an open.
-  static func before(path: String) -> (log: LogBefore, published: Published?) {
-    (logBefore(walPath: path + "-wal"), publishedFrames(walPath: path + "-wal", shmPath: path + "-shm"))
+  ///
+  /// An index without a valid header is being rebuilt (the first connection to attach to a log
+  /// no one has open truncates the `-shm` and recovers it from the log) or was torn by a writer
+  /// killed while publishing: another connection settles it within milliseconds, so it is read
+  /// again, every millisecond up to 250 ms (and `limit`). Without a reading, damage past the
+  /// published frames (a killed writer's unpublished frames, which SQLite never replays)
+  /// could not be told from damage to committed ones, and a sound store would be refused. The
+  /// reading waited for is one an open begun a moment later would have taken: it hides no
+  /// damage that such an open would see.
+  static func before(path: String, limit: ContinuousClock.Instant) -> (log: LogBefore, published: Published?) {
+    let wal = path + "-wal"
+    let shm = path + "-shm"
+    let log = logBefore(walPath: wal)
+    var published = publishedFrames(walPath: wal, shmPath: shm)
+    let end = min(limit, .now + .milliseconds(250))
+    while published == nil, case .salt = log, indexIsUnsettled(shmPath: shm), ContinuousClock.now < end {
+      usleep(1000)
+      published = publishedFrames(walPath: wal, shmPath: shm)
+    }
+    return (log, published)
+  }
+
+  /// Whether the WAL index at `shmPath` exists without a header SQLite would trust: shorter
+  /// than one, its two copies different, not initialized, or failing its checksum.
+  static func indexIsUnsettled(shmPath: String) -> Bool {
+    guard FileManager.default.fileExists(atPath: shmPath) else { return false }
+    guard let index = IndexFiles.read(shmPath, count: 96), index.count == 96 else { return true }
+    let first = Data(index.prefix(48))
+    return first != Data(index.suffix(48)) || first[12] != 1 || !indexHeaderChecksumIsValid(first)
   }
 
   /// What the log was before an open: absent or without a whole header, of a generation

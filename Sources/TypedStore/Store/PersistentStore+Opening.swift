@@ -53,7 +53,7 @@ extension PersistentStore {
     try checkWALBeforeOpening(path: path, options: options, copied: &damagedWALCopied)
     // The log's generation, and what the WAL index said was published, read before this
     // connection's first read can rebuild the index from the log (recovery stops at damage).
-    let before = WALInspection.before(path: path)
+    let before = WALInspection.before(path: path, limit: deadline)
     // The companion files this open makes SQLite create, if it does: they go again when the
     // open is refused, and, for a read-only open, when its last connection closes.
     let companions = CompanionFileCleanup(forOpening: path)

@@ -217,4 +217,66 @@ private func eventCount(_ url: URL, options: StoreOptions = StoreOptions()) thro
       #expect(!WALInspection.indexHeaderChecksumIsValid(changed), "byte \(offset)")
     }
   }
+
+  /// A store whose log holds, past its published frames, a killed writer's leftovers: an
+  /// invalid frame, then a commit frame of the same generation that was never published (a
+  /// transaction that spilled, killed while it rewrote a spilled frame). Its `-shm` is cut to
+  /// 3 bytes, as the first connection to attach to a log no one has open cuts it before it
+  /// rebuilds the index. Returns the store and the frame count published.
+  private static func storeWithLeftoversAndAnIndexBeingRebuilt(function: String = #function) throws -> (URL, Int) {
+    let url = try storeWithUncheckpointedCommits(6, keepingIndex: true, function: function)
+    let walPath = url.path + "-wal"
+    let published = try #require(WALInspection.publishedFrames(walPath: walPath, shmPath: url.path + "-shm"))
+    var wal = try Data(contentsOf: URL(fileURLWithPath: walPath))
+    #expect(wal.count == 32 + published.frames * frameSize, "nothing past the published frames yet")
+    for commit: UInt32 in [0, 2] {  // an invalid frame, then a commit frame after it
+      var frame = Data(count: frameSize)
+      frame[3] = 1  // page 1
+      frame[4..<8] = Data(withUnsafeBytes(of: commit.bigEndian) { Array($0) })
+      frame[8..<16] = published.salt
+      frame[16..<24] = Data(repeating: 0xA5, count: 8)  // no checksum of the chain
+      wal += frame
+    }
+    try wal.write(to: URL(fileURLWithPath: walPath))
+    let inspection = try #require(try WALInspection(path: walPath))
+    #expect(inspection.firstInvalidFrame == published.frames + 1 && inspection.lostCommits == 1)
+    #expect(truncate(url.path + "-shm", 3) == 0)
+    return (url, published.frames)
+  }
+
+  /// An open that reads the index while another connection rebuilds it waits for the rebuilt
+  /// index, and judges the leftovers by it (three writers killed at once, then three openers
+  /// racing, once refused a sound store this way in `GraphProcessTests`).
+  @Test func leftoversPastAnIndexBeingRebuiltAreJudgedByTheRebuiltIndex() throws {
+    let (url, _) = try Self.storeWithLeftoversAndAnIndexBeingRebuilt()
+    let done = DispatchSemaphore(value: 0)
+    let rebuilt = DispatchSemaphore(value: 0)
+    let path = url.path
+    Thread.detachNewThread {
+      // Another process's first connection, a moment later: it rebuilds the index from the
+      // log (recovery stops at the invalid frame), and stays open.
+      usleep(30_000)
+      let connection = try? SQLiteConnection(path: path, mode: .readWrite)
+      _ = try? connection?.scalarInt("SELECT count(*) FROM sqlite_master")
+      rebuilt.signal()
+      done.wait()
+      _ = connection
+    }
+    defer { done.signal() }
+    #expect(try eventCount(url) == 6)
+    #expect(rebuilt.wait(timeout: .now() + 5) == .success)
+  }
+
+  /// With no connection to rebuild the index, an open does not wait for long, and judges the
+  /// log alone: the damage could be to committed frames, so it refuses.
+  @Test func leftoversWithNoIndexToJudgeThemByAreStillRefused() throws {
+    let (url, _) = try Self.storeWithLeftoversAndAnIndexBeingRebuilt()
+    let start = ContinuousClock.now
+    let error = #expect(throws: StoreError.self) { try eventCount(url) }
+    guard case .damagedWAL? = error else {
+      Issue.record("expected damagedWAL, got \(String(describing: error))")
+      return
+    }
+    #expect(ContinuousClock.now - start < .seconds(3))
+  }
 }
