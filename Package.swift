@@ -60,7 +60,7 @@ let package = Package(
     ),
     .executableTarget(
       name: "typedstore-bench",
-      dependencies: ["TypedStore", "ArgumentParsing", "Spawning", "CSQLite"],
+      dependencies: ["TypedStore", "TypedStorePostgreSQL", "ArgumentParsing", "Spawning", "CSQLite", "CLibPQ"],
       path: "Tools/typedstore-bench"
     ),
     // A second process for the multi-process tests.

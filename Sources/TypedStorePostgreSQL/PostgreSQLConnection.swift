@@ -215,18 +215,46 @@ package final class PostgreSQLConnection {
   /// lock, or any row lock, gives up after `lockTimeout` (SQLSTATE `55P03`). Committed when
   /// `body` returns, rolled back when it throws.
   package func writeTransaction<T>(lockTimeout: Duration, _ body: () throws -> T) throws -> T {
-    try transaction {
+    guard PQtransactionStatus(connection) == PQTRANS_IDLE else {
+      throw PostgreSQLError(kind: .statement, message: "a transaction is already open on this connection")
+    }
+    do {
       try beginWriting(lockTimeout: lockTimeout)
-      defer { writeLockTimeout = nil }
-      return try body()
+      defer { (writeLockTimeout, lockedCounter) = (nil, nil) }
+      let value = try body()
+      guard PQtransactionStatus(connection) == PQTRANS_INTRANS else {
+        throw PostgreSQLError(
+          kind: .statement, sqlState: "25P02", message: "a statement of the transaction failed; it was rolled back")
+      }
+      try execute("COMMIT")
+      return value
+    } catch {
+      _ = try? execute("ROLLBACK")
+      throw error
     }
   }
 
+  /// The history counter row as the write transaction in progress locked it: the last number
+  /// and the last change row ID given out. nil outside a write transaction.
+  package private(set) var lockedCounter: (last: Int64, lastChange: Int64)?
+
+  /// Begins a write transaction and takes the store's write lock, in one round trip.
   private func beginWriting(lockTimeout: Duration) throws(PostgreSQLError) {
     let milliseconds = max(
       1, lockTimeout.components.seconds * 1000 + lockTimeout.components.attoseconds / 1_000_000_000_000_000)
-    try execute(script: "SET LOCAL lock_timeout = \(milliseconds)")
-    try execute(script: "SELECT 1 FROM _history_counter WHERE id = 1 FOR UPDATE")
+    let result = try checked(
+      PQexec(
+        connection,
+        "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = \(milliseconds); "
+          + "SELECT last, last_change FROM _history_counter WHERE id = 1 FOR UPDATE"))
+    defer { PQclear(result) }
+    let rows = Self.rows(of: result).rows
+    guard let row = rows.first, row.count == 2, let last = row[0].flatMap({ Int64($0) }),
+      let lastChange = row[1].flatMap({ Int64($0) })
+    else {
+      throw PostgreSQLError(kind: .statement, message: "the store's history counter is missing")
+    }
+    lockedCounter = (last, lastChange)
     writeLockTimeout = lockTimeout
   }
 
@@ -235,10 +263,11 @@ package final class PostgreSQLConnection {
   /// over). A statement that failed leaves PostgreSQL's transaction aborted; this is how it
   /// goes on.
   package func undoWrites() throws {
+    lockedCounter = nil
     guard let lockTimeout = writeLockTimeout else {
       throw PostgreSQLError(kind: .statement, message: "undoWrites() outside a write transaction")
     }
-    try execute(script: "ROLLBACK; BEGIN ISOLATION LEVEL READ COMMITTED")
+    try execute(script: "ROLLBACK")
     try beginWriting(lockTimeout: lockTimeout)
   }
 

@@ -80,6 +80,9 @@ package final class PostgreSQLStoreWriter: Sendable {
     try connection.withLock { connection in
       try connection.writeTransaction(lockTimeout: lockTimeout) {
         let history = HistoryRecorder(connection: connection, info: info, isEnabled: recordsHistory)
+        if let counter = connection.lockedCounter {
+          history.follows(lastNumber: counter.last, lastChangeID: counter.lastChange)
+        }
         let result = try body(connection, history)
         return (result, try history.finish(storeIdentifier: store.identifier))
       }

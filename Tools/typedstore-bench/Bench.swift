@@ -59,6 +59,8 @@ import TypedStore
     case .follower(let store, let consumer, let stop): try await follower(store: store, consumer: consumer, stop: stop)
     case .mixed(let store, let raw, let reads, let go, let milliseconds):
       try mixed(store: store, raw: raw, reads: reads, go: go, milliseconds: milliseconds)
+    case .postgreSQLWriter(let url, let schema, let raw, let commits, let objects, let go):
+      try postgreSQLWriter(url: url, schema: schema, raw: raw, commits: commits, objects: objects, go: go)
     }
   }
 
@@ -84,6 +86,7 @@ import TypedStore
     try await migrationRows()
     try stageMemoryRow()
     try await growthRows()
+    try await postgreSQLRows()
     let report = Report(n: n, runs: options.runs, sqliteVersion: sqliteVersion(), rows: rows, checked: options.check)
     print(report.table)
     if let path = options.json { try report.json().write(to: URL(fileURLWithPath: path)) }

@@ -14,6 +14,8 @@ struct BenchOptions: Sendable {
   var only: String?
   /// Compare every TypedStore result with the raw one, and fail on a difference.
   var check = false
+  /// A PostgreSQL server for the PostgreSQL rows (`--postgresql`); they are not run without.
+  var postgreSQL: String?
 }
 
 /// What this process is: the benchmark, or one of the processes it runs this program as (a
@@ -43,6 +45,9 @@ enum BenchRole: Sendable {
   /// every row of the store (`reads`) or saves one new object at a time, with the C API (`raw`)
   /// or TypedStore; prints "ready", then how many fetches or saves it made.
   case mixed(store: String, raw: Bool, reads: Bool, go: String, milliseconds: Int)
+  /// A writer process of the PostgreSQL writer rows: as `writer`, on the store in `schema` of
+  /// the server at `url` (or the raw table there).
+  case postgreSQLWriter(url: String, schema: String, raw: Bool, commits: Int, objects: Int, go: String)
 }
 
 /// The benchmark's command line, parsed by the tool's `ArgumentParsing`.
@@ -56,6 +61,9 @@ enum BenchCommandLine {
       .option("--json", value: "file", help: "Also write the report to this file as JSON."),
       .option("--only", value: "name", help: "Only the rows whose name contains this."),
       .flag("--check", help: "Compare every TypedStore result with the raw one; exit 1 on a difference."),
+      .option(
+        "--postgresql", value: "url",
+        help: "Also run the PostgreSQL rows, against raw libpq, on the server at this URL (a schema each)."),
     ],
     subcommands: [
       role("import-memory", "The import memory probe.", ["n"]),
@@ -66,6 +74,9 @@ enum BenchCommandLine {
       role("latency-writer", "Process A of the latency row.", ["store", "commits"]),
       role("follow", "A consumer process of the throughput row.", ["store", "consumer", "stop"]),
       role("mixed", "A reader or writer process of the readers row.", ["store", "side", "kind", "go", "milliseconds"]),
+      role(
+        "pg-writer", "A writer process of the PostgreSQL writer rows.",
+        ["url", "schema", "side", "commits", "objects", "go"]),
     ])
 
   private static func role(_ name: String, _ abstract: String, _ arguments: [String]) -> CommandDescription {
@@ -112,6 +123,10 @@ enum BenchCommandLine {
       return .mixed(
         store: arguments[0], raw: arguments[1] == "raw", reads: arguments[2] == "read", go: arguments[3],
         milliseconds: try number(arguments[4], command))
+    case ["pg-writer"]:
+      return .postgreSQLWriter(
+        url: arguments[0], schema: arguments[1], raw: arguments[2] == "raw", commits: try number(arguments[3], command),
+        objects: try number(arguments[4], command), go: arguments[5])
     default:
       var options = BenchOptions()
       options.n = try command.integer("--n") ?? options.n
@@ -119,6 +134,7 @@ enum BenchCommandLine {
       options.json = command.value("--json")
       options.only = command.value("--only")
       options.check = command.flag("--check")
+      options.postgreSQL = command.value("--postgresql")
       return .benchmark(options)
     }
   }

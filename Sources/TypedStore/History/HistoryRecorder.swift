@@ -39,6 +39,16 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
     self.isEnabled = isEnabled
   }
 
+  /// Tells the recorder what the engine read when it took the store's write lock (PostgreSQL's
+  /// history counter row: the last number and change row ID given out), so that the
+  /// transaction's number and first change ID follow with no query of their own.
+  package func follows(lastNumber: Int64, lastChangeID: Int64) {
+    var known = memo ?? WriterMemo()
+    known.nextNumber = lastNumber + 1
+    known.nextChangeID = lastChangeID + 1
+    memo = known
+  }
+
   /// Records that the selected rows are about to be deleted, keeping their tombstones; call
   /// before deleting them. `groups` are the same rows' keys by entity, for the notification.
   func willDelete(_ rows: HistoryRows, groups: [(entity: EntityDescription, primaryKeys: [Int64])]) throws {
@@ -238,11 +248,7 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
     defer { counter.reset() }
     try counter.bind(number, at: 1)
     try counter.bind(changeRange?.upperBound ?? 0, at: 2)
-    try counter.run()
-    let notify = try connection.statement(prepared: RecordingSQL.notifySQL)
-    defer { notify.reset() }
-    try notify.bind(String(number), at: 1)
-    _ = try notify.step()
+    guard try counter.step() else { throw HistoryRecordingError("the history counter row is missing") }
   }
 
   private func transactionNumber() throws -> Int64 {
@@ -311,10 +317,11 @@ private enum RecordingSQL {
   static let nextChangeIDSQLPostgreSQL = PreparedSQL(
     "SELECT last_change + 1 FROM _history_counter WHERE id = 1")
 
+  /// One round trip: the counter moved, and the notification queued on the channel of the
+  /// connection's schema.
   static let advanceCounterSQL = PreparedSQL(
-    "UPDATE _history_counter SET last = ?1, last_change = greatest(last_change, ?2) WHERE id = 1")
-
-  static let notifySQL = PreparedSQL("SELECT pg_notify('typedstore_' || current_schema(), ?)")
+    "WITH c AS (UPDATE _history_counter SET last = ?1, last_change = greatest(last_change, ?2) WHERE id = 1 "
+      + "RETURNING last) SELECT pg_notify('typedstore_' || current_schema(), CAST(last AS text)) FROM c")
 
   static let insertTransactionSQL = PreparedSQL(
     "INSERT INTO _history_transaction (number, timestamp, author, context_name, process_id, first_change, "
