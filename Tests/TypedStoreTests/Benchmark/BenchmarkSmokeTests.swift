@@ -2,9 +2,9 @@ import Foundation
 import Spawning
 import Testing
 
-/// Runs the benchmark executable in smoke mode (N = 1,000, one run, `--check`) to keep it
-/// compiling and correct: it compares each TypedStore result with the raw SQLite one and fails
-/// on a difference. No timing is asserted here; the benchmark itself measures.
+/// Runs the benchmark executable in smoke mode (N = 1,000, one run, `--check`, the PostgreSQL
+/// rows against the tests' server) to keep it compiling and correct: it compares each
+/// TypedStore result with the raw SQLite (or libpq) one and fails on a difference. No timing is asserted here; the benchmark itself measures.
 @Suite struct BenchmarkSmokeTests {
   private var benchURL: URL { builtProduct("typedstore-bench") }
 
@@ -22,7 +22,10 @@ import Testing
     let process = POSIXProcess()
     process.executableURL = benchURL
     let json = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-bench-smoke.json")
-    process.arguments = ["--n", "1000", "--runs", "1", "--check", "--json", json.path]
+    process.arguments = [
+      "--n", "1000", "--runs", "1", "--check", "--json", json.path, "--postgresql",
+      try PostgreSQLTestServer.server().url,
+    ]
     let output = Pipe()
     process.standardOutput = output
     process.standardError = output
@@ -37,6 +40,8 @@ import Testing
     #expect(rows.allSatisfy { $0["name"] is String && $0["goal"] != nil && $0["ratio"] != nil })
     let measured = rows.filter { $0["ratio"] is Double }
     #expect(measured.count >= 8)
+    // The PostgreSQL rows ran against the tests' server, their results checked too.
+    #expect(rows.filter { ($0["name"] as? String)?.hasPrefix("PostgreSQL: ") ?? false }.count == 5, "\(text)")
     // The run and its helper processes (the followers and writers of the sync rows) leave no
     // directory behind.
     #expect(try benchDirectories().subtracting(before).isEmpty)
