@@ -14,23 +14,39 @@ import TypedStore
 /// and a failure at any step leaves nothing: no rows without history, no history without rows.
 ///
 /// The writer's connection is used by one write at a time (a `Mutex`), as a store file's writer
-/// connection is; writers of other processes wait on the lock, up to `lockTimeout`.
+/// connection is; writers of other processes wait on the lock, up to `lockTimeout`. A write
+/// that finds the connection lost (the server restarted, the network went) throws
+/// `PostgreSQLError` of kind `.connection`, and the next write connects again: nothing of the
+/// failed write was committed, unless the connection went during its `COMMIT`, which only the
+/// history can tell (its transaction is there, or not).
 package final class PostgreSQLStoreWriter: Sendable {
-  private let connection: Mutex<PostgreSQLConnection>
+  /// nil after a lost connection, until the next write connects again.
+  private let connection: Mutex<PostgreSQLConnection?>
+  private let url: String
+  private let schema: String
   /// The store's model, layouts and identity (`PersistentStore(onAnotherEngineAt:…)`).
   package let store: PersistentStore
   private let lockTimeout: Duration
   private let recordsHistory: Bool
 
-  /// A writer on `connection`, which uses the store's schema (`PostgreSQLConnection.use(schema:)`).
+  /// A writer of the store in `schema` (whose tables exist) on the server at `url`, connected
+  /// now.
   package init(
-    connection: sending PostgreSQLConnection, store: PersistentStore, lockTimeout: Duration = .seconds(5),
+    url: String, schema: String, store: PersistentStore, lockTimeout: Duration = .seconds(5),
     recordsHistory: Bool = true
-  ) {
-    self.connection = Mutex(connection)
+  ) throws {
+    self.connection = Mutex(try Self.connect(url: url, schema: schema))
+    self.url = url
+    self.schema = schema
     self.store = store
     self.lockTimeout = lockTimeout
     self.recordsHistory = recordsHistory
+  }
+
+  private static func connect(url: String, schema: String) throws(PostgreSQLError) -> PostgreSQLConnection {
+    let connection = try PostgreSQLConnection(url: url)
+    try connection.use(schema: schema)
+    return connection
   }
 
   /// Writes `changes` in one transaction with its history, and returns what was applied and
@@ -78,13 +94,20 @@ package final class PostgreSQLStoreWriter: Sendable {
     _ body: @Sendable (PostgreSQLConnection, HistoryRecorder<PostgreSQLConnection>) throws -> Result
   ) throws -> (Result, RecordedChanges?) {
     try connection.withLock { connection in
-      try connection.writeTransaction(lockTimeout: lockTimeout) {
-        let history = HistoryRecorder(connection: connection, info: info, isEnabled: recordsHistory)
-        if let counter = connection.lockedCounter {
-          history.follows(lastNumber: counter.last, lastChangeID: counter.lastChange)
+      let live = try connection ?? Self.connect(url: url, schema: schema)
+      connection = live
+      do {
+        return try live.writeTransaction(lockTimeout: lockTimeout) {
+          let history = HistoryRecorder(connection: live, info: info, isEnabled: recordsHistory)
+          if let counter = live.lockedCounter {
+            history.follows(lastNumber: counter.last, lastChangeID: counter.lastChange)
+          }
+          let result = try body(live, history)
+          return (result, try history.finish(storeIdentifier: store.identifier))
         }
-        let result = try body(connection, history)
-        return (result, try history.finish(storeIdentifier: store.identifier))
+      } catch let error as PostgreSQLError where error.kind == .connection {
+        connection = nil  // the next write connects again
+        throw error
       }
     }
   }

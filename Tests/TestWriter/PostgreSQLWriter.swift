@@ -60,9 +60,8 @@ func postgreSQLSave(_ arguments: [String]) {
       fail("no Event entity", code: 70)
     }
     let store = PersistentStore(onAnotherEngineAt: url, identifier: identifier, model: model)
-    let connection = try PostgreSQLConnection(url: arguments[1])
-    try connection.use(schema: arguments[2])
-    let writer = PostgreSQLStoreWriter(connection: connection, store: store, lockTimeout: .seconds(30))
+    let writer = try PostgreSQLStoreWriter(
+      url: arguments[1], schema: arguments[2], store: store, lockTimeout: .seconds(30))
     let reader = try PostgreSQLConnection(url: arguments[1])
     try reader.use(schema: arguments[2])
     let slots = event.storedAttributes.map(\.name)

@@ -14,14 +14,14 @@ import TypedStoreTesting
   /// identifier.
   private static func storeWithTally(schema: String, server: PostgreSQLTestServer.Server) throws -> UUID {
     let model = try ManagedObjectModel(Event.self)
-    let connection = try PostgreSQLConnection(url: server.url)
-    let identifier = try PostgreSQLStoreTables(schema: schema, model: model).open(on: connection).identifier
-    try connection.use(schema: schema)
+    let identifier = try PostgreSQLStoreTables(schema: schema, model: model).open(
+      on: PostgreSQLConnection(url: server.url)
+    ).identifier
     guard let url = URL(string: server.url), let event = model.entity(named: "Event") else {
       throw PostgreSQLError(kind: .statement, message: "no URL or no Event")
     }
     let store = PersistentStore(onAnotherEngineAt: url, identifier: identifier, model: model)
-    let writer = PostgreSQLStoreWriter(connection: connection, store: store)
+    let writer = try PostgreSQLStoreWriter(url: server.url, schema: schema, store: store)
     var changes = RowWrites()
     let values: [PrimitiveValue] = event.storedAttributes.map { $0.name == "source" ? .text("tally") : .integer(0) }
     changes.inserts = [RowWrites.Insert(entityIndex: event.index, primaryKey: nil, values: values)]
@@ -103,11 +103,10 @@ import TypedStoreTesting
     try holder.use(schema: schema)
     defer { _ = try? holder.execute("DROP SCHEMA \(schema) CASCADE") }
     let model = try ManagedObjectModel(Event.self)
-    let connection = try PostgreSQLConnection(url: server.url)
-    try connection.use(schema: schema)
     let store = PersistentStore(
       onAnotherEngineAt: try #require(URL(string: server.url)), identifier: identifier, model: model)
-    let writer = PostgreSQLStoreWriter(connection: connection, store: store, lockTimeout: .milliseconds(200))
+    let writer = try PostgreSQLStoreWriter(
+      url: server.url, schema: schema, store: store, lockTimeout: .milliseconds(200))
     let event = try #require(model.entity(named: "Event"))
     var changes = RowWrites()
     changes.inserts = [
@@ -126,5 +125,43 @@ import TypedStoreTesting
     #expect(try holder.execute("SELECT count(*) FROM \"Event\"").rows == [["1"]])
     let (applied, recorded) = try writer.write(changes, info: TransactionInfo(author: "late"))
     #expect(applied.insertedKeys == [2] && recorded?.number == 2)
+  }
+
+  /// One event's save, by `writer`.
+  private static func saveEvent(_ writer: PostgreSQLStoreWriter, _ sequence: Int64) throws -> Int64? {
+    let event = try #require(writer.store.model.entity(named: "Event"))
+    var changes = RowWrites()
+    let values: [PrimitiveValue] = event.storedAttributes.map {
+      $0.name == "source" ? .text("restart") : .integer(sequence)
+    }
+    changes.inserts = [RowWrites.Insert(entityIndex: event.index, primaryKey: nil, values: values)]
+    return try writer.write(changes, info: TransactionInfo(author: "restart")).1?.number
+  }
+
+  @Test func aWriterSurvivesTheServerStoppingAndStartingAgain() throws {
+    let server = try PostgreSQLTestServer.ownServer()
+    let schema = PostgreSQLTestServer.schemaName()
+    let identifier = try Self.storeWithTally(schema: schema, server: server)
+    let model = try ManagedObjectModel(Event.self)
+    let store = PersistentStore(
+      onAnotherEngineAt: try #require(URL(string: server.url)), identifier: identifier, model: model)
+    let writer = try PostgreSQLStoreWriter(url: server.tcpURL, schema: schema, store: store)
+    #expect(try Self.saveEvent(writer, 1) == 2)
+    try PostgreSQLTestServer.stop(server)
+    // While it is down, each write throws the connection's typed error and writes nothing.
+    for sequence: Int64 in [2, 3] {
+      #expect {
+        _ = try Self.saveEvent(writer, sequence)
+      } throws: { ($0 as? PostgreSQLError)?.kind == .connection }
+    }
+    try PostgreSQLTestServer.restart(server)
+    // The next write connects again, and history goes on with no gap.
+    #expect(try Self.saveEvent(writer, 4) == 3)
+    let connection = try PostgreSQLConnection(url: server.url)
+    try connection.use(schema: schema)
+    let history = try HistoryReader.fetch(
+      HistoryRequest(), storeIdentifier: identifier, model: store.model, connection: connection)
+    #expect(history.map(\.transactionNumber) == [1, 2, 3])
+    #expect(try connection.execute("SELECT sequence FROM \"Event\" ORDER BY pk").rows == [["0"], ["1"], ["4"]])
   }
 }

@@ -244,9 +244,7 @@ let heirloomModel: ManagedObjectModel = {
     defer { _ = try? connection.execute("DROP SCHEMA \(schema) CASCADE") }
     _ = try PostgreSQLStoreTables(schema: schema, model: heirloomModel).open(on: connection)
     try connection.use(schema: schema)
-    let writing = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
-    try writing.use(schema: schema)
-    let writer = PostgreSQLStoreWriter(connection: writing, store: store)
+    let writer = try PostgreSQLStoreWriter(url: PostgreSQLTestServer.server().url, schema: schema, store: store)
     let onPostgreSQL = try Self.scenario(
       on: Engine(
         write: { changes, info in try writer.write(changes, info: info).0 },

@@ -128,12 +128,12 @@ extension Bench {
 
   /// The writer of the store in `schema` on its own connection.
   private func storeWriter(_ url: String, schema: String) throws -> PostgreSQLStoreWriter {
-    let connection = try PostgreSQLConnection(url: url)
-    let identifier = try PostgreSQLStoreTables(schema: schema, model: model).open(on: connection).identifier
-    try connection.use(schema: schema)
+    let identifier = try PostgreSQLStoreTables(schema: schema, model: model).open(
+      on: PostgreSQLConnection(url: url)
+    ).identifier
     guard let location = URL(string: url) else { throw BenchError.sqlite("not a URL: \(url)") }
     let store = PersistentStore(onAnotherEngineAt: location, identifier: identifier, model: model)
-    return PostgreSQLStoreWriter(connection: connection, store: store, lockTimeout: .seconds(60))
+    return try PostgreSQLStoreWriter(url: url, schema: schema, store: store, lockTimeout: .seconds(60))
   }
 
   /// Runs `body` on a raw connection to a fresh schema, then drops the schema (not timed).
