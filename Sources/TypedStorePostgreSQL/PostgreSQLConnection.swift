@@ -240,8 +240,8 @@ package final class PostgreSQLConnection {
 
   /// Begins a write transaction and takes the store's write lock, in one round trip.
   private func beginWriting(lockTimeout: Duration) throws(PostgreSQLError) {
-    let milliseconds = max(
-      1, lockTimeout.components.seconds * 1000 + lockTimeout.components.attoseconds / 1_000_000_000_000_000)
+    // PostgreSQL takes up to 2^31 - 1 ms (about 24 days); 0 would mean no timeout at all.
+    let milliseconds = Int64(min(Double(Int32.max), max(1, (lockTimeout / .milliseconds(1)).rounded(.up))))
     let result = try checked(
       PQexec(
         connection,
@@ -375,10 +375,11 @@ package final class PostgreSQLConnection {
 extension PostgreSQLConnection: DatabaseConnection {
   package var dialect: SQLDialect { .postgreSQL }
 
-  /// A unique violation (`23505`) of a constraint other than a table's primary key
-  /// (`<table>_pkey`, the name PostgreSQL gives it): as SQLite's `SQLITE_CONSTRAINT_UNIQUE`.
+  /// A unique violation (`23505`) of one of the store's unique indexes (named `_unique_…` by
+  /// `TableLayout`, and kept so when shortened), not of a primary key: as SQLite's
+  /// `SQLITE_CONSTRAINT_UNIQUE`.
   package func isUniqueViolation(_ error: any Error) -> Bool {
     guard let error = error as? PostgreSQLError, error.sqlState == "23505" else { return false }
-    return !(error.constraint ?? "").hasSuffix("_pkey")
+    return (error.constraint ?? "").hasPrefix("_unique_")
   }
 }

@@ -15,10 +15,12 @@ import Foundation
 //
 // On the seam so far: the consumers' table (`HistoryConsumers`), history reading, filtering
 // and deletion (`HistoryReader`), pruning capped at the consumers' checkpoints
-// (`PersistentStore.pruneHistory`), the store's metadata and entity codes. Still written for
-// SQLite only: the write path (`StoreWriter`, `HistoryRecorder`, `PersistentStore+Rows` and
-// the conflict, uniqueness and delete-rule code around it), queries (`Query/`'s SQL and its
-// Swift string and decimal functions), migration and the contexts' reader connections.
+// (`PersistentStore.pruneHistory`), the store's metadata and entity codes, and the write path
+// inside a write transaction (`PersistentStore.write`, the batch requests, `HistoryRecorder`,
+// and the conflict, uniqueness, link, reference and delete-rule code around them; the
+// transaction itself is each engine's: `StoreWriter` for SQLite, `PostgreSQLStoreWriter`).
+// Still written for SQLite only: queries (`Query/`'s SQL and its Swift string and decimal
+// functions), reading rows into objects, migration and the contexts' reader connections.
 
 /// The SQL language differences between the engines that the shared code must know of.
 package enum SQLDialect: Sendable, Equatable {

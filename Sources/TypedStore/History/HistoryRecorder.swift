@@ -151,8 +151,11 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
       if let author = info.author { try statement.bind(author, at: 3) } else { try statement.bindNull(3) }
       if let name = info.contextName { try statement.bind(name, at: 4) } else { try statement.bindNull(4) }
       try statement.bind(RecordingSQL.processIdentifier, at: 5)
-      try statement.bind(changeRange?.lowerBound ?? 0, at: 6)  // 0, 0: no change row (see `HistorySchema`)
-      try statement.bind(changeRange?.upperBound ?? 0, at: 7)
+      // No change row (a tombstone insert that found its rows gone): the empty range where the
+      // next would go, or 0, 0 when that is not known (see `HistorySchema`).
+      let range = changeRange.map { ($0.lowerBound, $0.upperBound) } ?? nextChangeID.map { ($0, $0 - 1) } ?? (0, 0)
+      try statement.bind(range.0, at: 6)
+      try statement.bind(range.1, at: 7)
       try statement.run()
       if postgreSQL { try advanceCounter(to: number) }
     }

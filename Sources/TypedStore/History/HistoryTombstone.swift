@@ -38,11 +38,17 @@ public struct HistoryTombstone: Sendable, Hashable {
     return try? decoder.decode([String: TaggedValue?].self, from: Data(json.utf8))
   }
 
-  /// `json` with the bare `Inf` and `-Inf` that SQLite's `json_object` wrote for infinite
-  /// reals up to TypedStore 0.8 (not JSON) written as strings.
+  /// `json` with what SQLite's `json_object` wrote for infinite reals up to TypedStore 0.8
+  /// written as strings: a bare `Inf` (not JSON; SQLite before 3.43) or `9.0e+999` (a number
+  /// no `Double` holds; SQLite 3.43 and later).
   private static func quotingInfinities(_ json: String) -> String {
-    json.replacingOccurrences(of: "\"real\":-Inf}", with: "\"real\":\"-Infinity\"}")
-      .replacingOccurrences(of: "\"real\":Inf}", with: "\"real\":\"Infinity\"}")
+    var json = json
+    for (written, infinity) in [
+      ("-Inf", "-Infinity"), ("Inf", "Infinity"), ("-9.0e+999", "-Infinity"), ("9.0e+999", "Infinity"),
+    ] {
+      json = json.replacingOccurrences(of: "\"real\":\(written)}", with: "\"real\":\"\(infinity)\"}")
+    }
+    return json
   }
 
   /// The preserved value of the attribute `keyPath` reads, or nil when the attribute was not
@@ -87,7 +93,7 @@ public struct HistoryTombstone: Sendable, Hashable {
       case (.null, _): self = .null
       case (.integer(let int), .boolean): self = .bool(int != 0)
       case (.integer(let int), _): self = .integer(int)
-      case (.real(let real), .date):
+      case (.real(let real), .date) where real.isFinite:
         self = .string(
           Date(timeIntervalSinceReferenceDate: real).formatted(
             .iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)))

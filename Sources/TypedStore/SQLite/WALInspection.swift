@@ -134,12 +134,14 @@ public struct WALInspection: Sendable, Equatable, CustomStringConvertible {
   /// could not be told from damage to committed ones, and a sound store would be refused. The
   /// reading waited for is one an open begun a moment later would have taken: it hides no
   /// damage that such an open would see.
-  static func before(path: String, limit: ContinuousClock.Instant) -> (log: LogBefore, published: Published?) {
+  static func before(
+    path: String, limit: ContinuousClock.Instant, settling: Duration = .milliseconds(250)
+  ) -> (log: LogBefore, published: Published?) {
     let wal = path + "-wal"
     let shm = path + "-shm"
     let log = logBefore(walPath: wal)
     var published = publishedFrames(walPath: wal, shmPath: shm)
-    let end = min(limit, .now + .milliseconds(250))
+    let end = min(limit, .now + settling)
     while published == nil, case .salt = log, indexIsUnsettled(shmPath: shm), ContinuousClock.now < end {
       usleep(1000)
       published = publishedFrames(walPath: wal, shmPath: shm)

@@ -93,6 +93,17 @@ final class StoreWriter: Sendable {
     _ info: TransactionInfo, in transaction: SQLiteConnection? = nil,
     _ apply: @Sendable (SQLiteConnection, HistoryRecorder<SQLiteConnection>) throws -> Result
   ) throws -> Result {
+    do {
+      return try writeTransaction(info, in: transaction, apply)
+    } catch let error as HistoryRecordingError {
+      throw StoreError.corrupt(path: path, message: error.description)
+    }
+  }
+
+  private func writeTransaction<Result: Sendable>(
+    _ info: TransactionInfo, in transaction: SQLiteConnection?,
+    _ apply: @Sendable (SQLiteConnection, HistoryRecorder<SQLiteConnection>) throws -> Result
+  ) throws -> Result {
     if let transaction {
       return try transaction.savepoint {
         let history = HistoryRecorder(connection: transaction, info: info, isEnabled: recordsHistory)

@@ -199,9 +199,22 @@ let heirloomModel: ManagedObjectModel = {
     changes.deletes = [RowWrites.Delete(entityIndex: pennant.index, primaryKey: 2, version: 1)]
     changes.inserts = [insert("Bin", [.text("cellar")])]
     step("a mark, and a new crate", author: "cleaner", changes)
-    changes = RowWrites()
+    let batches = batchSteps(on: engine, step: step)
+    seen += batches
+    return seen + (try engine.tables()) + (try engine.history())
+  }
+
+  /// The scenario's batch requests, after heirlooms for them are saved with `step`.
+  private static func batchSteps(
+    on engine: Engine, step: (String, String, RowWrites) -> Void
+  ) -> [String] {
+    var seen: [String] = []
+    let bin = entity("Bin")
+    let heirloom = entity("Heirloom")
+    let noteSlot = Int32(heirloom.storedAttributes.firstIndex { $0.name == "note" } ?? 0)
+    var changes = RowWrites()
     changes.inserts = (1...3).map { insert("Heirloom", heirloomValues("batch \($0)", crate: 2)) }
-    step("heirlooms for batches", author: "packer", changes)
+    step("heirlooms for batches", "packer", changes)
     func batch(_ name: String, _ body: () throws -> AffectedRows) {
       do {
         seen.append("\(name): \(try body().groups.map { "\($0.entityName) \($0.primaryKeys)" })")
@@ -219,7 +232,7 @@ let heirloomModel: ManagedObjectModel = {
     batch("a batch delete of the bin, cascading") {
       try engine.batchDelete(bin, .rows([NamedRow(primaryKey: 2, entity: bin)]), info)
     }
-    return seen + (try engine.tables()) + (try engine.history())
+    return seen
   }
 
   @Test func theSameChangeSetsLeaveTheSameRowsErrorsAndHistoryOnBothEngines() async throws {
@@ -271,5 +284,18 @@ let heirloomModel: ManagedObjectModel = {
     #expect(text.contains("a batch delete naming a missing bin: the store has no row for"), "\(text)")
     #expect(text.contains("a batch delete of the bin, cascading: [\"Bin [2]\"]"), "\(text)")
     #expect(onSQLite.filter { $0.hasPrefix("link ") } == ["link 1 1", "link 1 2"], "the links, before the bin went")
+  }
+
+  /// A unique index's refusal is told from a primary key's by the index's name, whatever the
+  /// constrained columns are called (`ssh_pkey` ends as a primary key's name would).
+  @Test func uniqueViolationsAreToldFromPrimaryKeysByTheIndexName() throws {
+    let connection = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
+    func violation(_ constraint: String) -> PostgreSQLError {
+      PostgreSQLError(kind: .statement, sqlState: "23505", message: "duplicate key", constraint: constraint)
+    }
+    #expect(connection.isUniqueViolation(violation("_unique_User_ssh_pkey")))
+    #expect(connection.isUniqueViolation(violation("_unique_Member_givenName_familyName")))
+    #expect(!connection.isUniqueViolation(violation("User_pkey")))
+    #expect(!connection.isUniqueViolation(PostgreSQLError(kind: .statement, sqlState: "23503", message: "")))
   }
 }

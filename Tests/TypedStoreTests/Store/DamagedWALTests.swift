@@ -248,23 +248,26 @@ private func eventCount(_ url: URL, options: StoreOptions = StoreOptions()) thro
   /// index, and judges the leftovers by it (three writers killed at once, then three openers
   /// racing, once refused a sound store this way in `GraphProcessTests`).
   @Test func leftoversPastAnIndexBeingRebuiltAreJudgedByTheRebuiltIndex() throws {
-    let (url, _) = try Self.storeWithLeftoversAndAnIndexBeingRebuilt()
+    let (url, published) = try Self.storeWithLeftoversAndAnIndexBeingRebuilt()
     let done = DispatchSemaphore(value: 0)
-    let rebuilt = DispatchSemaphore(value: 0)
     let path = url.path
     Thread.detachNewThread {
       // Another process's first connection, a moment later: it rebuilds the index from the
       // log (recovery stops at the invalid frame), and stays open.
-      usleep(30_000)
+      usleep(50_000)
       let connection = try? SQLiteConnection(path: path, mode: .readWrite)
       _ = try? connection?.scalarInt("SELECT count(*) FROM sqlite_master")
-      rebuilt.signal()
       done.wait()
       _ = connection
     }
     defer { done.signal() }
+    // The reading an open takes (given time enough, so the test does not race the thread).
+    let start = ContinuousClock.now
+    let before = WALInspection.before(path: path, limit: .now + .seconds(30), settling: .seconds(30))
+    #expect(ContinuousClock.now - start >= .milliseconds(40), "the index was read before it was rebuilt")
+    #expect(before.published?.frames == published)
+    // And an open judges by it: the leftovers are no damage.
     #expect(try eventCount(url) == 6)
-    #expect(rebuilt.wait(timeout: .now() + 5) == .success)
   }
 
   /// With no connection to rebuild the index, an open does not wait for long, and judges the
