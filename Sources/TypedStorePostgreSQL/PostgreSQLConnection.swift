@@ -182,13 +182,18 @@ package final class PostgreSQLConnection {
   /// when `body` caught the statement's error (PostgreSQL answers such a COMMIT with ROLLBACK).
   @discardableResult
   package func transaction<T>(_ body: () throws -> T) throws -> T {
-    // Inside another transaction, BEGIN only warns, and the COMMIT below would end the
-    // caller's transaction early.
+    try committing(begin: { try execute("BEGIN ISOLATION LEVEL READ COMMITTED") }, body)
+  }
+
+  /// Runs `begin`, then `body`, then `COMMIT`; rolls back when any of them throws, or when a
+  /// statement aborted the transaction. Refuses to run inside another transaction, where
+  /// `BEGIN` only warns and the `COMMIT` would end the caller's transaction early.
+  private func committing<T>(begin: () throws -> Void, _ body: () throws -> T) throws -> T {
     guard PQtransactionStatus(connection) == PQTRANS_IDLE else {
       throw PostgreSQLError(kind: .statement, message: "a transaction is already open on this connection")
     }
-    try execute("BEGIN ISOLATION LEVEL READ COMMITTED")
     do {
+      try begin()
       let value = try body()
       guard PQtransactionStatus(connection) == PQTRANS_INTRANS else {
         throw PostgreSQLError(
@@ -215,23 +220,8 @@ package final class PostgreSQLConnection {
   /// lock, or any row lock, gives up after `lockTimeout` (SQLSTATE `55P03`). Committed when
   /// `body` returns, rolled back when it throws.
   package func writeTransaction<T>(lockTimeout: Duration, _ body: () throws -> T) throws -> T {
-    guard PQtransactionStatus(connection) == PQTRANS_IDLE else {
-      throw PostgreSQLError(kind: .statement, message: "a transaction is already open on this connection")
-    }
-    do {
-      try beginWriting(lockTimeout: lockTimeout)
-      defer { (writeLockTimeout, lockedCounter) = (nil, nil) }
-      let value = try body()
-      guard PQtransactionStatus(connection) == PQTRANS_INTRANS else {
-        throw PostgreSQLError(
-          kind: .statement, sqlState: "25P02", message: "a statement of the transaction failed; it was rolled back")
-      }
-      try execute("COMMIT")
-      return value
-    } catch {
-      _ = try? execute("ROLLBACK")
-      throw error
-    }
+    defer { (writeLockTimeout, lockedCounter) = (nil, nil) }
+    return try committing(begin: { try beginWriting(lockTimeout: lockTimeout) }, body)
   }
 
   /// The history counter row as the write transaction in progress locked it: the last number

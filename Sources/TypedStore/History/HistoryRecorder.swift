@@ -236,7 +236,7 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
         prepared: connection.dialect == .postgreSQL
           ? RecordingSQL.nextChangeIDSQLPostgreSQL : RecordingSQL.nextChangeIDSQL)
       defer { statement.reset() }
-      guard try statement.step() else { throw HistoryRecordingError("no next history change ID") }
+      guard try statement.step() else { throw MissingCatalogRow("no next history change ID") }
       id = statement.int64(0)
     }
     nextChangeID = id
@@ -251,7 +251,7 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
     defer { counter.reset() }
     try counter.bind(number, at: 1)
     try counter.bind(changeRange?.upperBound ?? 0, at: 2)
-    guard try counter.step() else { throw HistoryRecordingError("the history counter row is missing") }
+    guard try counter.step() else { throw MissingCatalogRow("the history counter row is missing") }
   }
 
   private func transactionNumber() throws -> Int64 {
@@ -263,7 +263,7 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
       let statement = try connection.statement(
         prepared: connection.dialect == .postgreSQL ? RecordingSQL.nextNumberSQLPostgreSQL : RecordingSQL.nextNumberSQL)
       defer { statement.reset() }
-      guard try statement.step() else { throw HistoryRecordingError("no next history transaction number") }
+      guard try statement.step() else { throw MissingCatalogRow("no next history transaction number") }
       number = statement.int64(0)
     }
     self.number = number
@@ -341,9 +341,10 @@ private enum RecordingSQL {
       + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)")
 }
 
-/// The history recorder found the store's history tables without the row it reads its next
-/// number or change ID from (a store damaged by hand).
-struct HistoryRecordingError: Error, CustomStringConvertible {
+/// The write path found a catalog table of the store without the row it reads (the next
+/// history number or change ID, the history counter, a table's key floor): a store damaged by
+/// hand. The store's writer reports it as `StoreError.corrupt`.
+struct MissingCatalogRow: Error, CustomStringConvertible {
   var description: String
   init(_ description: String) { self.description = description }
 }

@@ -297,7 +297,7 @@ extension PersistentStore {
     defer { statement.reset() }
     try statement.bind(layout.root.name, at: 1)
     guard try statement.step(), !statement.isNull(1) else {
-      throw HistoryRecordingError("no primary key sequence for table \(layout.root.name)")
+      throw MissingCatalogRow("no primary key sequence for table \(layout.root.name)")
     }
     return max(statement.int64(0), statement.int64(1)) + 1
   }

@@ -95,7 +95,7 @@ final class StoreWriter: Sendable {
   ) throws -> Result {
     do {
       return try writeTransaction(info, in: transaction, apply)
-    } catch let error as HistoryRecordingError {
+    } catch let error as MissingCatalogRow {
       throw StoreError.corrupt(path: path, message: error.description)
     }
   }

@@ -70,6 +70,9 @@ enum PostgreSQLTestServer {
       ], as: server.asRoot)
   }
 
+  /// The ports this process's servers were given (see `start`).
+  private static let portsGiven = Mutex<Set<Int>>([])
+
   private static func start() throws -> Server {
     guard FileManager.default.isExecutableFile(atPath: "\(binaries)/initdb") else {
       throw StartError(
@@ -95,11 +98,14 @@ enum PostgreSQLTestServer {
         "\(binaries)/initdb", "-D", "\(folder)/data", "-U", "postgres", "--auth-local=trust",
         "--auth-host=scram-sha-256", "--pwfile=\(folder)-password", "--no-sync", "-E", "UTF8", "--no-locale",
       ], as: asRoot)
-    // A port from the process ID, then others if one is taken (another test run's server).
+    // A port from the process ID, then others if one is taken (another test run's server),
+    // never one a server of this process was given: a stopped server gets its port back when
+    // it starts again, and another server starting meanwhile must not take it.
     var failures: [String] = []
-    for attempt in 0..<5 {
+    for attempt in 0..<8 {
       // Below Linux's ephemeral ports (32768 and up).
       let port = 20_000 + (Int(ProcessInfo.processInfo.processIdentifier) + attempt * 7_919) % 12_000
+      guard portsGiven.withLock({ $0.insert(port).inserted }) else { continue }
       let options =
         "-k \(folder) -p \(port) -c listen_addresses=127.0.0.1 -c unix_socket_permissions=0700 -c fsync=off "
         + "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"

@@ -69,7 +69,7 @@ let heirloomModel: ManagedObjectModel = {
   }
 
   /// An heirloom's stored values: edge values of every type, `code` unique, `bin` its key.
-  private static func heirloomValues(_ code: String, crate: Int64?, empty: Bool = false) -> [PrimitiveValue] {
+  private static func heirloomValues(_ code: String, bin: Int64?, empty: Bool = false) -> [PrimitiveValue] {
     let ratio: Double = empty ? -Double.infinity : 1.0 / 3.0
     let values: [String: PrimitiveValue] = [
       "code": .text(code), "flag": .integer(1), "small": .integer(Int64(Int16.min)),
@@ -78,7 +78,7 @@ let heirloomModel: ManagedObjectModel = {
       "when": .real(-1234.5678), "bytes": .blob(Data([0, 1, 0x7F, 0x80, 0xFF])),
       "tag": .blob(Data((0..<16).map { UInt8($0 * 17) })), "link": .text("https://example.com/a?b=c#d"),
       "amount": .text("-12.5000"), "maybeNote": empty ? .null : .text("kept"),
-      "maybeBytes": empty ? .null : .blob(Data()), "bin": crate.map { .integer($0) } ?? .null,
+      "maybeBytes": empty ? .null : .blob(Data()), "bin": bin.map { .integer($0) } ?? .null,
     ]
     return entity("Heirloom").storedAttributes.map { values[$0.name] ?? .null }
   }
@@ -158,11 +158,11 @@ let heirloomModel: ManagedObjectModel = {
     changes.inserts = [
       insert("Bin", [.text("attic")]), insert("Pennant", [.text("fragile")]), insert("Pennant", [.text("heavy")]),
     ]
-    step("crate and pennants", author: "packer", changes)
+    step("a bin and pennants", author: "packer", changes)
     changes = RowWrites()
     changes.inserts = [
-      insert("Heirloom", heirloomValues("a", crate: 1)), insert("Heirloom", heirloomValues("b", crate: 1, empty: true)),
-      insert("Heirloom", heirloomValues("c", crate: 1)),
+      insert("Heirloom", heirloomValues("a", bin: 1)), insert("Heirloom", heirloomValues("b", bin: 1, empty: true)),
+      insert("Heirloom", heirloomValues("c", bin: 1)),
     ]
     changes.links = [
       RowWrites.LinkWrite(entityIndex: bin.index, relationshipIndex: Int32(pennants), owner: 1, targets: [1, 2])
@@ -187,18 +187,18 @@ let heirloomModel: ManagedObjectModel = {
     ]
     step("a code taken", author: "editor", changes)
     changes = RowWrites()
-    changes.inserts = [insert("Heirloom", heirloomValues("a", crate: nil))]
+    changes.inserts = [insert("Heirloom", heirloomValues("a", bin: nil))]
     step("a second a", author: "editor", changes)
     changes = RowWrites()
-    changes.inserts = [insert("Heirloom", heirloomValues("d", crate: 9))]
-    step("a missing crate", author: "editor", changes)
+    changes.inserts = [insert("Heirloom", heirloomValues("d", bin: 9))]
+    step("a missing bin", author: "editor", changes)
     changes = RowWrites()
     changes.deletes = [RowWrites.Delete(entityIndex: bin.index, primaryKey: 1, version: 1)]
-    step("the crate, cascading", author: "cleaner", changes)
+    step("the bin, cascading", author: "cleaner", changes)
     changes = RowWrites()
     changes.deletes = [RowWrites.Delete(entityIndex: pennant.index, primaryKey: 2, version: 1)]
     changes.inserts = [insert("Bin", [.text("cellar")])]
-    step("a mark, and a new crate", author: "cleaner", changes)
+    step("a pennant, and a new bin", author: "cleaner", changes)
     let batches = batchSteps(on: engine, step: step)
     seen += batches
     return seen + (try engine.tables()) + (try engine.history())
@@ -213,7 +213,7 @@ let heirloomModel: ManagedObjectModel = {
     let heirloom = entity("Heirloom")
     let noteSlot = Int32(heirloom.storedAttributes.firstIndex { $0.name == "note" } ?? 0)
     var changes = RowWrites()
-    changes.inserts = (1...3).map { insert("Heirloom", heirloomValues("batch \($0)", crate: 2)) }
+    changes.inserts = (1...3).map { insert("Heirloom", heirloomValues("batch \($0)", bin: 2)) }
     step("heirlooms for batches", "packer", changes)
     func batch(_ name: String, _ body: () throws -> AffectedRows) {
       do {
