@@ -228,19 +228,20 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
   /// row's on PostgreSQL (read under the write lock), or what the memo knows.
   private func changeID() throws -> Int64 {
     if let nextChangeID { return nextChangeID }
-    let id: Int64
-    if let known = memo?.nextChangeID {
-      id = known
-    } else {
-      let statement = try connection.statement(
-        prepared: connection.dialect == .postgreSQL
-          ? RecordingSQL.nextChangeIDSQLPostgreSQL : RecordingSQL.nextChangeIDSQL)
-      defer { statement.reset() }
-      guard try statement.step() else { throw MissingCatalogRow("no next history change ID") }
-      id = statement.int64(0)
-    }
+    let id =
+      try memo?.nextChangeID
+      ?? integer(RecordingSQL.nextChangeIDSQL, RecordingSQL.nextChangeIDSQLPostgreSQL, "no next history change ID")
     nextChangeID = id
     return id
+  }
+
+  /// The integer the engine's statement reads (`sqlite` or `postgreSQL`, prepared once per
+  /// connection); throws `MissingCatalogRow` with `missing` when it reads no row.
+  private func integer(_ sqlite: PreparedSQL, _ postgreSQL: PreparedSQL, _ missing: String) throws -> Int64 {
+    let statement = try connection.statement(prepared: connection.dialect == .postgreSQL ? postgreSQL : sqlite)
+    defer { statement.reset() }
+    guard try statement.step() else { throw MissingCatalogRow(missing) }
+    return statement.int64(0)
   }
 
   /// PostgreSQL: moves the counter row to the transaction's number and last change ID, and
@@ -256,16 +257,10 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
 
   private func transactionNumber() throws -> Int64 {
     if let number { return number }
-    let number: Int64
-    if let known = memo?.nextNumber {
-      number = known
-    } else {
-      let statement = try connection.statement(
-        prepared: connection.dialect == .postgreSQL ? RecordingSQL.nextNumberSQLPostgreSQL : RecordingSQL.nextNumberSQL)
-      defer { statement.reset() }
-      guard try statement.step() else { throw MissingCatalogRow("no next history transaction number") }
-      number = statement.int64(0)
-    }
+    let number =
+      try memo?.nextNumber
+      ?? integer(
+        RecordingSQL.nextNumberSQL, RecordingSQL.nextNumberSQLPostgreSQL, "no next history transaction number")
     self.number = number
     memo?.nextNumber = number + 1
     return number
