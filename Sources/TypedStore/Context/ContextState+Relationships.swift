@@ -40,7 +40,7 @@ extension ContextState {
       return [owner: [try faultForRow(key, of: destination)]]
     }
     var result: [Int64: [ManagedObject]] = [:]
-    for row in try store.relatedRows(of: relationship, owners: owners, connection: reader()) {
+    for row in try store.relatedRows(of: relationship, owners: owners, reader: reader()) {
       let key = ObjectKey(rootIndex: row.entity.rootIndex, isTemporary: false, value: row.key)
       result[row.owner, default: []].append(fault(for: key, entity: row.entity))
     }

@@ -32,7 +32,7 @@ final class ContextState: ObjectTracking {
   /// Inserted objects deleted before a save: they left the context at once, and are
   /// `isDeleted` until the next save or rollback ends their deletion, as saved ones are.
   @exclusivity(unchecked) var deletedInserts: [ManagedObject] = []
-  private var readerConnection: SQLiteConnection?
+  private var readerConnection: (any DatabaseConnection)?
   /// A migration stage's context reads and writes inside the migration's open write
   /// transaction, on its connection (`StoreWriter` says how its writes go).
   let migrationTransaction: SQLiteConnection?
@@ -108,7 +108,7 @@ final class ContextState: ObjectTracking {
     link.tracker = self
   }
 
-  func reader() throws -> SQLiteConnection {
+  func reader() throws -> any DatabaseConnection {
     if let readerConnection { return readerConnection }
     let connection = try store.makeReadConnection()
     readerConnection = connection

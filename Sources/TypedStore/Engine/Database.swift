@@ -74,6 +74,8 @@ package protocol DatabaseStatement: AnyObject {
   func reset()
   /// Ends the current run, for a caller that binds every parameter again before the next.
   func rewind()
+  /// The number of columns of the statement's rows.
+  var columnCount: Int32 { get }
   func isNull(_ column: Int32) -> Bool
   func int64(_ column: Int32) -> Int64
   func double(_ column: Int32) -> Double

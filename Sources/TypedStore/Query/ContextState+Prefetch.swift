@@ -70,7 +70,7 @@ extension ContextState {
     case .joinTable:
       // The links, then the related rows not loaded yet.
       let links = try store.relatedRows(
-        of: relationship, owners: owners.compactMap { $0.objectKey?.value }, connection: reader())
+        of: relationship, owners: owners.compactMap { $0.objectKey?.value }, reader: reader())
       let missing = Set(links.map(\.key)).filter { key in
         registered[ObjectKey(rootIndex: destination.rootIndex, isTemporary: false, value: key)].map(\.isFault) ?? true
       }

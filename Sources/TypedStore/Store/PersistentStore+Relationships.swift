@@ -14,6 +14,17 @@ struct RelatedRow {
 extension PersistentStore {
   // MARK: - Reading
 
+  /// `relatedRows(of:owners:connection:)` on a context's reader, of either engine (SQLite's
+  /// specialized).
+  func relatedRows(of relationship: RelationshipDescription, owners: [Int64], reader: any DatabaseConnection)
+    throws -> [RelatedRow]
+  {
+    if let sqlite = reader as? SQLiteConnection {
+      return try relatedRows(of: relationship, owners: owners, connection: sqlite)
+    }
+    return try relatedRows(of: relationship, owners: owners, connection: reader)
+  }
+
   /// The rows `relationship` relates to each of `owners`, grouped by owner in the
   /// relationship's order (key order for unordered ones): one query whatever the number of
   /// owners. For a to-one that holds its key, use the key itself instead.

@@ -13,18 +13,44 @@ private struct UpdateShape: Hashable {
 
 /// The current row of a statement that selects `TableLayout.selectSQL`'s columns.
 struct Row {
-  let statement: Statement
+  /// The statement, as SQLite's own type where the engine is SQLite, so that its rows are read
+  /// with the specialized code of `RowReader` (one switch a row, not a witness call a column).
+  enum Source {
+    case sqlite(Statement)
+    case engine(any DatabaseStatement)
+
+    init<S: DatabaseStatement>(_ statement: S) {
+      if let sqlite = statement as? Statement { self = .sqlite(sqlite) } else { self = .engine(statement) }
+    }
+
+    @inline(__always)
+    func int64(_ column: Int32) -> Int64 {
+      switch self {
+      case .sqlite(let statement): statement.int64(column)
+      case .engine(let statement): statement.int64(column)
+      }
+    }
+
+    func step() throws -> Bool {
+      switch self {
+      case .sqlite(let statement): try statement.step()
+      case .engine(let statement): try statement.step()
+      }
+    }
+  }
+
+  let source: Source
   let layout: TableLayout
 
-  var primaryKey: Int64 { statement.int64(0) }
-  var version: Int64 { statement.int64(1) }
+  var primaryKey: Int64 { source.int64(0) }
+  var version: Int64 { source.int64(1) }
   var entityName: String {
-    layout.selectsEntity ? (layout.entity(code: statement.int64(2))?.name ?? "") : layout.root.name
+    layout.selectsEntity ? (layout.entity(code: source.int64(2))?.name ?? "") : layout.root.name
   }
 
   /// Whether the row's entity is `entity`.
   func isEntity(_ entity: EntityDescription) -> Bool {
-    layout.selectsEntity ? statement.int64(2) == entity.code : entity === layout.root
+    layout.selectsEntity ? source.int64(2) == entity.code : entity === layout.root
   }
 
   /// Decodes the row's attribute values into `object`, whose entity is the row's; with
@@ -36,7 +62,10 @@ struct Row {
   /// `decode(into:entity:assigningSlots:)` with the reader of the object's entity, for loops
   /// that look it up once.
   func decode(into object: ManagedObject, reader: RowReader, assigningSlots: Bool) throws {
-    try reader.read(statement, into: object, assigningSlots: assigningSlots)
+    switch source {
+    case .sqlite(let statement): try reader.read(statement, into: object, assigningSlots: assigningSlots)
+    case .engine(let statement): try reader.read(values: statement, into: object, assigningSlots: assigningSlots)
+    }
     object.rowVersion = version
     if assigningSlots { return }  // a new object: no committed values to clear, not a fault
     if !object.committedValues.isEmpty { object.committedValues.removeAll() }
@@ -52,10 +81,14 @@ struct RowCursor {
 
   /// Steps to the next row; false when there are no more.
   mutating func next() throws -> Bool {
-    try row.statement.step()
+    try row.source.step()
   }
 }
 
+// Each reading function takes a connection of either engine (a context's reader) and runs
+// its generic body with SQLite's connection as its concrete type where it is one, so that
+// SQLite's reads are specialized as before the seam; another engine's run the same code
+// through the protocols.
 extension PersistentStore {
   // MARK: - Reading
 
@@ -64,26 +97,56 @@ extension PersistentStore {
   /// caller then resolves its types once, not once a row).
   func withRows<Result>(
     of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue],
-    connection: SQLiteConnection, _ body: (inout RowCursor) throws -> Result
+    connection: any DatabaseConnection, _ body: (inout RowCursor) throws -> Result
+  ) throws -> Result {
+    if let sqlite = connection as? SQLiteConnection {
+      return try withRows(of: entity, clauses: clauses, arguments: arguments, on: sqlite, body)
+    }
+    return try withRows(of: entity, clauses: clauses, arguments: arguments, on: connection, body)
+  }
+
+  private func withRows<C: DatabaseConnection, Result>(
+    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue],
+    on connection: C, _ body: (inout RowCursor) throws -> Result
   ) throws -> Result {
     let layout = layout(of: entity)
     return try connection.readTransaction {
-      let statement = try connection.statement(layout.selectSQL + clauses)
+      let statement = try Self.bound(layout.selectSQL + clauses, arguments, connection)
       defer { statement.reset() }
-      for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-      var cursor = RowCursor(row: Row(statement: statement, layout: layout))
+      var cursor = RowCursor(row: Row(source: Row.Source(statement), layout: layout))
       return try body(&cursor)
     }
   }
 
+  /// The statement of `sql` with `arguments` bound to its parameters.
+  private static func bound<C: DatabaseConnection>(_ sql: String, _ arguments: [PrimitiveValue], _ connection: C)
+    throws -> C.PreparedStatement
+  {
+    let statement = try connection.statement(sql)
+    do {
+      for (index, argument) in arguments.enumerated() { try statement.bind(argument, at: Int32(index + 1)) }
+    } catch {
+      statement.reset()
+      throw error
+    }
+    return statement
+  }
+
   /// The primary keys a select returns, in its order, without reading the rows' values.
   func selectKeys(
-    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue], connection: SQLiteConnection
+    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue], connection: any DatabaseConnection
   ) throws -> [Int64] {
+    let sql = "SELECT pk FROM \"\(entity.tableName)\"" + clauses
+    if let sqlite = connection as? SQLiteConnection { return try selectKeys(sql, arguments, on: sqlite) }
+    return try selectKeys(sql, arguments, on: connection)
+  }
+
+  private func selectKeys<C: DatabaseConnection>(_ sql: String, _ arguments: [PrimitiveValue], on connection: C)
+    throws -> [Int64]
+  {
     try connection.readTransaction {
-      let statement = try connection.statement("SELECT pk FROM \"\(entity.tableName)\"" + clauses)
+      let statement = try Self.bound(sql, arguments, connection)
       defer { statement.reset() }
-      for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
       var keys: [Int64] = []
       while try statement.step() { keys.append(statement.int64(0)) }
       return keys
@@ -93,7 +156,7 @@ extension PersistentStore {
   /// The primary keys and concrete entities a select returns, in its order, without reading
   /// the rows' values (the entity is read from `_entity` only where the table holds several).
   func selectKeysAndEntities(
-    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue], connection: SQLiteConnection
+    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue], connection: any DatabaseConnection
   ) throws -> [(key: Int64, entity: EntityDescription)] {
     let table = layout(of: entity)
     guard table.selectsEntity else {
@@ -101,44 +164,46 @@ extension PersistentStore {
         ($0, entity)
       }
     }
-    return try connection.readTransaction {
-      let statement = try connection.statement("SELECT pk, _entity FROM \"\(entity.tableName)\"" + clauses)
-      defer { statement.reset() }
-      for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-      var rows: [(key: Int64, entity: EntityDescription)] = []
-      while try statement.step() {
-        rows.append((statement.int64(0), table.entity(code: statement.int64(1)) ?? entity))
-      }
-      return rows
+    let rows = try selectRows(
+      "SELECT pk, _entity FROM \"\(entity.tableName)\"" + clauses, arguments: arguments, connection: connection)
+    return rows.map { row in
+      guard case .integer(let key) = row[0], case .integer(let code) = row[1] else { return (0, entity) }
+      return (key, table.entity(code: code) ?? entity)
     }
   }
 
   /// Runs a query built by the query layer from the validated model (an aggregate, with its
   /// group keys); its values are bound. Each row's columns, in order.
-  func selectRows(_ sql: String, arguments: [PrimitiveValue], connection: SQLiteConnection) throws
+  func selectRows(_ sql: String, arguments: [PrimitiveValue], connection: any DatabaseConnection) throws
     -> [[PrimitiveValue]]
   {
+    if let sqlite = connection as? SQLiteConnection { return try selectRows(sql, arguments, on: sqlite) }
+    return try selectRows(sql, arguments, on: connection)
+  }
+
+  private func selectRows<C: DatabaseConnection>(_ sql: String, _ arguments: [PrimitiveValue], on connection: C)
+    throws -> [[PrimitiveValue]]
+  {
     try connection.readTransaction {
-      let statement = try connection.statement(sql)
+      let statement = try Self.bound(sql, arguments, connection)
       defer { statement.reset() }
-      for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-      let count = statement.columnCount
       var rows: [[PrimitiveValue]] = []
-      while try statement.step() { rows.append((0..<count).map { statement.column($0).primitive }) }
+      while try statement.step() {
+        let count = statement.columnCount
+        rows.append(try (0..<count).map { try statement.value($0) })
+      }
       return rows
     }
   }
 
   /// Runs a query that returns one integer (a count).
   func selectCount(
-    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue], connection: SQLiteConnection
+    of entity: EntityDescription, clauses: String, arguments: [PrimitiveValue], connection: any DatabaseConnection
   ) throws -> Int {
-    try connection.readTransaction {
-      let statement = try connection.statement("SELECT count(*) FROM \"\(entity.tableName)\"" + clauses)
-      defer { statement.reset() }
-      for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
-      return try statement.step() ? Int(statement.int64(0)) : 0
-    }
+    let sql = "SELECT count(*) FROM \"\(entity.tableName)\"" + clauses
+    let rows = try selectRows(sql, arguments: arguments, connection: connection)
+    guard let first = rows.first?.first, case .integer(let count) = first else { return 0 }
+    return Int(count)
   }
 
   /// `WHERE` clause text restricting a select to `entity` (and its subentities, when asked),
@@ -153,7 +218,7 @@ extension PersistentStore {
   /// Loads the row with `primaryKey` into `object`. Returns false when there is no such row
   /// of `entity` or one of its subentities.
   func loadRow(
-    primaryKey: Int64, into object: ManagedObject, entity: EntityDescription, connection: SQLiteConnection
+    primaryKey: Int64, into object: ManagedObject, entity: EntityDescription, connection: any DatabaseConnection
   ) throws -> Bool {
     try withRows(of: entity, clauses: " WHERE pk = ?", arguments: [.integer(primaryKey)], connection: connection) {
       rows in
@@ -165,18 +230,16 @@ extension PersistentStore {
 
   /// The concrete entity of the row with `primaryKey` in `entity`'s table, if the row exists
   /// and is `entity` or one of its subentities.
-  func entityOfRow(primaryKey: Int64, in entity: EntityDescription, connection: SQLiteConnection) throws
+  func entityOfRow(primaryKey: Int64, in entity: EntityDescription, connection: any DatabaseConnection) throws
     -> EntityDescription?
   {
-    try connection.readTransaction {
-      let statement = try connection.statement("SELECT _entity FROM \"\(entity.tableName)\" WHERE pk = ?")
-      defer { statement.reset() }
-      statement.bind(primaryKey, at: 1)
-      guard try statement.step(), let found = layout(of: entity).entity(code: statement.int64(0)),
-        entity.selfAndDescendantNames.contains(found.name)
-      else { return nil }
-      return found
-    }
+    let rows = try selectRows(
+      "SELECT _entity FROM \"\(entity.tableName)\" WHERE pk = ?", arguments: [.integer(primaryKey)],
+      connection: connection)
+    guard let first = rows.first?.first, case .integer(let code) = first,
+      let found = layout(of: entity).entity(code: code), entity.selfAndDescendantNames.contains(found.name)
+    else { return nil }
+    return found
   }
 
   // MARK: - Writing

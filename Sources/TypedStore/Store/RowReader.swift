@@ -48,22 +48,53 @@ final class RowReader: Sendable {
         case (.string, .text):
           field.direct.store(text: value.string, in: object)
         case (.none, .integer) where foreignKeys[Int(field.slot)] != nil:
-          if assigningSlots {
-            foreignKeys[Int(field.slot)]?.makeNewObjectFault(object, foreignKey: value.int64)
-          } else {
-            foreignKeys[Int(field.slot)]?.makeFault(object, foreignKey: value.int64)
-          }
+          storeForeignKey(value.int64, field: field, in: object, assigningSlots: assigningSlots)
         default:
           try accessors[Int(field.slot)].decode(value.primitive, into: object)
         }
         if assigningSlots && field.hasSlotField { field.direct.setSlot(field.slot, in: object) }
       }
     }
-    if assigningSlots {
-      for relationship in relationships {
-        relationship.accessor.setSlot(relationship.index, in: object)
-        if !relationship.holdsKey { relationship.accessor.makeNewObjectFault(object, foreignKey: 0) }
+    if assigningSlots { assignRelationshipSlots(of: object) }
+  }
+
+  /// `read(_:into:assigningSlots:)` for another engine's statement, whose columns are read as
+  /// the `PrimitiveValue`s the engine gives (the same values an SQLite store holds).
+  func read(values statement: some DatabaseStatement, into object: ManagedObject, assigningSlots: Bool) throws {
+    for field in fields {
+      let value = try statement.value(field.column)
+      switch (field.direct.kind, value) {
+      case (.int, .integer(let integer)), (.int64, .integer(let integer)), (.bool, .integer(let integer)):
+        field.direct.store(integer: integer, in: object)
+      case (.double, .real(let real)), (.date, .real(let real)):
+        field.direct.store(real: real, in: object)
+      case (.string, .text(let text)):
+        field.direct.store(text: text, in: object)
+      case (.none, .integer(let key)) where foreignKeys[Int(field.slot)] != nil:
+        storeForeignKey(key, field: field, in: object, assigningSlots: assigningSlots)
+      default:
+        try accessors[Int(field.slot)].decode(value, into: object)
       }
+      if assigningSlots && field.hasSlotField { field.direct.setSlot(field.slot, in: object) }
+    }
+    if assigningSlots { assignRelationshipSlots(of: object) }
+  }
+
+  @inline(__always)
+  private func storeForeignKey(_ key: Int64, field: Field, in object: ManagedObject, assigningSlots: Bool) {
+    if assigningSlots {
+      foreignKeys[Int(field.slot)]?.makeNewObjectFault(object, foreignKey: key)
+    } else {
+      foreignKeys[Int(field.slot)]?.makeFault(object, foreignKey: key)
+    }
+  }
+
+  /// Gives a new object's relationships their slots, and a fault to each whose links other
+  /// rows hold.
+  private func assignRelationshipSlots(of object: ManagedObject) {
+    for relationship in relationships {
+      relationship.accessor.setSlot(relationship.index, in: object)
+      if !relationship.holdsKey { relationship.accessor.makeNewObjectFault(object, foreignKey: 0) }
     }
   }
 }

@@ -32,7 +32,7 @@ import TypedStoreTesting
     let container = try PersistentContainer.makeTest(model: graphModel)
     try await fill(container)
     try await container.newBackgroundContext().perform { context in
-      let connection = try context.state.reader()
+      let connection = try #require(try context.state.reader() as? SQLiteConnection)
       var request = FetchRequest<Shelf>()
       request.relationshipKeyPathsForPrefetching = [\.books]
       let before = connection.statementsRequested
@@ -57,7 +57,7 @@ import TypedStoreTesting
     }
     // Without prefetching, each shelf's books cost a query of their own.
     try await container.newBackgroundContext().perform { context in
-      let connection = try context.state.reader()
+      let connection = try #require(try context.state.reader() as? SQLiteConnection)
       let shelves = try context.fetch(FetchRequest<Shelf>())
       let before = connection.statementsRequested
       #expect(shelves.allSatisfy { $0.books.count == 5 })
