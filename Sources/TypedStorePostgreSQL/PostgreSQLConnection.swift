@@ -27,6 +27,8 @@ package struct PostgreSQLError: Error, Sendable, Equatable, CustomStringConverti
   package var message: String
   /// The constraint a row broke (`Note_pkey`, `Note_title_key`), when the server named one.
   package var constraint: String? = nil
+  /// The table of the row, when the server named one.
+  package var table: String? = nil
 
   package var description: String {
     "PostgreSQL \(kind) error"
@@ -122,9 +124,11 @@ package final class PostgreSQLConnection {
       defer { PQclear(result) }
       let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
       let constraint = PQresultErrorField(result, Int32(UInt8(ascii: "n"))).map { String(cString: $0) }
+      let table = PQresultErrorField(result, Int32(UInt8(ascii: "t"))).map { String(cString: $0) }
       let kind: PostgreSQLError.Kind = PQstatus(connection) == CONNECTION_OK ? .statement : .connection
       throw PostgreSQLError(
-        kind: kind, sqlState: sqlState, message: Self.message(PQresultErrorMessage(result)), constraint: constraint)
+        kind: kind, sqlState: sqlState, message: Self.message(PQresultErrorMessage(result)), constraint: constraint,
+        table: table)
     }
   }
 

@@ -110,7 +110,7 @@ final class ContextState: ObjectTracking {
 
   func reader() throws -> any DatabaseConnection {
     if let readerConnection { return readerConnection }
-    let connection = try store.makeReadConnection()
+    let connection = try store.makeReader()
     readerConnection = connection
     return connection
   }

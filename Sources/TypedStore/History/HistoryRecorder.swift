@@ -339,8 +339,8 @@ private enum RecordingSQL {
 /// The write path found a catalog table of the store without the row it reads (the next
 /// history number or change ID, the history counter, a table's key floor): a store damaged by
 /// hand. The store's writer reports it as `StoreError.corrupt`.
-struct MissingCatalogRow: Error, CustomStringConvertible {
-  var description: String
+package struct MissingCatalogRow: Error, CustomStringConvertible {
+  package var description: String
   init(_ description: String) { self.description = description }
 }
 

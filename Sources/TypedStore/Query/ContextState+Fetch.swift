@@ -114,7 +114,7 @@ extension ContextState {
       throw FetchError.unknownEntity(String(describing: Entity.self))
     }
     let loaded = try fetchObjects(
-      Entity.self, of: entity, clauses: " WHERE pk IN (SELECT value FROM json_each(?))",
+      Entity.self, of: entity, clauses: " WHERE pk IN (\(try reader().dialect.jsonIntegerValues))",
       arguments: [.text(HistorySchema.jsonArray(Array(keys)))])
     var byKey: [Int64: Entity] = [:]
     byKey.reserveCapacity(loaded.count)

@@ -42,7 +42,7 @@ extension ContextState {
       }
       if !missing.isEmpty {
         _ = try fetchObjects(
-          ManagedObject.self, of: destination, clauses: " WHERE pk IN (SELECT value FROM json_each(?))",
+          ManagedObject.self, of: destination, clauses: " WHERE pk IN (\(try reader().dialect.jsonIntegerValues))",
           arguments: [.text(HistorySchema.jsonArray(missing.sorted()))])
       }
       for owner in owners {
@@ -63,7 +63,8 @@ extension ContextState {
       let order = orderColumn.map { "\"\($0)\", " } ?? ""
       try forEachFetchedObject(
         of: destination,
-        clauses: " WHERE \"\(column)\" IN (SELECT value FROM json_each(?)) ORDER BY \"\(column)\", \(order)pk",
+        clauses:
+          " WHERE \"\(column)\" IN (\(try reader().dialect.jsonIntegerValues)) ORDER BY \"\(column)\", \(order)pk",
         arguments: [.text(HistorySchema.jsonArray(owners.compactMap { $0.objectKey?.value }))]
       ) { runs.add($0) }
       runs.finish()
@@ -76,7 +77,7 @@ extension ContextState {
       }
       if !missing.isEmpty {
         _ = try fetchObjects(
-          ManagedObject.self, of: destination, clauses: " WHERE pk IN (SELECT value FROM json_each(?))",
+          ManagedObject.self, of: destination, clauses: " WHERE pk IN (\(try reader().dialect.jsonIntegerValues))",
           arguments: [.text(HistorySchema.jsonArray(missing.sorted()))])
       }
       var byOwner: [Int64: [ManagedObject]] = [:]

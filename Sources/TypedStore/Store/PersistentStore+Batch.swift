@@ -38,11 +38,10 @@ extension PersistentStore {
     assignments: [(slot: Int32, value: PrimitiveValue)], info: TransactionInfo, in transaction: SQLiteConnection? = nil
   ) throws -> AffectedRows {
     try checkStorable(assignments.map(\.value), entityIndex: entity.index, slots: assignments.map(\.slot))
-    return try writer.write(info, in: transaction) { connection, history in
-      try self.batchUpdate(
-        entity, selection: selection, filter: filter, includesSubentities: includesSubentities,
-        assignments: assignments, connection: connection, history: history)
-    }
+    let work = BatchWork(
+      store: self, entity: entity, selection: selection, filter: filter, includesSubentities: includesSubentities,
+      assignments: assignments)
+    return try perform(work, info: info, in: transaction)
   }
 
   /// `batchUpdate`'s work inside a write transaction the caller holds, on either engine.
@@ -76,11 +75,10 @@ extension PersistentStore {
     _ entity: EntityDescription, selection: RowSelection, filter: RowFilter? = nil, includesSubentities: Bool,
     info: TransactionInfo, in transaction: SQLiteConnection? = nil
   ) throws -> AffectedRows {
-    try writer.write(info, in: transaction) { connection, history in
-      try self.batchDelete(
-        entity, selection: selection, filter: filter, includesSubentities: includesSubentities,
-        connection: connection, history: history)
-    }
+    let work = BatchWork(
+      store: self, entity: entity, selection: selection, filter: filter, includesSubentities: includesSubentities,
+      assignments: nil)
+    return try perform(work, info: info, in: transaction)
   }
 
   /// `batchDelete`'s work inside a write transaction the caller holds, on either engine.

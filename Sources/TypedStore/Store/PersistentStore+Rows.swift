@@ -257,9 +257,7 @@ extension PersistentStore {
       try checkStorable(update.values, entityIndex: update.entityIndex, slots: update.slots)
     }
     do {
-      return try writer.write(info, in: transaction) { connection, history in
-        try self.write(changes, info: info, connection: connection, history: history)
-      }
+      return try perform(ChangeSetWork(store: self, changes: changes, info: info), info: info, in: transaction)
     } catch let error as SQLiteError where error.isUniqueConstraint || error.isPrimaryKeyConstraint {
       // SQLite says "UNIQUE constraint failed: Table.column".
       let table = error.message.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) }
@@ -336,13 +334,22 @@ extension PersistentStore {
   func reservePrimaryKeys(count: Int, root: EntityDescription, in transaction: SQLiteConnection? = nil) throws
     -> ClosedRange<Int64>
   {
-    try writer.write(TransactionInfo(), in: transaction) { connection, history in
+    try perform(KeyReservation(store: self, count: count, root: root), info: TransactionInfo(), in: transaction)
+  }
+
+  /// `reservePrimaryKeys(count:root:in:)`'s work in the write transaction.
+  private struct KeyReservation: StoreWork {
+    let store: PersistentStore
+    let count: Int
+    let root: EntityDescription
+
+    func apply<C: DatabaseConnection>(connection: C, history: HistoryRecorder<C>) throws -> ClosedRange<Int64> {
       let first =
         try history.memo?.nextKey(root: root.rootIndex)
-        ?? Self.nextPrimaryKey(of: self.layout(of: root), connection: connection)
+        ?? PersistentStore.nextPrimaryKey(of: store.layout(of: root), connection: connection)
       let keys = first...(first + Int64(count) - 1)
       // Not inserted yet: the floor keeps them from being given again meanwhile.
-      try Self.raiseKeyFloor(of: root.tableName, to: keys.upperBound, connection: connection)
+      try PersistentStore.raiseKeyFloor(of: root.tableName, to: keys.upperBound, connection: connection)
       history.memo?.setNextKey(keys.upperBound + 1, root: root.rootIndex)
       return keys
     }
@@ -355,7 +362,7 @@ extension PersistentStore {
   /// key be given twice, a delete of the table's largest keys (`willDelete`) and keys handed
   /// out before their rows exist (`reservePrimaryKeys`). Raising it with every insert, as
   /// Core Data's `Z_MAX` does, wrote one more page into the WAL with every save.
-  private static func nextPrimaryKey(of layout: TableLayout, connection: some DatabaseConnection) throws -> Int64 {
+  fileprivate static func nextPrimaryKey(of layout: TableLayout, connection: some DatabaseConnection) throws -> Int64 {
     let statement = try connection.statement(prepared: layout.nextKeySQL)
     defer { statement.reset() }
     try statement.bind(layout.root.name, at: 1)

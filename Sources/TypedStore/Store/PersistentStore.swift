@@ -46,6 +46,12 @@ public final class PersistentStore: Sendable {
   private let companions: CompanionFileCleanup?
   /// By `EntityDescription.index`: the layout of the entity's table.
   private let layoutsByEntity: [TableLayout?]
+  /// The engine that keeps the store's rows when it is not the store file's SQLite (see
+  /// `init(engine:url:identifier:model:options:publish:)`); nil for a store file.
+  let engine: (any StoreEngine)?
+  /// Receives what each of the engine's commits recorded, in commit order (a store file's
+  /// writer has its own).
+  let publishCommitted: @Sendable (RecordedChanges) -> Void
 
   // MARK: - Opening
 
@@ -72,6 +78,8 @@ public final class PersistentStore: Sendable {
     self.options = options
     let layouts = Self.layouts(of: model)
     self.layoutsByEntity = layouts
+    self.engine = nil
+    self.publishCommitted = { _ in }
 
     let tables = layouts.indices.compactMap { index in
       layouts[index].flatMap { $0.root.index == Int32(index) ? $0 : nil }  // each root's, in the roots' order
@@ -112,6 +120,32 @@ public final class PersistentStore: Sendable {
     self.modelStamp = ModelStamp(migrationStageOf: model)
     self.writer = StoreWriter(
       migrationStageAt: url.path, storeIdentifier: identifier, recordsHistory: options.recordsHistory)
+    self.engine = nil
+    self.publishCommitted = { _ in }
+  }
+
+  /// A store whose rows `engine` keeps (a PostgreSQL schema, at `url`), opened already by the
+  /// engine's library with `model` and the store's `identifier`: contexts read on the engine's
+  /// connections and save, reserve keys and run batch requests in its write transactions,
+  /// with the same code as on a store file; `publish` receives what each of them recorded.
+  /// It is registered, so that its IDs resolve.
+  package init(
+    engine: some StoreEngine, url: URL, identifier: UUID, model: ManagedObjectModel, options: StoreOptions,
+    publish: @escaping @Sendable (RecordedChanges) -> Void
+  ) {
+    self.url = url
+    self.filePath = url.absoluteString
+    self.model = model
+    self.options = options
+    self.identifier = identifier
+    self.layoutsByEntity = Self.layouts(of: model)
+    self.companions = nil
+    self.modelStamp = ModelStamp(migrationStageOf: model)
+    self.writer = StoreWriter(
+      migrationStageAt: url.absoluteString, storeIdentifier: identifier, recordsHistory: options.recordsHistory)
+    self.engine = engine
+    self.publishCommitted = publish
+    ModelRegistry.register(identifier, model: model)
   }
 
   /// A store whose rows another engine keeps (a PostgreSQL schema, at `url`): its model,

@@ -1,0 +1,99 @@
+import Foundation
+
+/// A store whose rows another engine keeps than SQLite (PostgreSQL, in the
+/// `TypedStorePostgreSQL` library): the connections and the write transactions it gives the
+/// store layer, which runs its own reading and writing code on them through the engine seam
+/// (`DatabaseConnection`). A store file needs none: `PersistentStore` opens SQLite itself.
+package protocol StoreEngine: Sendable {
+  associatedtype Connection: DatabaseConnection
+
+  /// A new connection for one context's reads, used on the context's executor only.
+  func makeReader() throws -> Connection
+
+  /// Runs `work` in one write transaction that holds the store's write lock, with its history
+  /// recorded (`HistoryRecorder`), and commits it. `committed` gets what the transaction
+  /// recorded, in this process's commit order, before the next write of the engine begins.
+  /// On any error nothing is written.
+  func write<Work: StoreWork>(_ work: Work, info: TransactionInfo, committed: (RecordedChanges) -> Void) throws
+    -> Work.Result
+}
+
+/// One piece of the store's write path (a save's change set, a batch request, reserved keys),
+/// run inside a write transaction of either engine: what a closure generic over the connection
+/// would be.
+package protocol StoreWork: Sendable {
+  associatedtype Result: Sendable
+  func apply<C: DatabaseConnection>(connection: C, history: HistoryRecorder<C>) throws -> Result
+}
+
+extension PersistentStore {
+  /// Runs `work` in one write transaction of the store's engine: the store file's writer
+  /// (inside `transaction`, a migration stage's, when given) or another engine's.
+  func perform<Work: StoreWork>(_ work: Work, info: TransactionInfo, in transaction: SQLiteConnection? = nil)
+    throws -> Work.Result
+  {
+    if let engine {
+      return try engine.write(work, info: info, committed: publishCommitted)
+    }
+    return try writer.write(info, in: transaction) { connection, history in
+      try work.apply(connection: connection, history: history)
+    }
+  }
+
+  /// A new connection for one context's reads, of the store's engine.
+  func makeReader() throws -> any DatabaseConnection {
+    if let engine { return try engine.makeReader() }
+    return try makeReadConnection()
+  }
+}
+
+/// A save's change set (`PersistentStore.write(_:info:connection:history:)`).
+package struct ChangeSetWork: StoreWork {
+  let store: PersistentStore
+  let changes: RowWrites
+  let info: TransactionInfo
+
+  package init(store: PersistentStore, changes: RowWrites, info: TransactionInfo) {
+    self.store = store
+    self.changes = changes
+    self.info = info
+  }
+
+  package func apply<C: DatabaseConnection>(connection: C, history: HistoryRecorder<C>) throws -> AppliedChanges {
+    try store.write(changes, info: info, connection: connection, history: history)
+  }
+}
+
+/// A batch request's work: an update of the selected rows with `assignments`, or their delete
+/// when there are none (`PersistentStore.batchUpdate`, `.batchDelete`).
+package struct BatchWork: StoreWork {
+  let store: PersistentStore
+  let entity: EntityDescription
+  let selection: RowSelection
+  let filter: RowFilter?
+  let includesSubentities: Bool
+  let assignments: [(slot: Int32, value: PrimitiveValue)]?
+
+  package init(
+    store: PersistentStore, entity: EntityDescription, selection: RowSelection, filter: RowFilter? = nil,
+    includesSubentities: Bool, assignments: [(slot: Int32, value: PrimitiveValue)]?
+  ) {
+    self.store = store
+    self.entity = entity
+    self.selection = selection
+    self.filter = filter
+    self.includesSubentities = includesSubentities
+    self.assignments = assignments
+  }
+
+  package func apply<C: DatabaseConnection>(connection: C, history: HistoryRecorder<C>) throws -> AffectedRows {
+    guard let assignments else {
+      return try store.batchDelete(
+        entity, selection: selection, filter: filter, includesSubentities: includesSubentities,
+        connection: connection, history: history)
+    }
+    return try store.batchUpdate(
+      entity, selection: selection, filter: filter, includesSubentities: includesSubentities,
+      assignments: assignments, connection: connection, history: history)
+  }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import Synchronization
+import TypedStore
+
+/// The connections and write transactions of a store on PostgreSQL: what SQLite's connections
+/// and `StoreWriter` are to a store file (issue 27, being built).
+///
+/// Every write is one transaction at READ COMMITTED that takes the store's write lock first (the
+/// history counter row's, `PostgreSQLConnection.writeTransaction`), applies its work with the
+/// store's own write path (the same code, through the engine seam, as on SQLite), records its
+/// history with the `HistoryRecorder`, which moves the counter and queues the notification
+/// last, and commits. So writers on any number of hosts take turns, history numbers are dense
+/// and in commit order, and a failure at any step leaves nothing: no rows without history, no
+/// history without rows.
+///
+/// The writing connection is used by one write at a time (a `Mutex`), as a store file's writer
+/// connection is; writers of other processes wait on the lock, up to `lockTimeout`. A write
+/// that finds the connection lost (the server restarted, the network went) throws
+/// `PostgreSQLError` of kind `.connection`, and the next write connects again: nothing of the
+/// failed write was committed, unless the connection went during its `COMMIT`, which only the
+/// history can tell (its transaction is there, or not).
+package final class PostgreSQLStoreEngine: StoreEngine {
+  /// nil after a lost connection, until the next write connects again.
+  private let connection: Mutex<PostgreSQLConnection?>
+  private let url: String
+  private let schema: String
+  private let storeIdentifier: UUID
+  private let lockTimeout: Duration
+  private let recordsHistory: Bool
+
+  /// The engine of the store `storeIdentifier` in `schema` (whose tables exist) on the server
+  /// at `url`, its writing connection connected now.
+  package init(
+    url: String, schema: String, storeIdentifier: UUID, lockTimeout: Duration = .seconds(5),
+    recordsHistory: Bool = true
+  ) throws {
+    self.connection = Mutex(try Self.connect(url: url, schema: schema))
+    self.url = url
+    self.schema = schema
+    self.storeIdentifier = storeIdentifier
+    self.lockTimeout = lockTimeout
+    self.recordsHistory = recordsHistory
+  }
+
+  private static func connect(url: String, schema: String) throws(PostgreSQLError) -> PostgreSQLConnection {
+    let connection = try PostgreSQLConnection(url: url)
+    try connection.use(schema: schema)
+    return connection
+  }
+
+  /// A new connection to the store's schema, for one context's reads.
+  package func makeReader() throws -> PostgreSQLConnection {
+    try Self.connect(url: url, schema: schema)
+  }
+
+  /// Runs `work` in one write transaction with its history, and hands `committed` what was
+  /// recorded once it committed, still holding the engine's connection (so in commit order).
+  ///
+  /// - Throws: what the store's write path throws (`StoreError.mergeConflict`,
+  ///   `StoreError.danglingReference`, `StoreError.deleteDenied`, a uniqueness clash;
+  ///   `.uniqueConstraintViolation` for a row the server's unique indexes refuse), or
+  ///   `PostgreSQLError` (`55P03` when the lock was not had in time); nothing is written then.
+  package func write<Work: StoreWork>(
+    _ work: Work, info: TransactionInfo, committed: (RecordedChanges) -> Void
+  ) throws -> Work.Result {
+    try connection.withLock { connection in
+      let live = try connection ?? Self.connect(url: url, schema: schema)
+      connection = live
+      do {
+        let (result, recorded) = try live.writeTransaction(lockTimeout: lockTimeout) {
+          let history = HistoryRecorder(connection: live, info: info, isEnabled: recordsHistory)
+          if let counter = live.lockedCounter {
+            history.follows(lastNumber: counter.last, lastChangeID: counter.lastChange)
+          }
+          let result = try work.apply(connection: live, history: history)
+          return (result, try history.finish(storeIdentifier: storeIdentifier))
+        }
+        if let recorded { committed(recorded) }
+        return result
+      } catch let error as PostgreSQLError where error.kind == .connection {
+        connection = nil  // the next write connects again
+        throw error
+      } catch let error as PostgreSQLError where error.sqlState == "23505" {
+        throw StoreError.uniqueConstraintViolation(entity: error.table ?? "", message: error.message)
+      } catch let error as MissingCatalogRow {
+        throw StoreError.corrupt(path: url, message: error.description)
+      }
+    }
+  }
+}
+
+extension PostgreSQLStoreEngine {
+  /// Opens the store in `schema` on the server at `url` with `model`, creating its tables when
+  /// the schema has none (`PostgreSQLStoreTables.open(on:)`), as a `PersistentStore` whose
+  /// contexts read and write on PostgreSQL. A write waits for the store's write lock up to
+  /// `options.busyTimeout`; `publish` receives what each of the store's commits in this process
+  /// recorded, in commit order.
+  ///
+  /// - Throws: what `PostgreSQLStoreTables.open(on:)` throws (`StoreError.modelMismatch`, …),
+  ///   or `PostgreSQLError` when the server cannot be reached.
+  package static func openStore(
+    url: String, schema: String, model: ManagedObjectModel, options: StoreOptions = StoreOptions(),
+    publish: @escaping @Sendable (RecordedChanges) -> Void = { _ in }
+  ) throws -> PersistentStore {
+    let connection = try PostgreSQLConnection(url: url)
+    let opened = try PostgreSQLStoreTables(schema: schema, model: model).open(on: connection)
+    let engine = try PostgreSQLStoreEngine(
+      url: url, schema: schema, storeIdentifier: opened.identifier, lockTimeout: options.busyTimeout,
+      recordsHistory: options.recordsHistory)
+    return PersistentStore(
+      engine: engine, url: URL(string: url) ?? URL(fileURLWithPath: schema), identifier: opened.identifier,
+      model: model, options: options, publish: publish)
+  }
+}
