@@ -28,6 +28,8 @@ package final class PostgreSQLStoreEngine: StoreEngine {
   private let lockTimeout: Duration
   private let recordsHistory: Bool
 
+  package var dialect: SQLDialect { .postgreSQL }
+
   /// The engine of the store `storeIdentifier` in `schema` (whose tables exist) on the server
   /// at `url`, its writing connection connected now.
   package init(

@@ -175,26 +175,7 @@ package struct PostgreSQLStoreTables {
       let entity = layout.hierarchy.first(where: { $0.name == column.entityName }),
       let attribute = entity.storedAttributes.first(where: { $0.columnName == column.name })
     else { return "bigint" }
-    return Self.type(of: attribute.attributeType)
-  }
-
-  /// The PostgreSQL type that stores an attribute type's values exactly: a `Date` keeps
-  /// SQLite's seconds since 2001 in `double precision` (a `timestamptz` keeps microseconds,
-  /// and Swift's `Date` compares finer), and a `Codable` value its JSON text (`jsonb` would
-  /// reorder its keys).
-  static func type(of attributeType: AttributeType) -> String {
-    switch attributeType {
-    case .boolean: "boolean"
-    case .integer16: "smallint"
-    case .integer32: "integer"
-    case .integer64: "bigint"
-    case .double, .date: "double precision"
-    case .float: "real"
-    case .decimal: "numeric"
-    case .string, .uri, .codable: "text"
-    case .binaryData: "bytea"
-    case .uuid: "uuid"
-    }
+    return attribute.attributeType.postgreSQLType
   }
 
   /// An index's name as PostgreSQL keeps it: the name itself when it fits in 63 bytes,

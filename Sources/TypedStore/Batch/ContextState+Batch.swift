@@ -90,7 +90,13 @@ extension ContextState {
   private func filter<Entity: ManagedObject>(_ predicate: Predicate<Entity>?) throws -> RowFilter? {
     guard let predicate else { return nil }
     let translated = try PredicateTranslator<Entity>.translate(
-      predicate, model: store.model, storeIdentifier: store.identifier)
+      predicate, model: store.model, storeIdentifier: store.identifier, dialect: store.dialect)
+    guard translated.isExact else {
+      // Checking the rows in Swift would read them outside the write transaction.
+      throw PredicateTranslationError.unsupportedExpression(
+        "a batch request's predicate that this store's engine cannot answer exactly in SQL "
+          + "(strings, decimals or floating point arithmetic on PostgreSQL): fetch the IDs, then batch them")
+    }
     return RowFilter(sql: translated.sql, arguments: translated.arguments)
   }
 

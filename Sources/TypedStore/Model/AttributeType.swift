@@ -38,4 +38,23 @@ public enum AttributeType: String, Sendable, Codable, CaseIterable {
     case .binaryData, .uuid: "BLOB"
     }
   }
+
+  /// The PostgreSQL type that stores this attribute type's values exactly: a `Date` keeps
+  /// SQLite's seconds since 2001 in `double precision` (a `timestamptz` keeps microseconds,
+  /// and Swift's `Date` compares finer), and a `Codable` value its JSON text (`jsonb` would
+  /// reorder its keys).
+  package var postgreSQLType: String {
+    switch self {
+    case .boolean: "boolean"
+    case .integer16: "smallint"
+    case .integer32: "integer"
+    case .integer64: "bigint"
+    case .double, .date: "double precision"
+    case .float: "real"
+    case .decimal: "numeric"
+    case .string, .uri, .codable: "text"
+    case .binaryData: "bytea"
+    case .uuid: "uuid"
+    }
+  }
 }

@@ -103,6 +103,10 @@ extension ContextState {
     groupedBy group: GroupKeyPath<Entity>?
   ) throws -> (grouping: Grouping?, rows: [(key: [PrimitiveValue], value: Result)]) {
     let resolved = try resolve(request)
+    guard !resolved.checksInSwift else {
+      throw FetchError.unsupportedAggregate(
+        "the rows of a predicate this store's engine cannot answer exactly in SQL (fetch them instead)")
+    }
     let entity = resolved.entity
     let valueAttribute = try function.keyPath.map { try aggregatedAttribute($0, of: entity) }
     let expression = try valueAttribute.map { try aggregateExpression(function, of: $0, in: entity) } ?? "count(*)"

@@ -18,6 +18,12 @@ struct ResolvedFetch {
   let sortsInMemory: Bool
   /// The attributes the predicate reads (empty without one).
   let predicateSlots: Set<Int32>
+  /// Whether `whereClause` only narrows the rows (`TranslatedPredicate.isExact`): the fetch
+  /// then evaluates the predicate in Swift on each, and applies its order and range in memory.
+  var checksInSwift = false
+
+  /// Whether the rows are filtered or ordered in memory, after a SELECT of the candidates.
+  var inMemory: Bool { sortsInMemory || checksInSwift }
 
   /// The values a statement of `whereClause` and `orderBy` binds, in order.
   var clauseArguments: [PrimitiveValue] { orderArguments.isEmpty ? arguments : arguments + orderArguments }
@@ -28,7 +34,7 @@ extension ContextState {
     let resolved = try resolve(request)
     let prefetched = try prefetchedRelationships(request)
     let objects: [Entity]
-    if resolved.sortsInMemory || (request.includesPendingChanges && pendingChangesAffect(resolved)) {
+    if resolved.inMemory || (request.includesPendingChanges && pendingChangesAffect(resolved)) {
       objects = try fetchMergingPending(request, resolved).compactMap { $0 as? Entity }
     } else if request.returnsObjectsAsFaults {
       // The keys alone; each object's row is read when it is first touched.
@@ -51,7 +57,8 @@ extension ContextState {
 
   func count<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> Int {
     let resolved = try resolve(request)
-    if request.includesPendingChanges && pendingChangesAffect(resolved, orderMatters: false) {
+    if resolved.checksInSwift || (request.includesPendingChanges && pendingChangesAffect(resolved, orderMatters: false))
+    {
       return try fetchObjectIDs(for: request).count
     }
     var total = try store.selectCount(
@@ -63,7 +70,7 @@ extension ContextState {
 
   func fetchObjectIDs<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> [ManagedID<Entity>] {
     let resolved = try resolve(request)
-    if resolved.sortsInMemory || (request.includesPendingChanges && pendingChangesAffect(resolved)) {
+    if resolved.inMemory || (request.includesPendingChanges && pendingChangesAffect(resolved)) {
       // The same answer as a fetch, whose objects (and the ones it made on the way) go again.
       return try withoutRegisteringObjects {
         try fetchMergingPending(request, resolved).compactMap { object in
@@ -92,7 +99,7 @@ extension ContextState {
   /// (inserted ones) that take part, which it holds. Keys of held objects are `-1 - index`.
   func fetchKeys<Entity: ManagedObject>(for request: FetchRequest<Entity>) throws -> (keys: [Int64], held: [Entity]) {
     let resolved = try resolve(request)
-    if resolved.sortsInMemory || (request.includesPendingChanges && pendingChangesAffect(resolved)) {
+    if resolved.inMemory || (request.includesPendingChanges && pendingChangesAffect(resolved)) {
       var held: [Entity] = []
       let keys = try fetchMergingPending(request, resolved).map { object -> Int64 in
         if let key = object.objectKey, !key.isTemporary { return key.value }
@@ -149,24 +156,29 @@ extension ContextState {
     var (restriction, arguments) = store.entityRestriction(
       for: entity, includesSubentities: request.includesSubentities)
     var predicateSlots: Set<Int32> = []
+    var checksInSwift = false
     if let predicate = request.predicate {
       let translated = try PredicateTranslator<Entity>.translate(
-        predicate, model: model, storeIdentifier: store.identifier)
+        predicate, model: model, storeIdentifier: store.identifier, dialect: store.dialect)
       restriction = restriction.isEmpty ? translated.sql : "\(restriction) AND \(translated.sql)"
       arguments += translated.arguments
       predicateSlots = translated.slots
+      checksInSwift = !translated.isExact
     }
-    return ResolvedFetch(
+    var resolved = ResolvedFetch(
       entity: entity, whereClause: restriction.isEmpty ? "" : " WHERE \(restriction)", arguments: arguments,
       sortKeys: sortKeys, orderBy: " ORDER BY " + order.joined(separator: ", "),
       orderArguments: terms.flatMap(\.arguments), sortsInMemory: sortsInMemory, predicateSlots: predicateSlots)
+    resolved.checksInSwift = checksInSwift
+    return resolved
   }
 
   func clauses(_ resolved: ResolvedFetch, limit: Int, offset: Int) -> String {
     var text = resolved.whereClause + resolved.orderBy
     if limit > 0 || offset > 0 {
-      // Integers from the request, not user text: LIMIT -1 means no limit in SQLite.
-      text += " LIMIT \(limit > 0 ? limit : -1) OFFSET \(offset)"
+      // Integers from the request, not user text: LIMIT -1 (SQLite) or ALL means no limit.
+      let none = store.dialect == .sqlite ? "-1" : "ALL"
+      text += " LIMIT \(limit > 0 ? String(limit) : none) OFFSET \(offset)"
     }
     return text
   }
@@ -237,6 +249,11 @@ extension ContextState {
       ManagedObject.self, of: resolved.entity, clauses: resolved.whereClause + resolved.orderBy,
       arguments: resolved.clauseArguments
     ).filter { !request.includesPendingChanges || !$0.isDeleted }
+    if resolved.checksInSwift, let predicate = request.predicate {
+      // The SQL only narrowed the rows: Swift's evaluation decides (the edited objects below
+      // are asked again anyway).
+      objects = try objects.filter { object in try (object as? Entity).map { try predicate.evaluate($0) } ?? false }
+    }
     var candidates = request.includesPendingChanges ? inserted.filter { allowed.contains($0.entity?.name ?? "") } : []
     if let predicate = request.predicate, request.includesPendingChanges {
       // The store answered for the saved values; objects whose unsaved edits touch what the

@@ -193,13 +193,18 @@ extension PredicateTranslator {
       graph: .object(destination, alias: row))
     defer { variables[variable] = nil }
     let condition = try self.condition(test)
+    // Some related row passing a superset of the test is a superset; every related row
+    // passing it is none (`NOT` of a superset).
+    if all && condition.exactness != .exact {
+      return SQLFragment(sql: literal(true), kind: .boolean, isNullable: false, exactness: .superset)
+    }
     let sql =
       all
       ? "(NOT EXISTS (SELECT 1 \(rows) AND NOT \(condition.sql)))"
       : "(EXISTS (SELECT 1 \(rows) AND \(condition.sql)))"
     return SQLFragment(
       sql: sql, arguments: base.arguments + condition.arguments, kind: .boolean, codec: nil, literal: nil,
-      isNullable: false)
+      isNullable: false, exactness: condition.exactness)
   }
 }
 

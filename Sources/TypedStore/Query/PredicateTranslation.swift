@@ -7,6 +7,23 @@ struct TranslatedPredicate {
   let sql: String
   let arguments: [PrimitiveValue]
   let slots: Set<Int32>
+  /// False when the SQL only narrows the rows (an engine whose semantics differ from Swift's
+  /// where the predicate reads them): every row Swift's evaluation selects is among the SQL's,
+  /// and the fetch evaluates the predicate in Swift on each of them.
+  var isExact = true
+}
+
+/// How far a fragment's SQL answers as Swift does. On SQLite every fragment is exact (Swift's
+/// own functions and collations run inside it). On PostgreSQL, where strings, decimals and
+/// floating point arithmetic behave otherwise, a fragment may only narrow the rows, and the
+/// fetch checks the candidates in Swift (`TranslatedPredicate.isExact`).
+enum SQLExactness: Equatable {
+  /// The SQL answers as Swift does.
+  case exact
+  /// A condition whose SQL is true wherever Swift's answer is true (and maybe elsewhere).
+  case superset
+  /// SQL that says nothing Swift's answer can rely on: as a condition it narrows nothing.
+  case opaque
 }
 
 /// How SQLite must compare a value to answer as Swift does.
@@ -39,6 +56,10 @@ struct SQLFragment {
   var isNullable: Bool
   /// Set for a related object or a to-many relationship (`PredicateTranslation+Relationships`).
   var graph: GraphReference? = nil
+  /// The attribute type of the value, when known: how a bound value is typed where the engine
+  /// needs it (PostgreSQL's `CAST(? AS …)`).
+  var attributeType: AttributeType? = nil
+  var exactness: SQLExactness = .exact
 }
 
 /// Translates a `Predicate<Entity>`'s expression tree, node by node: each Foundation
@@ -58,17 +79,22 @@ struct PredicateTranslator<Entity: ManagedObject> {
   /// Key paths into composites joined from the parts `#Predicate` wrote, by the joined key
   /// path: the parts, whose objects last, key their resolution (`KeyPathResolution.swift`).
   var joinedParts: [ObjectIdentifier: [AnyKeyPath]] = [:]
+  /// The SQL language translated to (PostgreSQL's where it differs; see `SQLExactness`).
+  var dialect: SQLDialect = .sqlite
 
-  static func translate(_ predicate: Predicate<Entity>, model: ManagedObjectModel, storeIdentifier: UUID? = nil)
-    throws -> TranslatedPredicate
-  {
+  static func translate(
+    _ predicate: Predicate<Entity>, model: ManagedObjectModel, storeIdentifier: UUID? = nil,
+    dialect: SQLDialect = .sqlite
+  ) throws -> TranslatedPredicate {
     guard let entity = model.entity(for: Entity.self) else {
       throw FetchError.unknownEntity(String(describing: Entity.self))
     }
     var translator = PredicateTranslator(
-      model: model, entity: entity, root: predicate.variable.key, storeIdentifier: storeIdentifier)
+      model: model, entity: entity, root: predicate.variable.key, storeIdentifier: storeIdentifier, dialect: dialect)
     let fragment = try translator.condition(predicate.expression)
-    return TranslatedPredicate(sql: fragment.sql, arguments: fragment.arguments, slots: translator.slots)
+    return TranslatedPredicate(
+      sql: fragment.sql, arguments: fragment.arguments, slots: translator.slots,
+      isExact: fragment.exactness == .exact)
   }
 
   // MARK: - Nodes
@@ -87,18 +113,44 @@ struct PredicateTranslator<Entity: ManagedObject> {
       guard !result.isNullable else {
         throw PredicateTranslationError.unsupportedExpression("an optional Bool used as a condition")
       }
-      result.sql = "(\(result.sql) <> 0)"
+      // PostgreSQL keeps a `Bool` as a boolean, SQLite as an integer.
+      if dialect == .sqlite { result.sql = "(\(result.sql) <> 0)" }
       result.kind = .boolean
     }
-    return result
+    return narrowing(result)
+  }
+
+  /// A condition as it narrows the rows: itself, unless it is opaque, which narrows nothing.
+  func narrowing(_ condition: SQLFragment) -> SQLFragment {
+    guard condition.exactness == .opaque else { return condition }
+    return SQLFragment(sql: literal(true), kind: .boolean, isNullable: false, exactness: .superset)
+  }
+
+  /// `true` or `false` in the dialect's SQL.
+  func literal(_ value: Bool) -> String {
+    dialect == .sqlite ? (value ? "1" : "0") : (value ? "TRUE" : "FALSE")
   }
 
   /// A fragment whose literal, if any, is bound on its own.
   func bound(_ fragment: SQLFragment) throws -> SQLFragment {
     guard let literal = fragment.literal else { return fragment }
-    let (value, kind) = try Self.encode(literal, store: storeIdentifier)
+    let (value, kind, type) = try Self.encode(literal, store: storeIdentifier)
+    return parameter(value, kind: kind, type: type)
+  }
+
+  /// A bound value: `?`, which PostgreSQL is told the type of (it infers none for a value
+  /// compared with another value). A text PostgreSQL cannot hold (a NUL character) is bound
+  /// as no value, and the fragment is opaque: Swift's evaluation decides.
+  func parameter(_ value: PrimitiveValue, kind: SQLValueKind, type: AttributeType?) -> SQLFragment {
+    guard dialect == .postgreSQL else {
+      return SQLFragment(sql: "?", arguments: [value], kind: kind, codec: nil, literal: nil, isNullable: value == .null)
+    }
+    if case .text(let text) = value, text.utf8.contains(0) {
+      return SQLFragment(sql: "NULL", kind: kind, isNullable: true, attributeType: type, exactness: .opaque)
+    }
     return SQLFragment(
-      sql: "?", arguments: [value], kind: kind, codec: nil, literal: nil, isNullable: value == .null)
+      sql: type.map { "CAST(? AS \($0.postgreSQLType))" } ?? "?", arguments: [value], kind: kind, codec: nil,
+      literal: nil, isNullable: value == .null, attributeType: type)
   }
 
   /// Two operands, each literal bound with the other side's codec when it has one.
@@ -106,8 +158,7 @@ struct PredicateTranslator<Entity: ManagedObject> {
     func bind(_ fragment: SQLFragment, like other: SQLFragment) throws -> SQLFragment {
       guard let literal = fragment.literal else { return fragment }
       if let codec = other.codec, let value = try codec.encodeAny(literal) {
-        return SQLFragment(
-          sql: "?", arguments: [value], kind: other.kind, codec: nil, literal: nil, isNullable: value == .null)
+        return parameter(value, kind: other.kind, type: other.attributeType ?? codec.attributeType)
       }
       return try bound(fragment)
     }
@@ -138,32 +189,33 @@ struct PredicateTranslator<Entity: ManagedObject> {
     }
     return SQLFragment(
       sql: "\"\(attribute.columnName)\"", kind: kind, codec: attribute.accessor.codec, literal: nil,
-      isNullable: attribute.isOptional)
+      isNullable: attribute.isOptional, attributeType: attribute.attributeType)
   }
 
   // MARK: - Values
 
   /// A Swift value as SQLite stores it, and how it compares.
-  static func encode(_ value: Any, store: UUID? = nil) throws -> (PrimitiveValue, SQLValueKind) {
-    if let optional = value as? any AnyOptional, optional.isNone { return (.null, .unknown) }
+  static func encode(_ value: Any, store: UUID? = nil) throws -> (PrimitiveValue, SQLValueKind, AttributeType?) {
+    if let optional = value as? any AnyOptional, optional.isNone { return (.null, .unknown, nil) }
     if let object = value as? ManagedObject {
       // Its row's key; an object never saved is no row's (keys start at 1).
-      guard let key = object.objectKey, !key.isTemporary else { return (.integer(0), .number) }
-      return (.integer(key.value), .number)
+      guard let key = object.objectKey, !key.isTemporary else { return (.integer(0), .number, .integer64) }
+      return (.integer(key.value), .number, .integer64)
     }
     if let id = value as? any ManagedIDConvertible {
       // Its row's key, compared with `pk`; a temporary ID, or one of another store, is no
       // row's.
       let untyped = id.untypedManagedID
       guard let key = untyped.primaryKey, untyped.storeIdentifier == store ?? untyped.storeIdentifier else {
-        return (.integer(0), .number)
+        return (.integer(0), .number, .integer64)
       }
-      return (.integer(key), .number)
+      return (.integer(key), .number, .integer64)
     }
     if let unwrapped = unwrapOptional(value) { return try encode(unwrapped, store: store) }
     if let attributeValue = value as? any AttributeValue {
       let kind: SQLValueKind
-      switch type(of: attributeValue).attributeType {
+      let attributeType = type(of: attributeValue).attributeType
+      switch attributeType {
       case .string: kind = .text
       case .decimal: kind = .decimal
       case .binaryData, .uuid: kind = .blob
@@ -171,7 +223,7 @@ struct PredicateTranslator<Entity: ManagedObject> {
         throw PredicateTranslationError.unsupportedValue(type: name(of: value), operation: "a comparison")
       default: kind = .number
       }
-      return (attributeValue.primitiveValue, kind)
+      return (attributeValue.primitiveValue, kind, attributeType)
     }
     if let raw = value as? any RawRepresentable { return try encode(raw.rawValue) }
     throw PredicateTranslationError.unsupportedValue(type: name(of: value), operation: "a comparison")
@@ -203,6 +255,52 @@ struct PredicateTranslator<Entity: ManagedObject> {
   static func collation(_ left: SQLValueKind, _ right: SQLValueKind) -> String {
     if left == .decimal || right == .decimal { return " COLLATE SWIFT_DECIMAL" }
     return left == .text || right == .text ? " COLLATE SWIFT" : ""
+  }
+
+  /// `left symbol right`, where `symbol` is `IS`, `IS NOT` (NULL-safe `==` and `!=`), `<`,
+  /// `<=`, `>` or `>=`, answered as Swift does: with SQLite's Swift collations; on PostgreSQL
+  /// with strings compared in NFC by code point (Swift's `==` is canonical equivalence and its
+  /// `<` orders NFC scalars) and decimals with NaN below every number (Swift's order; `numeric`
+  /// puts NaN above). Operands that are not exact narrow nothing.
+  func compared(_ left: SQLFragment, _ symbol: String, _ right: SQLFragment) -> SQLFragment {
+    guard dialect == .postgreSQL else {
+      return SQLFragment(
+        sql: "\(left.sql) \(symbol) \(right.sql)\(Self.collation(left, right))",
+        arguments: left.arguments + right.arguments, kind: .boolean, isNullable: false)
+    }
+    guard left.exactness == .exact, right.exactness == .exact, left.sql != "?" || right.sql != "?" else {
+      return SQLFragment(sql: literal(true), kind: .boolean, isNullable: false, exactness: .superset)
+    }
+    let operation =
+      switch symbol {
+      case "IS": "IS NOT DISTINCT FROM"
+      case "IS NOT": "IS DISTINCT FROM"
+      default: symbol
+      }
+    let (a, b) = (Self.swiftOrdered(left, other: right), Self.swiftOrdered(right, other: left))
+    return SQLFragment(
+      sql: "\(a.sql) \(operation) \(b.sql)\(left.kind == .text || right.kind == .text ? " COLLATE \"C\"" : "")",
+      arguments: a.arguments + b.arguments, kind: .boolean, isNullable: false)
+  }
+
+  /// On PostgreSQL, an operand as Swift orders and equates its values: a string in NFC, a
+  /// decimal with NaN as `-Infinity` (no `Decimal` is that small); any other as it is.
+  static func swiftOrdered(_ fragment: SQLFragment, other: SQLFragment) -> (sql: String, arguments: [PrimitiveValue]) {
+    if fragment.kind == .text || other.kind == .text {
+      return ("normalize(\(fragment.sql), NFC)", fragment.arguments)
+    }
+    guard fragment.kind == .decimal || other.kind == .decimal else { return (fragment.sql, fragment.arguments) }
+    // The operand twice, so its bound values twice, in order.
+    return (
+      "(CASE WHEN \(fragment.sql) = 'NaN' THEN CAST('-Infinity' AS numeric) ELSE \(fragment.sql) END)",
+      fragment.arguments + fragment.arguments
+    )
+  }
+
+  /// The exactness of a fragment made of `parts` (a CASE, a coalesce, an arithmetic): exact
+  /// when every part is, otherwise opaque.
+  static func combined(_ parts: SQLFragment...) -> SQLExactness {
+    parts.allSatisfy { $0.exactness == .exact } ? .exact : .opaque
   }
 }
 
@@ -284,9 +382,9 @@ extension PredicateTranslator {
   /// `==` or `!=` of two operands, NULL-safe.
   mutating func equality(_ lhs: Any, _ rhs: Any, operator symbol: String) throws -> SQLFragment {
     let (left, right) = try pair(try fragment(lhs), try fragment(rhs))
-    return SQLFragment(
-      sql: "(\(left.sql) \(symbol) \(right.sql)\(Self.collation(left, right)))",
-      arguments: left.arguments + right.arguments, kind: .boolean, isNullable: false)
+    var result = compared(left, symbol, right)
+    result.sql = "(\(result.sql))"
+    return result
   }
 }
 
@@ -313,9 +411,10 @@ extension PredicateExpressions.Comparison: SQLTranslatable {
     case .greaterThanOrEqual: symbol = ">="
     @unknown default: throw PredicateTranslationError.unsupportedExpression("comparison \(op)")
     }
-    return SQLFragment(
-      sql: "(\(left.sql) \(symbol) \(right.sql)\(PredicateTranslator<Entity>.collation(left, right)))",
-      arguments: left.arguments + right.arguments, kind: .boolean, isNullable: left.isNullable || right.isNullable)
+    var result = translator.compared(left, symbol, right)
+    result.sql = "(\(result.sql))"
+    result.isNullable = left.isNullable || right.isNullable
+    return result
   }
 }
 
@@ -327,7 +426,7 @@ extension PredicateExpressions.Conjunction: SQLTranslatable {
     let right = try translator.condition(rhs)
     return SQLFragment(
       sql: "(\(left.sql) AND \(right.sql))", arguments: left.arguments + right.arguments, kind: .boolean,
-      isNullable: false)
+      isNullable: false, exactness: left.exactness == .exact && right.exactness == .exact ? .exact : .superset)
   }
 }
 
@@ -337,13 +436,17 @@ extension PredicateExpressions.Disjunction: SQLTranslatable {
     let right = try translator.condition(rhs)
     return SQLFragment(
       sql: "(\(left.sql) OR \(right.sql))", arguments: left.arguments + right.arguments, kind: .boolean,
-      isNullable: false)
+      isNullable: false, exactness: left.exactness == .exact && right.exactness == .exact ? .exact : .superset)
   }
 }
 
 extension PredicateExpressions.Negation: SQLTranslatable {
   func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
     let inner = try translator.condition(wrapped)
+    // A superset's negation is no superset: it narrows nothing.
+    guard inner.exactness == .exact else {
+      return SQLFragment(sql: translator.literal(true), kind: .boolean, isNullable: false, exactness: .superset)
+    }
     return SQLFragment(sql: "(NOT \(inner.sql))", arguments: inner.arguments, kind: .boolean, isNullable: false)
   }
 }
@@ -356,7 +459,8 @@ extension PredicateExpressions.Conditional: SQLTranslatable {
     return SQLFragment(
       sql: "(CASE WHEN \(condition.sql) THEN \(yes.sql) ELSE \(no.sql) END)",
       arguments: condition.arguments + yes.arguments + no.arguments, kind: kind, codec: yes.codec ?? no.codec,
-      literal: nil, isNullable: yes.isNullable || no.isNullable)
+      literal: nil, isNullable: yes.isNullable || no.isNullable, attributeType: yes.attributeType ?? no.attributeType,
+      exactness: PredicateTranslator<Entity>.combined(condition, yes, no))
   }
 }
 
@@ -368,7 +472,8 @@ extension PredicateExpressions.NilCoalesce: SQLTranslatable {
     let kind = left.kind == .unknown ? right.kind : left.kind
     return SQLFragment(
       sql: "coalesce(\(left.sql), \(right.sql))", arguments: left.arguments + right.arguments, kind: kind,
-      codec: nil, literal: nil, isNullable: right.isNullable)
+      codec: nil, literal: nil, isNullable: right.isNullable, attributeType: left.attributeType ?? right.attributeType,
+      exactness: PredicateTranslator<Entity>.combined(left, right))
   }
 }
 
@@ -384,7 +489,9 @@ extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
     return SQLFragment(
       sql: "(CASE WHEN \(unwrapped.sql) IS NULL THEN NULL ELSE \(body.sql) END)",
       arguments: unwrapped.arguments + body.arguments, kind: body.kind == .boolean ? .number : body.kind,
-      codec: nil, literal: nil, isNullable: true, graph: body.graph)  // a chain goes on: $0.book?.shelf?.name
+      codec: nil, literal: nil, isNullable: true, graph: body.graph,  // a chain goes on: $0.book?.shelf?.name
+      attributeType: body.kind == .boolean ? .boolean : body.attributeType,
+      exactness: PredicateTranslator<Entity>.combined(unwrapped, body))
   }
 }
 
@@ -394,7 +501,7 @@ extension PredicateExpressions.Arithmetic: SQLTranslatable {
   func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
     let (left, right) = try translator.pair(try translator.fragment(lhs), try translator.fragment(rhs))
     if left.kind == .decimal || right.kind == .decimal {
-      return try PredicateTranslator<Entity>.decimalArithmetic(op, left, right)
+      return try translator.decimalArithmetic(op, left, right)
     }
     guard left.kind == .number || left.kind == .unknown, right.kind == .number || right.kind == .unknown else {
       throw PredicateTranslationError.unsupportedValue(type: "non-numeric", operation: "arithmetic")
@@ -406,9 +513,15 @@ extension PredicateExpressions.Arithmetic: SQLTranslatable {
     case .multiply: symbol = "*"
     @unknown default: throw PredicateTranslationError.unsupportedExpression("arithmetic \(op)")
     }
+    // PostgreSQL's floating point arithmetic makes a NaN that compares equal to itself and
+    // above every number (Swift's is unordered): only integer arithmetic is exact there.
+    let type = left.attributeType ?? right.attributeType
+    let real = [AttributeType.double, .float, .date].contains { $0 == left.attributeType || $0 == right.attributeType }
     return SQLFragment(
       sql: "(\(left.sql) \(symbol) \(right.sql))", arguments: left.arguments + right.arguments, kind: .number,
-      codec: nil, literal: nil, isNullable: left.isNullable || right.isNullable)
+      codec: nil, literal: nil, isNullable: left.isNullable || right.isNullable, attributeType: type,
+      exactness: translator.dialect == .postgreSQL && (real || type == nil)
+        ? .opaque : PredicateTranslator<Entity>.combined(left, right))
   }
 }
 
@@ -416,24 +529,25 @@ extension PredicateExpressions.UnaryMinus: SQLTranslatable {
   func translate<Entity: ManagedObject>(_ translator: inout PredicateTranslator<Entity>) throws -> SQLFragment {
     let operand = try translator.bound(try translator.fragment(wrapped))
     if operand.kind == .decimal {
-      // Swift's prefix `-` on `Decimal`, whose NaN stays NaN.
+      // Swift's prefix `-` on `Decimal`, whose NaN stays NaN (as `numeric`'s does).
       return SQLFragment(
-        sql: "swift_decimal_negate(\(operand.sql))", arguments: operand.arguments, kind: .decimal, codec: nil,
-        literal: nil, isNullable: operand.isNullable)
+        sql: translator.dialect == .sqlite ? "swift_decimal_negate(\(operand.sql))" : "(-\(operand.sql))",
+        arguments: operand.arguments, kind: .decimal, codec: nil,
+        literal: nil, isNullable: operand.isNullable, attributeType: .decimal, exactness: operand.exactness)
     }
     guard operand.kind == .number || operand.kind == .unknown else {
       throw PredicateTranslationError.unsupportedValue(type: "non-numeric", operation: "unary minus")
     }
     return SQLFragment(
       sql: "(-\(operand.sql))", arguments: operand.arguments, kind: .number, codec: nil, literal: nil,
-      isNullable: operand.isNullable)
+      isNullable: operand.isNullable, attributeType: operand.attributeType, exactness: operand.exactness)
   }
 }
 
 extension PredicateTranslator {
   /// `+`, `-` or `*` of decimals: Swift's own operators, called by SQLite (`SwiftDecimalFunctions`),
   /// so that the digits kept, the rounding and NaN are Swift's.
-  static func decimalArithmetic(
+  func decimalArithmetic(
     _ op: PredicateExpressions.ArithmeticOperator, _ left: SQLFragment, _ right: SQLFragment
   ) throws -> SQLFragment {
     guard left.kind == .decimal || left.kind == .unknown, right.kind == .decimal || right.kind == .unknown else {
@@ -446,9 +560,11 @@ extension PredicateTranslator {
     case .multiply: function = "swift_decimal_multiply"
     @unknown default: throw PredicateTranslationError.unsupportedExpression("arithmetic \(op)")
     }
+    // Only SQLite runs Swift's decimal arithmetic (PostgreSQL's `numeric` keeps every digit).
     return SQLFragment(
       sql: "\(function)(\(left.sql), \(right.sql))", arguments: left.arguments + right.arguments, kind: .decimal,
-      codec: nil, literal: nil, isNullable: left.isNullable || right.isNullable)
+      codec: nil, literal: nil, isNullable: left.isNullable || right.isNullable, attributeType: .decimal,
+      exactness: dialect == .postgreSQL ? .opaque : .exact)
   }
 }
 
@@ -522,27 +638,22 @@ extension PredicateExpressions.RangeExpressionContains: SQLTranslatable {
       // A raw enum's stored values need not be in the order of its own `<`.
       throw PredicateTranslationError.unsupportedValue(type: "a RawRepresentable attribute", operation: "a range")
     }
-    var tests: [(sql: String, arguments: [PrimitiveValue])] = []
+    var tests: [SQLFragment] = []
     func test(_ bound: Any, below: Bool, orEqual: Bool) throws {
       let value = SQLFragment(sql: "?", kind: .unknown, codec: nil, literal: bound, isNullable: true)
       let (x, limit) = try translator.pair(element, value)
       guard x.kind != .blob && limit.kind != .blob else {
         throw PredicateTranslationError.unsupportedValue(type: "Data or UUID", operation: "a range")
       }
-      let symbol = (below ? "<" : ">") + (orEqual ? "=" : "")
-      tests.append(
-        (
-          "\(limit.sql) \(symbol) \(x.sql)\(PredicateTranslator<Entity>.collation(x, limit))",
-          limit.arguments + x.arguments
-        )
-      )
+      tests.append(translator.compared(limit, (below ? "<" : ">") + (orEqual ? "=" : ""), x))
     }
     if let lower { try test(lower, below: true, orEqual: true) }
     if let upper { try test(upper, below: false, orEqual: isClosed) }
-    guard !tests.isEmpty else { return SQLFragment(sql: "1", kind: .boolean, isNullable: false) }
+    guard !tests.isEmpty else { return SQLFragment(sql: translator.literal(true), kind: .boolean, isNullable: false) }
     return SQLFragment(
       sql: "(" + tests.map(\.sql).joined(separator: " AND ") + ")", arguments: tests.flatMap(\.arguments),
-      kind: .boolean, isNullable: element.isNullable)
+      kind: .boolean, isNullable: element.isNullable,
+      exactness: tests.allSatisfy { $0.exactness == .exact } ? .exact : .superset)
   }
 }
 
@@ -591,9 +702,8 @@ extension PredicateExpressions.CollectionContainsCollection: SQLTranslatable {
     guard whole.kind == .text || part.kind == .text else {
       throw PredicateTranslationError.unsupportedValue(type: "a collection that is not a String", operation: "contains")
     }
-    return SQLFragment(
-      sql: "swift_contains(\(whole.sql), \(part.sql))", arguments: whole.arguments + part.arguments, kind: .boolean,
-      isNullable: false)
+    return translator.searched(
+      whole, part, sqlite: { "swift_contains(\($0), \($1))" }, postgreSQL: { "strpos(\($0), \($1)) > 0" })
   }
 }
 
@@ -604,9 +714,8 @@ extension PredicateExpressions.SequenceStartsWith: SQLTranslatable {
       throw PredicateTranslationError.unsupportedValue(
         type: "a sequence that is not a String", operation: "starts(with:)")
     }
-    return SQLFragment(
-      sql: "swift_starts_with(\(whole.sql), \(start.sql))", arguments: whole.arguments + start.arguments,
-      kind: .boolean, isNullable: false)
+    return translator.searched(
+      whole, start, sqlite: { "swift_starts_with(\($0), \($1))" }, postgreSQL: { "starts_with(\($0), \($1))" })
   }
 }
 
@@ -620,18 +729,40 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
     let element = try translator.fragment(element)
     var member = element
     if member.literal != nil { member = try translator.bound(member) }
-    var tests: [String] = []
-    var arguments: [PrimitiveValue] = []
+    var tests: [SQLFragment] = []
     for item in items {
-      let (value, kind) =
-        try member.codec.flatMap { codec in try codec.encodeAny(item).map { ($0, member.kind) } }
+      let (value, kind, type) =
+        try member.codec.flatMap { codec in
+          try codec.encodeAny(item).map { ($0, member.kind, member.attributeType ?? codec.attributeType) }
+        }
         ?? PredicateTranslator<Entity>.encode(item, store: translator.storeIdentifier)
-      let collation = PredicateTranslator<Entity>.collation(member.kind, kind)
-      tests.append("\(member.sql) IS ?\(collation)")
-      arguments += member.arguments + [value]
+      tests.append(translator.compared(member, "IS", translator.parameter(value, kind: kind, type: type)))
     }
-    guard !tests.isEmpty else { return SQLFragment(sql: "0", kind: .boolean, isNullable: false) }
+    guard !tests.isEmpty else { return SQLFragment(sql: translator.literal(false), kind: .boolean, isNullable: false) }
     return SQLFragment(
-      sql: "(" + tests.joined(separator: " OR ") + ")", arguments: arguments, kind: .boolean, isNullable: false)
+      sql: "(" + tests.map(\.sql).joined(separator: " OR ") + ")", arguments: tests.flatMap(\.arguments),
+      kind: .boolean, isNullable: false, exactness: tests.allSatisfy { $0.exactness == .exact } ? .exact : .superset)
+  }
+}
+
+extension PredicateTranslator {
+  /// `whole.contains(part)` or `whole.starts(with: part)` on strings, as collections of
+  /// characters: Swift's own function on SQLite (`SwiftStringFunctions`); on PostgreSQL a
+  /// search of the NFC forms, true wherever Swift's is (a superset, checked in Swift).
+  func searched(
+    _ whole: SQLFragment, _ part: SQLFragment, sqlite: (String, String) -> String,
+    postgreSQL: (String, String) -> String
+  ) -> SQLFragment {
+    let arguments = whole.arguments + part.arguments
+    guard dialect == .postgreSQL else {
+      return SQLFragment(
+        sql: sqlite(whole.sql, part.sql), arguments: arguments, kind: .boolean, isNullable: false)
+    }
+    guard whole.exactness == .exact, part.exactness == .exact else {
+      return SQLFragment(sql: literal(true), kind: .boolean, isNullable: false, exactness: .superset)
+    }
+    return SQLFragment(
+      sql: "(" + postgreSQL("normalize(\(whole.sql), NFC)", "normalize(\(part.sql), NFC)") + ")",
+      arguments: arguments, kind: .boolean, isNullable: false, exactness: .superset)
   }
 }

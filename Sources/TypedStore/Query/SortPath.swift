@@ -92,6 +92,16 @@ extension ContextState {
   private func sqlOrder<Entity: ManagedObject>(
     of path: SortPath, from type: Entity.Type, comparator: String.StandardComparator?
   ) -> SQLSortOrder {
+    let order = sqliteOrder(of: path, from: type, comparator: comparator)
+    // Only SQLite runs `String.StandardComparator.lexical`: another engine orders by it in memory.
+    if store.dialect != .sqlite, case .column(let collation) = order, collation == "SWIFT_LEXICAL" { return .inMemory }
+    return order
+  }
+
+  /// `sqlOrder(of:from:comparator:)` on SQLite.
+  private func sqliteOrder<Entity: ManagedObject>(
+    of path: SortPath, from type: Entity.Type, comparator: String.StandardComparator?
+  ) -> SQLSortOrder {
     guard var entity = store.model.entity(for: type) else { return .inMemory }
     for index in path.relationships {
       guard let next = store.model.entity(named: entity.relationships[index].destinationEntityName) else {
@@ -154,7 +164,10 @@ extension ContextState {
       current = destination
     }
     let attribute = current.storedAttributes[key.path.slot]
-    let direction = key.ascending ? "ASC" : "DESC"
+    // NULL (nil) first, as SQLite orders it and Swift's optionals sort.
+    let direction =
+      store.dialect == .sqlite
+      ? (key.ascending ? "ASC" : "DESC") : (key.ascending ? "ASC NULLS FIRST" : "DESC NULLS LAST")
     let value: String
     if let reached {
       let alias = "_sort\(key.path.relationships.count)"
@@ -165,6 +178,14 @@ extension ContextState {
       value = "\"\(attribute.columnName)\""
     }
     switch key.order {
+    case .column(let collation) where store.dialect == .postgreSQL:
+      // Swift's order of strings (NFC scalars) and decimals (NaN first), as predicates compare.
+      switch collation {
+      case "SWIFT": return ("normalize(\(value), NFC) COLLATE \"C\" \(direction)", [])
+      case "SWIFT_DECIMAL":
+        return ("(CASE WHEN \(value) = 'NaN' THEN CAST('-Infinity' AS numeric) ELSE \(value) END) \(direction)", [])
+      default: return ("\(value) \(direction)", [])
+      }
     case .column(let collation):
       return ("\(value)\(collation.map { " COLLATE \($0)" } ?? "") \(direction)", [])
     case .ranked(let cases):

@@ -7,6 +7,9 @@ import Foundation
 package protocol StoreEngine: Sendable {
   associatedtype Connection: DatabaseConnection
 
+  /// The SQL the engine speaks, for the queries the store layer writes for it.
+  var dialect: SQLDialect { get }
+
   /// A new connection for one context's reads, used on the context's executor only.
   func makeReader() throws -> Connection
 
@@ -39,6 +42,9 @@ extension PersistentStore {
       try work.apply(connection: connection, history: history)
     }
   }
+
+  /// The SQL of the store's engine.
+  var dialect: SQLDialect { engine?.dialect ?? .sqlite }
 
   /// A new connection for one context's reads, of the store's engine.
   func makeReader() throws -> any DatabaseConnection {

@@ -104,6 +104,74 @@ enum Pools {
   }
 }
 
+extension Pools {
+  /// `rows` samples of random values from the pools, each made by `make`; `strings` is the
+  /// pool of their strings (an engine that cannot store some of them leaves those out).
+  static func fill(
+    rows: Int, using rng: inout SeededGenerator, strings: [String] = Pools.strings, _ make: () -> Sample
+  ) {
+    func pick<T>(_ values: [T]) -> T { values[Int.random(in: 0..<values.count, using: &rng)] }
+    func maybe<T>(_ values: [T]) -> T? { Int.random(in: 0..<3, using: &rng) == 0 ? nil : pick(values) }
+    for index in 0..<rows {
+      let sample = make()
+      sample.label = "row \(index)"
+      sample.int = pick(Pools.ints)
+      sample.optionalInt = maybe(Pools.ints)
+      sample.small = pick(Pools.smalls)
+      sample.double = pick(Pools.doubles.filter(\.isFinite))
+      sample.optionalDouble = maybe(Pools.doubles)
+      sample.string = pick(strings)
+      sample.optionalString = maybe(strings)
+      sample.bool = Bool.random(using: &rng)
+      sample.optionalBool = maybe([true, false])
+      sample.date = pick(Pools.dates)
+      sample.optionalDate = maybe(Pools.dates)
+      sample.uuid = pick(Pools.uuids)
+      sample.optionalUUID = maybe(Pools.uuids)
+      sample.status = pick(Pools.statuses)
+      sample.priority = pick(Pools.priorities)
+      sample.decimal = pick(Pools.decimals)
+      sample.optionalDecimal = maybe(Pools.decimals)
+      sample.place = Place(
+        city: pick(strings), code: maybe(Pools.ints),
+        geo: Place.Geo(height: pick(Pools.doubles.filter(\.isFinite))))
+    }
+  }
+}
+
+extension Recipe {
+  /// How a store's answer to each recipe (`fetch`) differs from Swift's evaluation over `all`,
+  /// the store's objects; a recipe that reads no attribute must be refused with a typed error
+  /// that names the key path, before the store is read.
+  static func failures(_ recipes: [Recipe], all: [Sample], fetch: (Predicate<Sample>) throws -> [Sample]) throws
+    -> [String]
+  {
+    var failures: [String] = []
+    for recipe in recipes {
+      let predicate = recipe.predicate
+      if recipe.readsUnstored {
+        do {
+          _ = try fetch(predicate)
+          failures.append("\(recipe): translated, though it reads a computed property or a plain var")
+        } catch PredicateTranslationError.unknownKeyPath(let text) {
+          if text.contains("0x") || !text.hasPrefix("\\Sample.") { failures.append("\(recipe): named \(text)") }
+        }
+        continue
+      }
+      let swift = try all.filter { try predicate.evaluate($0) }.map(\.label).sorted()
+      let sql = try fetch(predicate).map(\.label).sorted()
+      if sql != swift {
+        failures.append(
+          "\(recipe): SQL \(sql.count) rows, Swift \(swift.count); only SQL: "
+            + "\(Set(sql).subtracting(swift).sorted().prefix(3)), "
+            + "only Swift: \(Set(swift).subtracting(sql).sorted().prefix(3))"
+        )
+      }
+    }
+    return failures
+  }
+}
+
 typealias Condition = any StandardPredicateExpression<Bool>
 typealias Row = PredicateExpressions.Variable<Sample>
 
@@ -546,32 +614,7 @@ enum Build {
     var data = SeededGenerator(state: rng.next())
     try await container.performBackgroundTask { [data] context in
       var rng = data
-      func pick<T>(_ values: [T]) -> T { values[Int.random(in: 0..<values.count, using: &rng)] }
-      func maybe<T>(_ values: [T]) -> T? { Int.random(in: 0..<3, using: &rng) == 0 ? nil : pick(values) }
-      for index in 0..<rows {
-        let sample = Sample(context: context)
-        sample.label = "row \(index)"
-        sample.int = pick(Pools.ints)
-        sample.optionalInt = maybe(Pools.ints)
-        sample.small = pick(Pools.smalls)
-        sample.double = pick(Pools.doubles.filter(\.isFinite))
-        sample.optionalDouble = maybe(Pools.doubles)
-        sample.string = pick(Pools.strings)
-        sample.optionalString = maybe(Pools.strings)
-        sample.bool = Bool.random(using: &rng)
-        sample.optionalBool = maybe([true, false])
-        sample.date = pick(Pools.dates)
-        sample.optionalDate = maybe(Pools.dates)
-        sample.uuid = pick(Pools.uuids)
-        sample.optionalUUID = maybe(Pools.uuids)
-        sample.status = pick(Pools.statuses)
-        sample.priority = pick(Pools.priorities)
-        sample.decimal = pick(Pools.decimals)
-        sample.optionalDecimal = maybe(Pools.decimals)
-        sample.place = Place(
-          city: pick(Pools.strings), code: maybe(Pools.ints),
-          geo: Place.Geo(height: pick(Pools.doubles.filter(\.isFinite))))
-      }
+      Pools.fill(rows: rows, using: &rng) { Sample(context: context) }
       try context.save()
     }
     // Another tool spells a third of the decimals differently (1.0 for 1, +005, 2e0): the
@@ -598,32 +641,9 @@ enum Build {
     _ = data.next()
     let recipes = (0..<cases).map { _ in Recipe.random(depth: 3, using: &rng) }
     let failures = try await container.newBackgroundContext().perform { context -> [String] in
-      let all = try context.fetch(FetchRequest<Sample>())
-      var failures: [String] = []
-      for recipe in recipes {
-        let predicate = recipe.predicate
-        if recipe.readsUnstored {
-          // No answer is Swift's for a key path that is no attribute: a typed error, before
-          // the store is read, that names the key path.
-          do {
-            _ = try context.fetch(FetchRequest(predicate: predicate))
-            failures.append("\(recipe): translated, though it reads a computed property or a plain var")
-          } catch PredicateTranslationError.unknownKeyPath(let text) {
-            if text.contains("0x") || !text.hasPrefix("\\Sample.") { failures.append("\(recipe): named \(text)") }
-          }
-          continue
-        }
-        let swift = try all.filter { try predicate.evaluate($0) }.map(\.label).sorted()
-        let sql = try context.fetch(FetchRequest(predicate: predicate)).map(\.label).sorted()
-        if sql != swift {
-          failures.append(
-            "\(recipe): SQL \(sql.count) rows, Swift \(swift.count); only SQL: "
-              + "\(Set(sql).subtracting(swift).sorted().prefix(3)), "
-              + "only Swift: \(Set(swift).subtracting(sql).sorted().prefix(3))"
-          )
-        }
+      try Recipe.failures(recipes, all: context.fetch(FetchRequest<Sample>())) { predicate in
+        try context.fetch(FetchRequest(predicate: predicate))
       }
-      return failures
     }
     #expect(failures.isEmpty, "seed \(seed): \(failures.count) of \(cases) differ; first: \(failures.prefix(5))")
   }

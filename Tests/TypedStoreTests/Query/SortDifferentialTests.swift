@@ -150,37 +150,49 @@ struct SortCase: Sendable, CustomStringConvertible {
   ].compactMap { Decimal(string: $0) }
 
   static func fill(_ context: isolated ManagedObjectContext, rows: Int, seed: UInt64) throws {
+    fill(rows: rows, seed: seed) { type in
+      let object = type.init()
+      context.insert(object)
+      return object
+    }
+  }
+
+  /// `rows` rows of random values, each object made by `make` in the caller's context, from
+  /// `strings` (an engine that cannot store some strings leaves those out).
+  static func fill(
+    rows: Int, seed: UInt64, strings: [String] = Pools.strings, _ make: (ManagedObject.Type) -> ManagedObject
+  ) {
     var rng = SeededGenerator(state: seed)
     func pick<T>(_ values: [T]) -> T { values[Int.random(in: 0..<values.count, using: &rng)] }
     func maybe<T>(_ values: [T]) -> T? { Int.random(in: 0..<3, using: &rng) == 0 ? nil : pick(values) }
     let groups: [SortGroup?] =
       [nil]
       + ["b", "a", "B", nil].map { title in
-        let group = SortGroup(context: context)
+        let group = make(SortGroup.self) as! SortGroup
         group.title = title
         return group
       }
     let parents: [SortParent?] =
       [nil]
       + (0..<8).map { _ in
-        let parent = SortParent(context: context)
-        parent.name = pick(Pools.strings)
+        let parent = make(SortParent.self) as! SortParent
+        parent.name = pick(strings)
         parent.number = maybe(Pools.smalls)
         parent.urgency = pick(Urgency.allCases)
-        parent.spot.name = pick(Pools.strings)
+        parent.spot.name = pick(strings)
         parent.group = pick(groups)
         return parent
       }
     for index in 0..<rows {
-      let row = SortRow(context: context)
+      let row = make(SortRow.self) as! SortRow
       row.label = "row \(index)"
       // Few distinct values, so that ties (and the keys after them) matter.
       row.int = pick(Pools.smalls)
       row.optionalInt = maybe(Pools.ints)
       row.double = pick(Pools.doubles.filter(\.isFinite))
       row.optionalDouble = maybe(Pools.doubles)
-      row.string = pick(Pools.strings)
-      row.optionalString = maybe(Pools.strings)
+      row.string = pick(strings)
+      row.optionalString = maybe(strings)
       row.date = pick(Pools.dates)
       row.optionalDate = maybe(Pools.dates)
       row.uuid = pick(Pools.uuids)
@@ -194,7 +206,7 @@ struct SortCase: Sendable, CustomStringConvertible {
       row.amount = pick(Self.decimals)
       row.optionalAmount = maybe(Self.decimals)
       row.spot = Spot(
-        name: pick(Pools.strings), floor: pick(Pools.smalls),
+        name: pick(strings), floor: pick(Pools.smalls),
         depth: Spot.Depth(metres: maybe(Pools.doubles), urgency: pick(Urgency.allCases)))
       row.parent = pick(parents)
     }
@@ -207,6 +219,27 @@ struct SortCase: Sendable, CustomStringConvertible {
     }
     let name = picked.map { "\($0.0)\($0.1 ? "" : " reverse")" }.joined(separator: ", ")
     return (name, picked.map { $0.0.make($0.1 ? .forward : .reverse) })
+  }
+
+  /// How the store's order (`fetch`) of `cases` generated sorts, whole and with a range,
+  /// differs from Swift's order of `all`, the store's objects.
+  static func failures(
+    cases: Int, using rng: inout SeededGenerator, all: [SortRow], fetch: (FetchRequest<SortRow>) throws -> [SortRow]
+  ) throws -> [String] {
+    var failures: [String] = []
+    for _ in 0..<cases {
+      let (name, descriptors) = Self.randomDescriptors(using: &rng)
+      let expected = Self.swiftOrder(all, descriptors).map(\.label)
+      var request = FetchRequest<SortRow>(sortBy: descriptors)
+      let sql = try fetch(request).map(\.label)
+      if sql != expected { failures.append("\(name): store \(sql.prefix(6)), Swift \(expected.prefix(6))") }
+      request.fetchOffset = Int.random(in: 0...10, using: &rng)
+      request.fetchLimit = Int.random(in: 1...20, using: &rng)
+      let range = try fetch(request).map(\.label)
+      let expectedRange = Array(expected.dropFirst(request.fetchOffset).prefix(request.fetchLimit))
+      if range != expectedRange { failures.append("\(name) with a range: store \(range), Swift \(expectedRange)") }
+    }
+    return failures
   }
 
   /// 300 generated sorts over 120 saved rows, in the store and with a range; more with
@@ -223,21 +256,9 @@ struct SortCase: Sendable, CustomStringConvertible {
       try Self.fill(context, rows: 120, seed: rng.next())
       try context.save()
       context.reset()
-      let all = try context.fetch(FetchRequest<SortRow>())
-      var failures: [String] = []
-      for _ in 0..<cases {
-        let (name, descriptors) = Self.randomDescriptors(using: &rng)
-        let expected = Self.swiftOrder(all, descriptors).map(\.label)
-        var request = FetchRequest<SortRow>(sortBy: descriptors)
-        let sql = try context.fetch(request).map(\.label)
-        if sql != expected { failures.append("\(name): store \(sql.prefix(6)), Swift \(expected.prefix(6))") }
-        request.fetchOffset = Int.random(in: 0...10, using: &rng)
-        request.fetchLimit = Int.random(in: 1...20, using: &rng)
-        let range = try context.fetch(request).map(\.label)
-        let expectedRange = Array(expected.dropFirst(request.fetchOffset).prefix(request.fetchLimit))
-        if range != expectedRange { failures.append("\(name) with a range: store \(range), Swift \(expectedRange)") }
+      return try Self.failures(cases: cases, using: &rng, all: context.fetch(FetchRequest<SortRow>())) {
+        try context.fetch($0)
       }
-      return failures
     }
     #expect(failures.isEmpty, "seed \(seed): \(failures.count) differ; first: \(failures.prefix(3))")
   }
