@@ -7,6 +7,9 @@ let package = Package(
     .library(name: "TypedStore", targets: ["TypedStore"]),
     // Test support for packages that use TypedStore (a store per test): for test targets.
     .library(name: "TypedStoreTesting", targets: ["TypedStoreTesting"]),
+    // PostgreSQL stores (a preview, docs/postgresql.md): linking it lets a container open a
+    // postgresql:// store URL. It links libpq; TypedStore alone never does.
+    .library(name: "TypedStorePostgreSQL", targets: ["TypedStorePostgreSQL"]),
     .executable(name: "typedstore", targets: ["typedstore"]),
     .executable(name: "typedstore-bench", targets: ["typedstore-bench"]),
   ],
@@ -21,7 +24,7 @@ let package = Package(
       pkgConfig: "zlib",
       providers: [.apt(["zlib1g-dev"])]
     ),
-    // libpq, for the PostgreSQL engine (issue 27, in progress): only what links
+    // libpq, for the PostgreSQL engine (issue 27, a preview): only what links
     // TypedStorePostgreSQL needs it; TypedStore alone never does.
     .systemLibrary(
       name: "CLibPQ",
@@ -36,8 +39,8 @@ let package = Package(
       name: "TypedStoreTesting",
       dependencies: ["TypedStore"]
     ),
-    // The PostgreSQL engine's parts built so far (a libpq connection, history numbering): no
-    // product yet, until a store opens on it.
+    // The PostgreSQL engine (issue 27): a store in a schema, its connections, write
+    // transactions, history and wake-ups, found by a container for postgresql:// URLs.
     .target(
       name: "TypedStorePostgreSQL",
       dependencies: ["TypedStore", "CLibPQ"]

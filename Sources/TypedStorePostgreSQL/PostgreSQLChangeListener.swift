@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import TypedStore
+@_spi(Benchmarks) import TypedStore
 
 /// Follows a PostgreSQL store's history from a connection of its own, as a process on another
 /// host does: what the remote-change monitor does for a store file, with the server's
@@ -25,16 +25,21 @@ package final class PostgreSQLChangeListener: Sendable {
     case disconnected(PostgreSQLError)
     /// Connected again, listening; the transactions missed follow.
     case reconnected
-    /// The history could not be read (it was pruned past the position, say): the listener
-    /// stopped.
+    /// History after the position was deleted before it was read: reading goes on after
+    /// `horizon`.
+    case expired(HistoryToken)
+    /// The history could not be read: the listener stopped.
     case failed(String)
   }
 
   private struct State {
     var running = false
-    var position: Int64
+    /// nil until the first read takes the newest transaction (`takePosition`).
+    var position: Int64?
     /// Whether a thread follows (until `stop()` has seen it end).
     var following = false
+    /// Whether `wake()` asked for a read since the last one.
+    var woken = false
   }
 
   private let url: String
@@ -44,15 +49,19 @@ package final class PostgreSQLChangeListener: Sendable {
   private let pollInterval: Duration
   private let retryInterval: Duration
   private let deliver: @Sendable (Event) -> Void
+  private let takePosition: @Sendable (Int64) -> Int64
   private let state: Mutex<State>
 
   /// A listener of the store in `schema` on the server at `url`, delivering what commits
-  /// after transaction `after`.
+  /// after transaction `after`; when it is nil, after the newest when the listener first reads,
+  /// which it hands to `takePosition` and goes on after what that returns.
   package init(
-    url: String, schema: String, storeIdentifier: UUID, model: ManagedObjectModel, after: Int64,
+    url: String, schema: String, storeIdentifier: UUID, model: ManagedObjectModel, after: Int64?,
     pollInterval: Duration = .seconds(1), retryInterval: Duration = .milliseconds(200),
+    takePosition: @escaping @Sendable (Int64) -> Int64 = { $0 },
     deliver: @escaping @Sendable (Event) -> Void
   ) throws(PostgreSQLError) {
+    self.takePosition = takePosition
     self.url = url
     self.history = try PostgreSQLHistory(schema: schema)
     self.storeIdentifier = storeIdentifier
@@ -63,8 +72,17 @@ package final class PostgreSQLChangeListener: Sendable {
     self.state = Mutex(State(position: after))
   }
 
-  /// The number of the last transaction delivered.
-  package var position: Int64 { state.withLock { $0.position } }
+  /// The number of the last transaction delivered (nil before the first read took one).
+  package var position: Int64? { state.withLock { $0.position } }
+
+  /// Whether the thread follows the store (until it stopped, or failed).
+  package var isFollowing: Bool { state.withLock { $0.running } }
+
+  /// Asks the thread to read history now, rather than at its next notification or poll.
+  package func wake() { state.withLock { $0.woken = true } }
+
+  /// Asks the thread to stop, without waiting for it to end (`stop()` waits).
+  package func requestStop() { state.withLock { $0.running = false } }
 
   /// Starts following on a thread of its own; after a `stop()` (or a failure) whose thread is
   /// still ending, once it has ended. Nothing happens while it follows already.
@@ -129,25 +147,65 @@ package final class PostgreSQLChangeListener: Sendable {
     var lastRead = ContinuousClock.now
     while isRunning {
       let notified = try connection.notifications(waitingUpTo: .milliseconds(100))
-      if !notified.isEmpty || ContinuousClock.now - lastRead >= pollInterval {
+      let woken = state.withLock { state in
+        defer { state.woken = false }
+        return state.woken
+      }
+      if woken || !notified.isEmpty || ContinuousClock.now - lastRead >= pollInterval {
         try catchUp(on: connection)
         lastRead = .now
       }
     }
   }
 
-  /// Delivers every transaction after the position, a page at a time.
+  /// Delivers every transaction after the position, a page at a time; history deleted before
+  /// it was read is reported, and reading goes on after it.
   private func catchUp(on connection: PostgreSQLConnection) throws {
     while isRunning {
-      let after = position
+      guard let after = position else {
+        let newest = takePosition(try HistoryReader.currentNumber(connection))
+        state.withLock { $0.position = $0.position ?? newest }
+        continue
+      }
       var request = HistoryRequest(after: HistoryToken(storeIdentifier: storeIdentifier, transactionNumber: after))
       request.transactionLimit = 1000
-      let page = try HistoryReader.fetch(
-        request, storeIdentifier: storeIdentifier, model: model, connection: connection)
+      let page: [HistoryTransaction]
+      do {
+        page = try HistoryReader.fetch(request, storeIdentifier: storeIdentifier, model: model, connection: connection)
+      } catch HistoryError.tokenExpired(let horizon) {
+        state.withLock { $0.position = horizon.transactionNumber }
+        deliver(.expired(horizon))
+        continue
+      }
       guard let last = page.last else { return }
       state.withLock { $0.position = last.transactionNumber }
       deliver(.transactions(page))
       if page.count < 1000 { return }
     }
   }
+}
+
+/// The PostgreSQL engine's `ChangeFollower`: a listener whose transactions and expiries go
+/// to the store's change publisher (connection losses are the contexts' to report, as their
+/// reads and saves fail).
+final class PostgreSQLChangeFollower: ChangeFollower {
+  let listener: PostgreSQLChangeListener
+
+  init(listener: PostgreSQLChangeListener) {
+    self.listener = listener
+  }
+
+  static func deliver(_ event: PostgreSQLChangeListener.Event, to deliver: (RemoteChangeEvent) -> Void) {
+    switch event {
+    case .transactions(let transactions):
+      let now = RemoteChangeTimings.now()
+      deliver(.transactions(transactions, RemoteChangeTimings(woke: now, noticed: now, read: now)))
+    case .expired(let horizon): deliver(.expired(horizon: horizon))
+    case .disconnected, .reconnected, .failed: break
+    }
+  }
+
+  func wake() { listener.wake() }
+  func stop() { listener.requestStop() }
+  var isFollowing: Bool { listener.isFollowing }
 }

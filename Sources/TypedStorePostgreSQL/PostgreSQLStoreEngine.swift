@@ -50,6 +50,22 @@ package final class PostgreSQLStoreEngine: StoreEngine {
     return connection
   }
 
+  /// A listener of the store's schema (`PostgreSQLChangeListener`), started now, whose events
+  /// go to the store's change publisher.
+  package func followChanges(
+    storeIdentifier: UUID, model: ManagedObjectModel, position: Int64?, pollInterval: Duration,
+    takePosition: @escaping @Sendable (Int64) -> Int64, deliver: @escaping @Sendable (RemoteChangeEvent) -> Void
+  ) -> any ChangeFollower {
+    // The schema's name was checked when the store opened, so the listener's history is made.
+    let listener = try? PostgreSQLChangeListener(
+      url: url, schema: schema, storeIdentifier: storeIdentifier, model: model, after: position,
+      pollInterval: pollInterval, takePosition: takePosition
+    ) { event in PostgreSQLChangeFollower.deliver(event, to: deliver) }
+    guard let listener else { return StoppedFollower() }
+    listener.start()
+    return PostgreSQLChangeFollower(listener: listener)
+  }
+
   /// A new connection to the store's schema, for one context's reads.
   package func makeReader() throws -> PostgreSQLConnection {
     try Self.connect(url: url, schema: schema)
@@ -96,13 +112,13 @@ extension PostgreSQLStoreEngine {
   /// the schema has none (`PostgreSQLStoreTables.open(on:)`), as a `PersistentStore` whose
   /// contexts read and write on PostgreSQL. A write waits for the store's write lock up to
   /// `options.busyTimeout`; `publish` receives what each of the store's commits in this process
-  /// recorded, in commit order.
+  /// recorded, in commit order. The store's `url` is `location`, or `url` without one.
   ///
   /// - Throws: what `PostgreSQLStoreTables.open(on:)` throws (`StoreError.modelMismatch`, …),
   ///   or `PostgreSQLError` when the server cannot be reached.
   package static func openStore(
     url: String, schema: String, model: ManagedObjectModel, options: StoreOptions = StoreOptions(),
-    publish: @escaping @Sendable (RecordedChanges) -> Void = { _ in }
+    location: URL? = nil, publish: @escaping @Sendable (RecordedChanges) -> Void = { _ in }
   ) throws -> PersistentStore {
     let connection = try PostgreSQLConnection(url: url)
     let opened = try PostgreSQLStoreTables(schema: schema, model: model).open(on: connection)
@@ -110,7 +126,43 @@ extension PostgreSQLStoreEngine {
       url: url, schema: schema, storeIdentifier: opened.identifier, lockTimeout: options.busyTimeout,
       recordsHistory: options.recordsHistory)
     return PersistentStore(
-      engine: engine, url: URL(string: url) ?? URL(fileURLWithPath: schema), identifier: opened.identifier,
+      engine: engine, url: location ?? URL(string: url) ?? URL(fileURLWithPath: schema), identifier: opened.identifier,
       model: model, options: options, publish: publish)
+  }
+}
+
+/// A follower that follows nothing (a schema whose channel could not be named).
+private struct StoppedFollower: ChangeFollower {
+  func wake() {}
+  func stop() {}
+  var isFollowing: Bool { false }
+}
+
+/// Opens `postgresql://` stores for `PersistentContainer` (found by its name, so that an
+/// application needs no call to this library: only the URL and the dependency).
+///
+/// The URL is libpq's connection URI, plus a `schema` query parameter naming the store's
+/// schema (lowercase letters, digits and `_`); without one, the schema is the container's name
+/// in lowercase, other characters as `_`.
+package enum PostgreSQLStoreOpener: StoreEngineOpener {
+  package static func openStore(
+    at url: URL, name: String, model: ManagedObjectModel, options: StoreOptions,
+    publish: @escaping @Sendable (RecordedChanges) -> Void
+  ) throws -> PersistentStore {
+    let (connection, schema) = location(of: url, name: name)
+    return try PostgreSQLStoreEngine.openStore(
+      url: connection, schema: schema, model: model, options: options, location: url, publish: publish)
+  }
+
+  /// The connection URI (without `schema`) and the schema of a store URL.
+  static func location(of url: URL, name: String) -> (connection: String, schema: String) {
+    var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+    let given = components?.queryItems?.first { $0.name == "schema" }?.value
+    let rest = components?.queryItems?.filter { $0.name != "schema" } ?? []
+    components?.queryItems = rest.isEmpty ? nil : rest
+    let schema =
+      given
+      ?? String(name.lowercased().map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" })
+    return (components?.string ?? url.absoluteString, schema)
   }
 }

@@ -95,3 +95,41 @@ func postgreSQLSave(_ arguments: [String]) {
     fail("\(error)", code: 1)
   }
 }
+
+/// `pg-container <store url> <author> <count>`: opens the Event store at the `postgresql://`
+/// URL as an application does (`PersistentContainer(name:model:storeURL:)`, this library found
+/// by its name), then saves `count` times from a context: an `Event` (`source` the author,
+/// `sequence` its number) each, and one more to the tally, the event whose `source` is
+/// "tally", merging a conflict by the store's values (`mergeByPropertyStoreTrump`) and saving
+/// again; prints "opened" and "saved <i>" after each.
+func postgreSQLContainer(_ arguments: [String]) {
+  guard arguments.count == 4, let url = URL(string: arguments[1]), let count = Int(arguments[3]) else {
+    fail("usage: pg-container <store url> <author> <count>", code: 64)
+  }
+  do {
+    let container = try PersistentContainer(name: "Events", model: ManagedObjectModel(Event.self), storeURL: url)
+    say("opened")
+    let context = container.newModelContext(name: arguments[2])
+    context.transactionAuthor = arguments[2]
+    for index in 1...max(count, 1) where count > 0 {
+      while true {
+        let tally = try context.fetch(FetchRequest<Event>(predicate: #Predicate { $0.source == "tally" }))
+        guard let tally = tally.first else { fail("no tally", code: 70) }
+        let event = Event(context: context)
+        event.source = arguments[2]
+        event.sequence = index
+        tally.sequence += 1
+        do {
+          try context.save()
+          break
+        } catch StoreError.mergeConflict {
+          context.rollback()
+          context.refreshAllObjects()
+        }
+      }
+      say("saved \(index)")
+    }
+  } catch {
+    fail("\(error)", code: 1)
+  }
+}

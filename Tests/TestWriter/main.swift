@@ -164,6 +164,9 @@ case "pg-record":
 case "pg-save":
   postgreSQLSave(arguments)
 
+case "pg-container":
+  postgreSQLContainer(arguments)
+
 case "try-write":
   // `try-write <store>`: tries to take the store's write lock, waiting 300 ms, as any other
   // SQLite program would: prints "wrote" or "busy".

@@ -13,14 +13,15 @@ import Foundation
 // are always bound. Code on the seam is generic over `DatabaseConnection`, so that SQLite's
 // calls are specialized and cost what they cost before (the benchmark's instruction counts).
 //
-// On the seam so far: the consumers' table (`HistoryConsumers`), history reading, filtering
-// and deletion (`HistoryReader`), pruning capped at the consumers' checkpoints
-// (`PersistentStore.pruneHistory`), the store's metadata and entity codes, and the write path
+// On the seam: the consumers' table (`HistoryConsumers`), history reading, filtering and
+// deletion (`HistoryReader`), pruning capped at the consumers' checkpoints
+// (`PersistentStore.pruneHistory`), the store's metadata and entity codes, the write path
 // inside a write transaction (`PersistentStore.write`, the batch requests, `HistoryRecorder`,
-// and the conflict, uniqueness, link, reference and delete-rule code around them; the
-// transaction itself is each engine's: `StoreWriter` for SQLite, `PostgreSQLStoreWriter`).
-// Still written for SQLite only: queries (`Query/`'s SQL and its Swift string and decimal
-// functions), reading rows into objects, migration and the contexts' reader connections.
+// and the conflict, uniqueness, link, reference and delete-rule code around them), reading rows
+// into objects (`PersistentStore+Rows`) and the queries (`Query/`, whose translation writes the
+// dialect's SQL). An engine's transactions and connections are its own: `StoreWriter` and
+// SQLite's connections for a store file, a `StoreEngine` (`PostgreSQLStoreEngine`) otherwise.
+// Still written for SQLite only: migration, the file's opening, checks and backups.
 
 /// The SQL language differences between the engines that the shared code must know of.
 package enum SQLDialect: Sendable, Equatable {
@@ -44,6 +45,58 @@ extension SQLDialect {
     switch self {
     case .sqlite: "SELECT value FROM json_each(\(parameter))"
     case .postgreSQL: "SELECT json_array_elements_text(CAST(\(parameter) AS json))"
+    }
+  }
+
+  /// A statement that selects 1 when the table named by its first parameter has a column named
+  /// by its second.
+  package var columnExistsSQL: String {
+    switch self {
+    case .sqlite: "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?"
+    case .postgreSQL:
+      """
+      SELECT count(*) FROM information_schema.columns
+      WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?
+      """
+    }
+  }
+
+  /// Statements of one value each, for a store's inspection: the page size, the pages the
+  /// store takes, the free ones among them, and the journal mode (PostgreSQL's: its block size,
+  /// the schema's blocks, none free, and `postgresql`).
+  package var inspectionSQL: (pageSize: String, pageCount: String, freePages: String, journalMode: String) {
+    switch self {
+    case .sqlite: ("PRAGMA page_size", "PRAGMA page_count", "PRAGMA freelist_count", "PRAGMA journal_mode")
+    case .postgreSQL:
+      (
+        "SELECT CAST(current_setting('block_size') AS bigint)",
+        """
+        SELECT CAST(coalesce(sum(pg_total_relation_size(c.oid)), 0) / CAST(current_setting('block_size') AS bigint) AS bigint)
+        FROM pg_class c WHERE c.relnamespace = CAST(current_schema() AS regnamespace) AND c.relkind = 'r'
+        """,
+        "SELECT 0", "SELECT 'postgresql'"
+      )
+    }
+  }
+
+  /// The number of elements of the JSON array (text) `expression`.
+  package func jsonArrayLength(_ expression: String) -> String {
+    switch self {
+    case .sqlite: "json_array_length(\(expression))"
+    case .postgreSQL: "json_array_length(CAST(\(expression) AS json))"
+    }
+  }
+
+  /// A statement of one integer: the bytes the history tables take on disk.
+  package var historyBytesSQL: String {
+    switch self {
+    case .sqlite:
+      """
+      SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN
+        (SELECT name FROM sqlite_master WHERE tbl_name IN ('_history_transaction', '_history_change'))
+      """
+    case .postgreSQL:
+      "SELECT pg_total_relation_size('_history_transaction') + pg_total_relation_size('_history_change')"
     }
   }
 

@@ -165,6 +165,16 @@ extension ContextState {
       (.sum, .date), (.average, .date), (.sum, .boolean), (.average, .boolean):
       throw FetchError.unsupportedAggregate(
         "\(attribute.attributeType.rawValue) values of \(entity.name).\(attribute.name) with \(function.kind)")
+    case (_, .string) where store.dialect != .sqlite, (_, .decimal) where store.dialect != .sqlite:
+      // Swift's order of strings and sums of decimals run in SQLite only, for now.
+      throw FetchError.unsupportedAggregate(
+        "\(attribute.attributeType.rawValue) values of \(entity.name).\(attribute.name) with \(function.kind) "
+          + "on PostgreSQL (not yet: fetch them instead)")
+    case (.sum, .integer16) where store.dialect != .sqlite, (.sum, .integer32) where store.dialect != .sqlite,
+      (.sum, .integer64) where store.dialect != .sqlite:
+      return "CAST(sum(\(column)) AS bigint)"  // PostgreSQL sums integers as numeric
+    case (.average, _) where store.dialect != .sqlite:
+      return "CAST(avg(\(column)) AS double precision)"
     case (.min, .string): return "min(\(column) COLLATE SWIFT)"
     case (.max, .string): return "max(\(column) COLLATE SWIFT)"
     case (.min, .decimal): return "min(\(column) COLLATE SWIFT_DECIMAL)"
@@ -206,6 +216,10 @@ extension ContextState {
     case .attribute(let attribute):
       let column = "\"\(attribute.columnName)\""
       // Keys equal in Swift are one group: strings by Swift's `==`, decimals by value.
+      if store.dialect != .sqlite && [.string, .decimal].contains(attribute.attributeType) {
+        throw FetchError.unsupportedAggregate(
+          "\(entity.name).\(attribute.name): grouping by strings or decimals on PostgreSQL (not yet)")
+      }
       let collation =
         switch attribute.attributeType {
         case .string: " COLLATE SWIFT"

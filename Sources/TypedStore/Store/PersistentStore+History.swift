@@ -37,7 +37,10 @@ extension PersistentStore {
   ///   `HistoryError.foreignStore` for a token of another store.
   public func fetchHistory(_ request: HistoryRequest) throws -> [HistoryTransaction] {
     try withHistoryReader { connection in
-      try HistoryReader.fetch(request, storeIdentifier: identifier, model: model, connection: connection)
+      if let sqlite = connection as? SQLiteConnection {  // specialized
+        return try HistoryReader.fetch(request, storeIdentifier: identifier, model: model, connection: sqlite)
+      }
+      return try HistoryReader.fetch(request, storeIdentifier: identifier, model: model, connection: connection)
     }
   }
 
@@ -62,12 +65,17 @@ extension PersistentStore {
   ) throws -> HistoryExportSummary {
     // A connection of its own: an export may take long, and `write` may read history of
     // this store itself; the shared history reader is held by neither.
-    let connection = try makeReadConnection()
+    let connection = try makeReader()
     return try withoutActuallyEscaping(write) { write in
       var exporter = HistoryJSONExporter(
         writer: HistoryJSONWriter(storeIdentifier: identifier, sink: write), format: format)
-      try HistoryReader.visit(
-        request, storeIdentifier: identifier, model: model, connection: connection, visitor: &exporter)
+      if let sqlite = connection as? SQLiteConnection {  // specialized
+        try HistoryReader.visit(
+          request, storeIdentifier: identifier, model: model, connection: sqlite, visitor: &exporter)
+      } else {
+        try HistoryReader.visit(
+          request, storeIdentifier: identifier, model: model, connection: connection, visitor: &exporter)
+      }
       try exporter.finish()
       return exporter.summary
     }
@@ -85,7 +93,7 @@ extension PersistentStore {
     guard token.storeIdentifier == identifier else {
       throw HistoryError.foreignStore(expected: identifier, found: token.storeIdentifier)
     }
-    return try writer.write(TransactionInfo()) { connection, _ in
+    return try writeWithoutHistory { connection in
       try HistoryReader.deleteHistory(before: token.transactionNumber, connection: connection)
     }
   }
@@ -99,7 +107,7 @@ extension PersistentStore {
   /// ```
   @discardableResult
   public func deleteHistory(before date: Date) throws -> Int {
-    try writer.write(TransactionInfo()) { connection, _ in
+    try writeWithoutHistory { connection in
       let first = try HistoryReader.firstNumber(notBefore: date, connection: connection)
       return try HistoryReader.deleteHistory(before: first, connection: connection)
     }
@@ -128,7 +136,7 @@ extension PersistentStore {
   ///
   /// - Throws: `HistoryError.unknownConsumer` when there is none of that name.
   public func removeHistoryConsumer(named name: String) throws {
-    let removed = try writer.write(TransactionInfo()) { connection, _ in
+    let removed = try writeWithoutHistory { connection in
       try HistoryConsumers.remove(name: name, connection: connection)
     }
     guard removed else { throw HistoryError.unknownConsumer(name) }
@@ -159,7 +167,7 @@ extension PersistentStore {
       throw HistoryError.foreignStore(expected: identifier, found: token.storeIdentifier)
     }
     let identifier = identifier
-    return try writer.write(TransactionInfo()) { connection, _ in
+    return try writeWithoutHistory { connection in
       if let existing = try HistoryConsumers.all(storeIdentifier: identifier, connection: connection)
         .first(where: { $0.name == name })
       {
@@ -192,7 +200,7 @@ extension PersistentStore {
   /// The checkpoint of a consumer that starts at the beginning: 0, before the first
   /// transaction. When history was deleted there is no such start: `tokenExpired`, never a
   /// start at the horizon that would pass over the deleted transactions without a word.
-  static func beginning(_ connection: SQLiteConnection, identifier: UUID) throws -> Int64 {
+  static func beginning(_ connection: some DatabaseConnection, identifier: UUID) throws -> Int64 {
     let horizon = try HistoryReader.firstKept(connection) - 1
     guard horizon == 0 else {
       throw HistoryError.tokenExpired(horizon: HistoryToken(storeIdentifier: identifier, transactionNumber: horizon))
@@ -210,7 +218,7 @@ extension PersistentStore {
     -> (consumer: HistoryConsumer, tookHorizon: Bool)
   {
     let identifier = identifier
-    return try writer.write(TransactionInfo()) { connection, _ in
+    return try writeWithoutHistory { connection in
       let existing = try HistoryConsumers.all(storeIdentifier: identifier, connection: connection)
         .first { $0.name == name }
       if let existing, existing.checkpoint.storeIdentifier != identifier { return (existing, false) }
@@ -239,7 +247,7 @@ extension PersistentStore {
   /// the consumer's next checkpoint past it clears it.
   func recordConsumerFailure(consumer: String, message: String, transactionNumber: Int64) throws {
     let failure = HistoryConsumer.Failure(message: message, transactionNumber: transactionNumber, date: Date())
-    try writer.write(TransactionInfo()) { connection, _ in
+    try writeWithoutHistory { connection in
       try HistoryConsumers.recordFailure(failure, name: consumer, connection: connection)
     }
   }
@@ -247,17 +255,25 @@ extension PersistentStore {
   /// Writes a consumer's checkpoint row, without history of its own.
   func writeCheckpoint(consumer: String, number: Int64, lease: Duration, advanced: Bool) throws {
     let identifier = identifier
-    try writer.write(TransactionInfo()) { connection, _ in
+    try writeWithoutHistory { connection in
       try HistoryConsumers.write(
         name: consumer, storeIdentifier: identifier, number: number, lease: lease, advanced: advanced,
         connection: connection)
     }
   }
 
-  func withHistoryReader<Result: Sendable>(_ body: (SQLiteConnection) throws -> Result) throws
+  /// Runs `body` on the store's own reader (of its engine), in a read transaction.
+  func withHistoryReader<Result: Sendable>(_ body: @Sendable (any DatabaseConnection) throws -> Result) throws
     -> Result
   {
-    try historyReader.withLock { reader in
+    if engine != nil {
+      return try engineReader.withLock { reader in
+        if reader == nil { reader = try makeReader() }
+        guard let connection = reader else { throw StoreError.notATypedStore(path: url.absoluteString) }
+        return try connection.readTransaction { try body(connection) }
+      }
+    }
+    return try historyReader.withLock { reader in
       if reader == nil { reader = try makeReadConnection() }
       guard let connection = reader else { throw StoreError.notATypedStore(path: url.path) }
       // In a read transaction, whose first step is the check against a migration (`ModelStamp`).
@@ -266,5 +282,25 @@ extension PersistentStore {
       defer { if begins { connection.endReadTransaction() } }
       return try body(connection)
     }
+  }
+
+  /// Runs `body` in one write transaction of the store's engine that records no history of its
+  /// own (a consumer's checkpoint, a deletion of history).
+  func writeWithoutHistory<Result: Sendable>(_ body: @escaping @Sendable (any DatabaseConnection) throws -> Result)
+    throws -> Result
+  {
+    if let engine {
+      return try engine.write(ConnectionWork(body: body), info: TransactionInfo(), committed: publishCommitted)
+    }
+    return try writer.write(TransactionInfo()) { connection, _ in try body(connection) }
+  }
+}
+
+/// Work on the write transaction's connection alone, through the seam's protocols.
+private struct ConnectionWork<Result: Sendable>: StoreWork {
+  let body: @Sendable (any DatabaseConnection) throws -> Result
+
+  func apply<C: DatabaseConnection>(connection: C, history: HistoryRecorder<C>) throws -> Result {
+    try body(connection)
   }
 }

@@ -68,21 +68,16 @@ extension PersistentStore {
           currentToken: HistoryToken(storeIdentifier: identifier, transactionNumber: current))
         try Self.countTransactions(into: &statistics, connection: connection)
         try Self.countChanges(into: &statistics, connection: connection)
-        statistics.bytesOnDisk = try? connection.scalarInt(
-          """
-          SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN
-            (SELECT name FROM sqlite_master WHERE tbl_name IN ('_history_transaction', '_history_change'))
-          """
-        ).map { Int($0) }
+        statistics.bytesOnDisk = try? connection.scalarInt(connection.dialect.historyBytesSQL).map { Int($0) }
         return statistics
       }
     }
   }
 
   /// Transactions by author, and the span of their timestamps.
-  private static func countTransactions(into statistics: inout HistoryStatistics, connection: SQLiteConnection)
-    throws
-  {
+  private static func countTransactions(
+    into statistics: inout HistoryStatistics, connection: some DatabaseConnection
+  ) throws {
     let authors = try connection.statement(
       "SELECT author, count(*), min(timestamp), max(timestamp) FROM _history_transaction GROUP BY author")
     defer { authors.reset() }
@@ -106,10 +101,12 @@ extension PersistentStore {
   }
 
   /// Changed rows by entity and kind (a change row standing for many rows counts each).
-  private static func countChanges(into statistics: inout HistoryStatistics, connection: SQLiteConnection) throws {
+  private static func countChanges(
+    into statistics: inout HistoryStatistics, connection: some DatabaseConnection
+  ) throws {
     let changes = try connection.statement(
       """
-      SELECT entity, kind, sum(CASE WHEN keys IS NOT NULL THEN json_array_length(keys)
+      SELECT entity, kind, sum(CASE WHEN keys IS NOT NULL THEN \(connection.dialect.jsonArrayLength("keys"))
         WHEN last_pk IS NOT NULL AND last_pk >= pk THEN last_pk - pk + 1 ELSE 1 END)
       FROM _history_change GROUP BY entity, kind
       """)

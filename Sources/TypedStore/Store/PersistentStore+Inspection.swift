@@ -69,10 +69,10 @@ extension PersistentStore {
           metadata: metadata, rowCounts: try rowCounts(connection), linkCounts: try linkCounts(connection),
           fileSizes: Inspection.FileSizes(
             database: size("") ?? 0, writeAheadLog: size("-wal"), sharedMemory: size("-shm")),
-          pageSize: Int(try connection.scalarInt("PRAGMA page_size") ?? 0),
-          pageCount: Int(try connection.scalarInt("PRAGMA page_count") ?? 0),
-          freePages: Int(try connection.scalarInt("PRAGMA freelist_count") ?? 0),
-          journalMode: try connection.scalarText("PRAGMA journal_mode") ?? "",
+          pageSize: Int(try connection.scalarInt(connection.dialect.inspectionSQL.pageSize) ?? 0),
+          pageCount: Int(try connection.scalarInt(connection.dialect.inspectionSQL.pageCount) ?? 0),
+          freePages: Int(try connection.scalarInt(connection.dialect.inspectionSQL.freePages) ?? 0),
+          journalMode: try connection.scalarText(connection.dialect.inspectionSQL.journalMode) ?? "",
           horizon: HistoryToken(
             storeIdentifier: identifier, transactionNumber: try HistoryReader.firstKept(connection) - 1),
           currentToken: HistoryToken(
@@ -84,7 +84,7 @@ extension PersistentStore {
   }
 
   /// Rows by concrete entity name, every entity of the model included.
-  private func rowCounts(_ connection: SQLiteConnection) throws -> [String: Int] {
+  private func rowCounts(_ connection: some DatabaseConnection) throws -> [String: Int] {
     var rowCounts: [String: Int] = [:]
     for entity in model.entities { rowCounts[entity.name] = 0 }
     for root in model.entities where root.isRoot {
@@ -102,7 +102,7 @@ extension PersistentStore {
 
   /// Stored links by relationship, from the model's schema, which a store opened without the
   /// model's classes (the tool) has too.
-  private func linkCounts(_ connection: SQLiteConnection) throws -> [String: Int] {
+  private func linkCounts(_ connection: some DatabaseConnection) throws -> [String: Int] {
     var linkCounts: [String: Int] = [:]
     for entity in model.schema.entities {
       for relationship in entity.relationships ?? [] {

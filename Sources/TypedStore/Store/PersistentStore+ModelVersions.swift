@@ -28,7 +28,7 @@ extension PersistentStore {
 
   /// The store's model versions, oldest first; empty for a store made before they were
   /// recorded and never migrated since.
-  static func modelVersions(_ connection: SQLiteConnection, storeIdentifier: UUID) throws -> [ModelVersion] {
+  static func modelVersions(_ connection: some DatabaseConnection, storeIdentifier: UUID) throws -> [ModelVersion] {
     guard try hasModelVersions(connection) else { return [] }
     let identifier = try hasIdentifiers(connection) ? "identifier" : "NULL"
     let statement = try connection.statement(
@@ -118,15 +118,17 @@ extension PersistentStore {
 
   /// Whether `_model_versions` has its `identifier` column: stores made before plans recorded
   /// their version identifiers get it with their next migration.
-  private static func hasIdentifiers(_ connection: SQLiteConnection) throws -> Bool {
-    try connection.scalarInt("SELECT count(*) FROM pragma_table_info('_model_versions') WHERE name = 'identifier'")
-      == 1
+  private static func hasIdentifiers(_ connection: some DatabaseConnection) throws -> Bool {
+    let statement = try connection.statement(connection.dialect.columnExistsSQL)
+    defer { statement.reset() }
+    try statement.bind("_model_versions", at: 1)
+    try statement.bind("identifier", at: 2)
+    return try statement.step() && statement.int64(0) == 1
   }
 
   /// Whether the store has a `_model_versions` table (stores made before it do not).
-  private static func hasModelVersions(_ connection: SQLiteConnection) throws -> Bool {
-    try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_model_versions'")
-      == 1
+  private static func hasModelVersions(_ connection: some DatabaseConnection) throws -> Bool {
+    try connection.tableExists("_model_versions")
   }
 
   // MARK: - Writing versions

@@ -13,15 +13,16 @@ extension PersistentStore {
     // A prune is one write transaction; a dry run reads the same in one read transaction,
     // which sees one snapshot as consistent, and so runs on a store opened read-only too.
     let (identifier, model) = (identifier, model)
-    let plan: @Sendable (SQLiteConnection) throws -> HistoryPruningReport = { connection in
+    let plan: @Sendable (any DatabaseConnection) throws -> HistoryPruningReport = { connection in
       try Self.pruneHistory(
         policy, includingStale: includingStale, authors: authors, dryRun: dryRun, archive: archive,
         willDelete: willDelete, store: identifier, model: model, connection: connection)
     }
     if dryRun {
+      if engine != nil { return try withHistoryReader(plan) }
       return try writer.withConnection { connection in try connection.readTransaction { try plan(connection) } }
     }
-    return try writer.write(TransactionInfo()) { connection, _ in try plan(connection) }
+    return try writeWithoutHistory(plan)
   }
 
   /// `pruneHistory` on `connection`, inside the caller's write transaction (or, for a dry run,

@@ -41,6 +41,8 @@ public final class PersistentStore: Sendable {
   let modelStamp: ModelStamp
   /// A reader for history requests made on the store itself (contexts have their own).
   let historyReader = Mutex<SQLiteConnection?>(nil)
+  /// The same, for a store of another engine.
+  let engineReader = Mutex<(any DatabaseConnection)?>(nil)
   /// For a read-only store whose opening made SQLite create the `-wal` and `-shm` files:
   /// shared by its connections, it removes them once they have all closed.
   private let companions: CompanionFileCleanup?

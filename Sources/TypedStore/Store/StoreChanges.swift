@@ -158,8 +158,14 @@ public struct StoreChanges: Sendable {
   /// When the history after the position was read and decoded.
   public var read: UInt64
 
+  package init(woke: UInt64, noticed: UInt64, read: UInt64) {
+    self.woke = woke
+    self.noticed = noticed
+    self.read = read
+  }
+
   /// `CLOCK_MONOTONIC` now, in nanoseconds.
-  static func now() -> UInt64 {
+  package static func now() -> UInt64 {
     var time = timespec()
     clock_gettime(CLOCK_MONOTONIC, &time)
     return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)

@@ -19,6 +19,45 @@ package protocol StoreEngine: Sendable {
   /// On any error nothing is written.
   func write<Work: StoreWork>(_ work: Work, info: TransactionInfo, committed: (RecordedChanges) -> Void) throws
     -> Work.Result
+
+  /// Starts following the commits of other processes (and hosts) to the store of `model`,
+  /// after transaction `position` or, when it is nil, after the newest when the follower
+  /// first reads, which it hands to `takePosition` (called on the follower's own thread, never
+  /// from this call) and goes on after what that returns. What it reads goes to `deliver`, in
+  /// commit order, at least every `pollInterval`.
+  func followChanges(
+    storeIdentifier: UUID, model: ManagedObjectModel, position: Int64?, pollInterval: Duration,
+    takePosition: @escaping @Sendable (Int64) -> Int64, deliver: @escaping @Sendable (RemoteChangeEvent) -> Void
+  ) -> any ChangeFollower
+}
+
+/// Opens a store of another engine from its URL, for `PersistentContainer`: the library of the
+/// engine (`TypedStorePostgreSQL`) has one, which the container finds by its name when a
+/// store URL's scheme is the engine's, so that an application opens a PostgreSQL store with the
+/// same code as a file, the URL aside.
+package protocol StoreEngineOpener {
+  /// Opens (or creates) the store at `url` with `model`; `name` is the container's (a default
+  /// for what the URL leaves out); `publish` receives what each commit of this process recorded.
+  static func openStore(
+    at url: URL, name: String, model: ManagedObjectModel, options: StoreOptions,
+    publish: @escaping @Sendable (RecordedChanges) -> Void
+  ) throws -> PersistentStore
+}
+
+extension PersistentStore {
+  /// The engine library's opener of stores at URLs of `scheme`, when it is linked into the
+  /// process; nil for a file URL.
+  ///
+  /// - Throws: `StoreError.invalidStoreType` for a scheme no linked library opens.
+  static func opener(for url: URL) throws -> (any StoreEngineOpener.Type)? {
+    guard let scheme = url.scheme?.lowercased(), scheme != "file" else { return nil }
+    guard scheme == "postgresql" || scheme == "postgres",
+      // `TypedStorePostgreSQL.PostgreSQLStoreOpener`, by its mangled name (a module's types are
+      // in the process when it is linked; PostgreSQLContainerTests opens a store through it).
+      let opener = _typeByName("20TypedStorePostgreSQL21PostgreSQLStoreOpenerO") as? any StoreEngineOpener.Type
+    else { throw StoreError.invalidStoreType(scheme: scheme) }
+    return opener
+  }
 }
 
 /// One piece of the store's write path (a save's change set, a batch request, reserved keys),

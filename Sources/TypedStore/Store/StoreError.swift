@@ -84,6 +84,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   case validationFailed([ValidationFailure])
   /// SQLite reported an error.
   case sqlite(SQLiteError)
+  /// The store URL's scheme names an engine this process has no library for: a
+  /// `postgresql://` store needs the `TypedStorePostgreSQL` library linked (Core Data's
+  /// `NSPersistentStoreInvalidTypeError`). Nothing was opened.
+  case invalidStoreType(scheme: String)
 
   /// A sentence for logs and error messages.
   public var description: String {
@@ -133,6 +137,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
       "\(failures.count) validation failure(s), nothing was written: "
         + failures.map(\.description).joined(separator: "; ")
     case .sqlite(let error): error.description
+    case .invalidStoreType(let scheme):
+      scheme == "postgresql" || scheme == "postgres"
+        ? "a \(scheme):// store needs the TypedStorePostgreSQL library: add it to the target's dependencies"
+        : "TypedStore has no store of type \(scheme) (a file URL opens SQLite, postgresql:// PostgreSQL)"
     }
   }
 }

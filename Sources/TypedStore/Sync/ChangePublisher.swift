@@ -38,7 +38,7 @@ final class ChangePublisher: Sendable {
     /// Local commits waiting for remote ones before them.
     var heldBack: [Int64: RecordedChanges] = [:]
     var store: PersistentStore?
-    var monitor: RemoteChangeMonitor?
+    var monitor: (any ChangeFollower)?
     /// Set once a transaction found the store migrated to another model: nothing more is
     /// published, and streams are finished.
     var stopped = false
@@ -108,7 +108,7 @@ final class ChangePublisher: Sendable {
 
   /// Publishes a commit of this process; called by the store's writer under its lock.
   func publish(_ committed: RecordedChanges) {
-    let monitor: RemoteChangeMonitor? = state.withLock { state in
+    let monitor: (any ChangeFollower)? = state.withLock { state in
       if state.stopped { return nil }
       guard let number = committed.number, let last = state.lastPublished else {
         emit(StoreChanges(committed), in: &state)  // nobody listens yet, or no history: no order to keep
@@ -246,20 +246,27 @@ final class ChangePublisher: Sendable {
       state.lastPublished = current.transactionNumber
     }
     guard state.monitor == nil else { return }
+    let takePosition: @Sendable (Int64) -> Int64 = { [weak self] newest in
+      self?.state.withLock { state in
+        if state.lastPublished == nil && state.hasListeners {
+          state.lastPublished = max(newest, state.publishedWithoutPosition)
+        }
+        return state.lastPublished ?? Int64.max
+      } ?? Int64.max
+    }
+    let deliver: @Sendable (RemoteChangeEvent) -> Void = { [weak self] event in self?.publish(event) }
+    if let engine = store.engine {
+      state.monitor = engine.followChanges(
+        storeIdentifier: store.identifier, model: store.model, position: state.lastPublished,
+        pollInterval: pollInterval, takePosition: takePosition, deliver: deliver)
+      return
+    }
     state.monitor = RemoteChangeMonitor(
       store: store, pollInterval: pollInterval,
       position: { [weak self] in
         guard let self else { return Int64.max }  // nobody to deliver to: read nothing
         return self.state.withLock { $0.lastPublished }
       },
-      takePosition: { [weak self] newest in
-        self?.state.withLock { state in
-          if state.lastPublished == nil && state.hasListeners {
-            state.lastPublished = max(newest, state.publishedWithoutPosition)
-          }
-          return state.lastPublished ?? Int64.max
-        } ?? Int64.max
-      },
-      deliver: { [weak self] event in self?.publish(event) })
+      takePosition: takePosition, deliver: deliver)
   }
 }

@@ -19,15 +19,9 @@ import Synchronization
 /// transactions at a time, and delivered in order. A read that finds the store migrated to
 /// another model (`StoreError.modelChanged`) ends the thread: there is nothing more this
 /// process can read.
-final class RemoteChangeMonitor: Sendable {
+final class RemoteChangeMonitor: ChangeFollower {
   /// What the monitor found.
-  enum Event: Sendable {
-    /// Transactions after the position, in order, and when they were noticed and read.
-    case transactions([HistoryTransaction], RemoteChangeTimings)
-    /// History after the position was deleted before it was read; reading goes on after
-    /// `horizon`.
-    case expired(horizon: HistoryToken)
-  }
+  typealias Event = RemoteChangeEvent
 
   private let store: PersistentStore
   private let pollInterval: Duration

@@ -19,6 +19,7 @@ import TypedStore
         for transaction in transactions { numbers.add(transaction.transactionNumber) }
       case .disconnected: events.add("disconnected")
       case .reconnected: events.add("reconnected")
+      case .expired(let horizon): events.add("expired: \(horizon.transactionNumber)")
       case .failed(let message): events.add("failed: \(message)")
       }
     }

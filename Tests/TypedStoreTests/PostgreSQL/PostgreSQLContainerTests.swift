@@ -1,0 +1,213 @@
+import Foundation
+import Testing
+import TypedStoreTesting
+
+@testable import TypedStore
+@testable import TypedStorePostgreSQL
+
+/// A `PersistentContainer` on a PostgreSQL store, opened by its `postgresql://` URL with the
+/// same code as a file: its contexts, its change notifications and automatic merging, with
+/// other processes (over loopback TCP, as other hosts) saving to the same store.
+@Suite struct PostgreSQLContainerTests {
+  /// The URL of a new store's schema on the tests' server, through its socket or over TCP.
+  private static func storeURL(tcp: Bool = false) throws -> (url: URL, schema: String) {
+    let server = try PostgreSQLTestServer.server()
+    let schema = PostgreSQLTestServer.schemaName()
+    let base = tcp ? server.tcpURL : server.url
+    let url = try #require(URL(string: base + (base.contains("?") ? "&" : "?") + "schema=\(schema)"))
+    return (url, schema)
+  }
+
+  private static func dropSchema(_ schema: String) {
+    guard let server = try? PostgreSQLTestServer.server(), let admin = try? PostgreSQLConnection(url: server.url)
+    else { return }
+    _ = try? admin.execute("DROP SCHEMA \(schema) CASCADE")
+  }
+
+  @Test func aContainerOpensAPostgreSQLStoreByItsURL() async throws {
+    let (url, schema) = try Self.storeURL()
+    defer { Self.dropSchema(schema) }
+    let model = try ManagedObjectModel(Event.self)
+    let container = try PersistentContainer(name: "Events", model: model, storeURL: url)
+    #expect(container.persistentStore.url == url)
+    let id = try await container.performBackgroundTask { context in
+      let event = Event(context: context)
+      event.source = "first"
+      try context.save()
+      return event.managedID
+    }
+    // Another container of the same URL opens the same store: its UUID, its rows, its IDs.
+    let again = try PersistentContainer(name: "Events", model: model, storeURL: url)
+    #expect(again.persistentStore.identifier == container.persistentStore.identifier)
+    let source = try again.newModelContext().existingObject(with: id).source
+    #expect(source == "first")
+    #expect(try again.persistentStore.currentHistoryToken().transactionNumber == 1)
+
+    // Without a schema, the container's name names it.
+    let server = try PostgreSQLTestServer.server()
+    let named = PostgreSQLStoreOpener.location(of: try #require(URL(string: server.tcpURL)), name: "My Notes")
+    #expect(named.schema == "my_notes" && named.connection == server.tcpURL)
+
+    // Another model is refused, as for a file; an unknown scheme is a typed error.
+    #expect(throws: StoreError.self) {
+      _ = try PersistentContainer(name: "Events", model: heirloomModel, storeURL: url)
+    }
+    let mysql = try #require(URL(string: "mysql://h/db"))
+    #expect(throws: StoreError.invalidStoreType(scheme: "mysql")) {
+      _ = try PersistentContainer(name: "Events", model: model, storeURL: mysql)
+    }
+  }
+
+  /// Processes save events and add to a tally through their own containers while one is
+  /// killed; this process's observer hears every commit once, in commit order, and a live
+  /// context that merges automatically shows the tally they made, without fetching it again.
+  @Test func otherProcessesCommitsReachThisOnesObserversAndContexts() async throws {
+    let (url, schema) = try Self.storeURL(tcp: true)
+    defer { Self.dropSchema(schema) }
+    let container = try PersistentContainer(name: "Events", model: ManagedObjectModel(Event.self), storeURL: url)
+    let live = container.newModelContext(name: "live")
+    live.automaticallyMergesChangesFromParent = true
+    let tally = Event(context: live)
+    tally.source = "tally"
+    try live.save()
+    let heard = Recorder<StoreChanges>()
+    let observation = container.addStoreChangesObserver { heard.add($0) }
+    defer { _ = observation }
+
+    let count = 12
+    func saver(_ author: String, _ count: Int) throws -> SpawnedProcess {
+      try SpawnedProcess(
+        builtProduct("typedstore-test-writer"), ["pg-container", url.absoluteString, author, "\(count)"])
+    }
+    let savers = try ["a", "b"].map { try saver($0, count) }
+    let doomed = try saver("doomed", 100_000)
+    #expect(doomed.waitForLine("saved 3"), "\(doomed.transcript.all.joined())")
+    doomed.kill()
+    let outputs = try await offThePool { savers.map { $0.finish() } }
+    for output in outputs { #expect(output.contains("saved \(count)\n"), "\(output)") }
+
+    let newest = try container.persistentStore.currentHistoryToken().transactionNumber
+    #expect(await eventually { heard.all.last?.token?.transactionNumber == newest })
+    let numbers = heard.all.compactMap { $0.token?.transactionNumber }
+    #expect(numbers == Array((2...newest)), "each commit once, in commit order")
+    let saved = try live.count(for: FetchRequest<Event>(predicate: #Predicate { $0.source != "tally" }))
+    #expect(saved >= 2 * count + 3 && newest == Int64(saved) + 1, "every save one transaction")
+    let inserted = heard.all.flatMap { $0.insertedIDs }
+    #expect(inserted.count == saved, "every event heard of, by its typed ID")
+    #expect(tally.sequence == saved, "the live context merged the tally")
+  }
+
+  /// A durable consumer (`HistoryMerger`) of a PostgreSQL store reads every transaction once,
+  /// keeps its checkpoint in the store, and a new merger of its name goes on after it; a
+  /// prune keeps what it has not read: as on a store file.
+  @Test func aConsumerResumesFromItsCheckpointAsOnAStoreFile() async throws {
+    let (url, schema) = try Self.storeURL()
+    defer { Self.dropSchema(schema) }
+    let model = try ManagedObjectModel(Event.self)
+    let onPostgreSQL = try await Self.consumerScenario(
+      PersistentContainer(name: "Events", model: model, storeURL: url))
+    let onSQLite = try await Self.consumerScenario(PersistentContainer.makeTest(model: model))
+    #expect(onPostgreSQL == onSQLite)
+    #expect(onSQLite == ["seen 1 1, 2 2, 3 3", "pruned 2", "seen 1 1, 2 2, 3 3, 4 4, 5 5", "checkpoint 5"])
+  }
+
+  /// Two events, a merger started, one more, the merger stopped; two more, a prune of what
+  /// was consumed, a new merger of the same name.
+  private static func consumerScenario(_ container: PersistentContainer) async throws -> [String] {
+    func save(_ sources: [String]) async throws {
+      try await container.performBackgroundTask { context in
+        for source in sources {
+          let event = Event(context: context)
+          event.source = source
+          try context.save()
+        }
+      }
+    }
+    let seen = Recorder<String>()
+    func merger() throws -> HistoryMerger {
+      let merger = try HistoryMerger(container: container, consumer: "indexer")
+      merger.addHook { event in
+        for id in event.inserted(Event.self) {
+          seen.add("\(event.transaction.transactionNumber) \(id.primaryKey ?? 0)")
+        }
+      }
+      return merger
+    }
+    var log: [String] = []
+    try await save(["a", "b"])
+    let first = try merger()
+    try await first.start()
+    try await save(["c"])
+    _ = await seen.wait(for: 3)
+    await first.stop()
+    log.append("seen " + seen.all.joined(separator: ", "))
+    try await save(["d", "e"])  // while no merger runs
+    log.append("pruned \(try HistoryPruner(container: container).prune(.consumed).deletedTransactions)")
+    let second = try merger()
+    try await second.start()
+    _ = await seen.wait(for: 5)
+    await second.stop()
+    log.append("seen " + seen.all.joined(separator: ", "))
+    let consumer = try container.persistentStore.historyConsumers().first { $0.name == "indexer" }
+    log.append("checkpoint \(consumer?.checkpoint.transactionNumber ?? -1)")
+    return log
+  }
+
+  /// What only narrows the rows on PostgreSQL (a search in strings) is checked in Swift by a
+  /// fetch and a count; an aggregate or a batch request over it, which would read the rows
+  /// outside their SQL, throws a typed error before anything is read or written.
+  @Test func aggregatesAndBatchesOverANarrowingPredicateAreRefused() throws {
+    let (url, schema) = try Self.storeURL()
+    defer { Self.dropSchema(schema) }
+    let container = try PersistentContainer(name: "Events", model: ManagedObjectModel(Event.self), storeURL: url)
+    let context = container.newModelContext()
+    for (source, sequence) in [("cafe\u{301}", 1), ("café", 2), ("cafeteria", 3)] {
+      let event = Event(context: context)
+      event.source = source
+      event.sequence = sequence
+    }
+    try context.save()
+    let narrowing = FetchRequest<Event>(predicate: #Predicate { $0.source.contains("é") })
+    #expect(try context.fetch(narrowing).map(\.sequence).sorted() == [1, 2])
+    #expect(try context.count(for: narrowing) == 2)
+    #expect(throws: FetchError.self) { _ = try context.aggregate(.sum(\.sequence), for: narrowing) }
+    #expect(throws: PredicateTranslationError.self) {
+      _ = try context.execute(BatchDeleteRequest<Event>(predicate: #Predicate { $0.source.contains("é") }))
+    }
+    #expect(try context.count(for: FetchRequest<Event>()) == 3)
+    // An exact one runs in SQL, aggregates included.
+    let exact = FetchRequest<Event>(predicate: #Predicate { $0.sequence > 1 })
+    #expect(try context.aggregate(.sum(\.sequence), for: exact) == 5)
+  }
+
+  /// docs/postgresql.md's example, run against the tests' server.
+  @Test func thePagesExampleRuns() async throws {
+    let (url, schema) = try Self.storeURL()
+    defer { Self.dropSchema(schema) }
+    #expect(try await PostgreSQLPage.example(url: url) == ["Draft"])
+  }
+}
+
+// MARK: - docs/postgresql.md
+
+enum PostgreSQLPage {
+  final class Note: ManagedObject {
+    @Attribute var title: String = ""
+  }
+
+  static func example(url: URL) async throws -> [String] {
+    // url: postgresql://app@db.internal/notes?schema=notes
+    let container = try PersistentContainer(name: "Notes", model: ManagedObjectModel(Note.self), storeURL: url)
+
+    try await container.performBackgroundTask { context in
+      let note = Note(context: context)
+      note.title = "Draft"
+      try context.save()
+    }
+
+    let titles = try await container.viewContext.perform { context in
+      try context.fetch(FetchRequest<Note>(predicate: #Predicate { $0.title.starts(with: "Dr") })).map(\.title)
+    }
+    return titles
+  }
+}
