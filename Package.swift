@@ -58,7 +58,8 @@ let package = Package(
     ),
     .executableTarget(
       name: "typedstore",
-      dependencies: ["TypedStore", "ArgumentParsing", "Spawning", "CZlib"],
+      // TypedStorePostgreSQL: every command that reads a store opens a postgresql:// URL too.
+      dependencies: ["TypedStore", "TypedStorePostgreSQL", "ArgumentParsing", "Spawning", "CZlib"],
       path: "Tools/typedstore"
     ),
     .executableTarget(

@@ -109,25 +109,75 @@ package final class PostgreSQLStoreEngine: StoreEngine {
 
 extension PostgreSQLStoreEngine {
   /// Opens the store in `schema` on the server at `url` with `model`, creating its tables when
-  /// the schema has none (`PostgreSQLStoreTables.open(on:)`), as a `PersistentStore` whose
-  /// contexts read and write on PostgreSQL. A write waits for the store's write lock up to
-  /// `options.busyTimeout`; `publish` receives what each of the store's commits in this process
-  /// recorded, in commit order. The store's `url` is `location`, or `url` without one.
+  /// the schema has none and `options.isReadOnly` is false (`PostgreSQLStoreTables.open(on:)`):
+  /// its engine and UUID. A write waits for the store's write lock up to `options.busyTimeout`.
   ///
   /// - Throws: what `PostgreSQLStoreTables.open(on:)` throws (`StoreError.modelMismatch`, …),
-  ///   or `PostgreSQLError` when the server cannot be reached.
+  ///   `StoreError.notFound` for a read-only open of a schema without a store, or
+  ///   `PostgreSQLError` when the server cannot be reached.
+  package static func open(url: String, schema: String, model: ManagedObjectModel, options: StoreOptions)
+    throws -> (engine: PostgreSQLStoreEngine, identifier: UUID)
+  {
+    let connection = try PostgreSQLConnection(url: url)
+    let opened = try PostgreSQLStoreTables(schema: schema, model: model).open(
+      on: connection, creating: !options.isReadOnly)
+    let engine = try PostgreSQLStoreEngine(
+      url: url, schema: schema, storeIdentifier: opened.identifier, lockTimeout: options.busyTimeout,
+      recordsHistory: options.recordsHistory)
+    return (engine, opened.identifier)
+  }
+
+  /// `open(url:schema:model:options:)` as a `PersistentStore` whose contexts read and write on
+  /// PostgreSQL; `publish` receives what each of the store's commits in this process recorded,
+  /// in commit order. The store's `url` is `location`, or `url` without one.
   package static func openStore(
     url: String, schema: String, model: ManagedObjectModel, options: StoreOptions = StoreOptions(),
     location: URL? = nil, publish: @escaping @Sendable (RecordedChanges) -> Void = { _ in }
   ) throws -> PersistentStore {
-    let connection = try PostgreSQLConnection(url: url)
-    let opened = try PostgreSQLStoreTables(schema: schema, model: model).open(on: connection)
-    let engine = try PostgreSQLStoreEngine(
-      url: url, schema: schema, storeIdentifier: opened.identifier, lockTimeout: options.busyTimeout,
-      recordsHistory: options.recordsHistory)
+    let (engine, identifier) = try open(url: url, schema: schema, model: model, options: options)
     return PersistentStore(
-      engine: engine, url: location ?? URL(string: url) ?? URL(fileURLWithPath: schema), identifier: opened.identifier,
+      engine: engine, url: location ?? URL(string: url) ?? URL(fileURLWithPath: schema), identifier: identifier,
       model: model, options: options, publish: publish)
+  }
+}
+
+/// Opens `postgresql://` stores for `PersistentStore` and `PersistentContainer` (found by its
+/// name, so that an application needs no call to this library: only the URL and the dependency).
+///
+/// The URL is libpq's connection URI, plus a `schema` query parameter naming the store's schema
+/// (lowercase letters, digits and `_`); without one, the schema is the container's name in
+/// lowercase, other characters as `_` (`typedstore` without a container).
+package enum PostgreSQLStoreOpener: StoreEngineOpener {
+  package static func openEngine(at url: URL, name: String?, model: ManagedObjectModel, options: StoreOptions)
+    throws -> (engine: any StoreEngine, identifier: UUID)
+  {
+    let (connection, schema) = location(of: url, name: name)
+    let opened = try PostgreSQLStoreEngine.open(url: connection, schema: schema, model: model, options: options)
+    return (opened.engine, opened.identifier)
+  }
+
+  package static func storedModel(at url: URL) throws -> ManagedObjectModel {
+    let (url, schema) = location(of: url, name: nil)
+    let history = try PostgreSQLHistory(schema: schema)
+    let connection = try PostgreSQLConnection(url: url)
+    try connection.use(schema: history.schema)
+    let place = "PostgreSQL schema \(schema)"
+    return try connection.readTransaction {
+      guard let metadata = try PersistentStore.readMetadata(connection) else { throw StoreError.notFound(path: place) }
+      return try PersistentStore.storedModel(metadata, path: place)
+    }
+  }
+
+  /// The connection URI (without `schema`) and the schema of a store URL.
+  static func location(of url: URL, name: String?) -> (connection: String, schema: String) {
+    var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+    let given = components?.queryItems?.first { $0.name == "schema" }?.value
+    let rest = components?.queryItems?.filter { $0.name != "schema" } ?? []
+    components?.queryItems = rest.isEmpty ? nil : rest
+    let schema =
+      given
+      ?? String((name ?? "typedstore").lowercased().map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" })
+    return (components?.string ?? url.absoluteString, schema)
   }
 }
 
@@ -136,33 +186,4 @@ private struct StoppedFollower: ChangeFollower {
   func wake() {}
   func stop() {}
   var isFollowing: Bool { false }
-}
-
-/// Opens `postgresql://` stores for `PersistentContainer` (found by its name, so that an
-/// application needs no call to this library: only the URL and the dependency).
-///
-/// The URL is libpq's connection URI, plus a `schema` query parameter naming the store's
-/// schema (lowercase letters, digits and `_`); without one, the schema is the container's name
-/// in lowercase, other characters as `_`.
-package enum PostgreSQLStoreOpener: StoreEngineOpener {
-  package static func openStore(
-    at url: URL, name: String, model: ManagedObjectModel, options: StoreOptions,
-    publish: @escaping @Sendable (RecordedChanges) -> Void
-  ) throws -> PersistentStore {
-    let (connection, schema) = location(of: url, name: name)
-    return try PostgreSQLStoreEngine.openStore(
-      url: connection, schema: schema, model: model, options: options, location: url, publish: publish)
-  }
-
-  /// The connection URI (without `schema`) and the schema of a store URL.
-  static func location(of url: URL, name: String) -> (connection: String, schema: String) {
-    var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
-    let given = components?.queryItems?.first { $0.name == "schema" }?.value
-    let rest = components?.queryItems?.filter { $0.name != "schema" } ?? []
-    components?.queryItems = rest.isEmpty ? nil : rest
-    let schema =
-      given
-      ?? String(name.lowercased().map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" })
-    return (components?.string ?? url.absoluteString, schema)
-  }
 }

@@ -59,14 +59,16 @@ package struct PostgreSQLStoreTables {
 
   private func table(_ name: String) -> String { "\"\(schema)\".\"\(name)\"" }
 
-  /// Opens the store in the schema, creating its tables when the schema has none, and leaves
-  /// `connection` finding the store's tables by their names (`PostgreSQLConnection.use(schema:)`).
+  /// Opens the store in the schema, creating its tables when the schema has none (unless not
+  /// `creating`), and leaves `connection` finding the store's tables by their names
+  /// (`PostgreSQLConnection.use(schema:)`).
   ///
-  /// - Throws: `StoreError.modelMismatch` for a store made with another model,
+  /// - Throws: `StoreError.notFound` for a schema without a store when not `creating`,
+  ///   `.modelMismatch` for a store made with another model,
   ///   `.unsupportedFormatVersion` for one of a format this library does not read,
   ///   `.notATypedStore` for a schema that holds other tables, `.corrupt` for entity codes that
   ///   are not the model's; `PostgreSQLError` when the server fails. Nothing is changed then.
-  package func open(on connection: PostgreSQLConnection) throws -> Opened {
+  package func open(on connection: PostgreSQLConnection, creating: Bool = true) throws -> Opened {
     try connection.transaction {
       try connection.execute(
         "SELECT pg_advisory_xact_lock(hashtext('typedstore'), hashtext($1))", [history.lockName])
@@ -93,6 +95,7 @@ package struct PostgreSQLStoreTables {
         "SELECT count(*) FROM pg_class WHERE relnamespace = to_regnamespace($1) AND relkind IN ('r', 'p', 'v', 'm', 'f', 'S')",
         [schema])
       guard others.rows.first?.first == "0" else { throw StoreError.notATypedStore(path: location) }
+      guard creating else { throw StoreError.notFound(path: location) }
       return Opened(identifier: try create(on: connection), created: true)
     }
   }

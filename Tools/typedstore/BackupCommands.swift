@@ -33,6 +33,10 @@ enum BackupCommands {
     let path = try usage { try command.required("--store") }
     let store = try openStore(path, writable: true)
     let whole = try perform("cannot checkpoint \(path)") { try store.checkpoint() }
+    guard store.url.isFileURL else {
+      print("\(path) is a PostgreSQL store: it has no write-ahead log of its own, nothing to copy")
+      return
+    }
     print(
       whole
         ? "checkpointed \(path): the write-ahead log is in the store file"

@@ -48,10 +48,20 @@ private func opening<T>(_ path: String, writable: Bool, _ open: (URL, StoreOptio
   var options = StoreOptions()
   options.isReadOnly = !writable
   do {
-    return try open(URL(fileURLWithPath: path), options)
+    return try open(storeURL(path), options)
   } catch {
     throw .storeUnavailable("cannot open \(path): \(error)")
   }
+}
+
+/// The URL of a store the user named: a `postgresql://` URL as it is (TypedStorePostgreSQL is
+/// linked into this tool), anything else a file's path.
+func storeURL(_ path: String) -> URL {
+  let lowercased = path.lowercased()
+  if lowercased.hasPrefix("postgresql://") || lowercased.hasPrefix("postgres://"), let url = URL(string: path) {
+    return url
+  }
+  return URL(fileURLWithPath: path)
 }
 
 /// Runs library work, turning its errors into one clear line (exit status 1).

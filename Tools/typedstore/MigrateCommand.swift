@@ -9,7 +9,7 @@ enum MigrateCommand {
   static func run(_ command: ParsedCommand) async throws(Failure) {
     let (path, modelPath) = try usage { (try command.required("--store"), try command.required("--model")) }
     let model = try readModel(modelPath)
-    let url = URL(fileURLWithPath: path)
+    let url = storeURL(path)
     let report = try perform("cannot plan the migration of \(path)") {
       try PersistentStore.migrationReport(forStoreAt: url, to: model)
     }

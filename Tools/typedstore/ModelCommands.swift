@@ -13,7 +13,7 @@ enum ModelCommands {
     let (file, model, versions) = try read(path)
     let storePath = command.value("--store")
     let store = try storePath.map { storePath throws(Failure) in
-      let url = URL(fileURLWithPath: storePath)
+      let url = storeURL(storePath)
       let stored: ManagedObjectModel
       do { stored = try PersistentStore.storedModel(at: url) } catch {
         throw .storeUnavailable("cannot open \(storePath): \(error)")

@@ -11,6 +11,7 @@ extension PersistentContainer {
   ///   the store open (a container not yet released, another process); nothing is deleted.
   ///   `StoreError.isADirectory` when the path is a directory.
   public static func destroyPersistentStore(at url: URL) throws {
+    try PersistentStore.requireFile(at: url, "destroyPersistentStore(at:)", instead: "drop the store's schema")
     try PersistentStore.destroyFiles(at: url.path)
   }
 }

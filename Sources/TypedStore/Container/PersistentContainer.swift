@@ -84,7 +84,6 @@ public final class PersistentContainer: Sendable {
     name: String, model: ManagedObjectModel, migration: StagedMigration?, storeURL: URL?, options: StoreOptions
   ) throws {
     let url = storeURL ?? Self.defaultStoreURL(name: name)
-    let opener = try PersistentStore.opener(for: url)
     if storeURL == nil {
       try FileManager.default.createDirectory(
         at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -95,9 +94,8 @@ public final class PersistentContainer: Sendable {
     self.publisher = publisher
     // Weakly: the publisher holds the store (and its monitor thread does while it runs).
     let publish: @Sendable (RecordedChanges) -> Void = { [weak publisher] in publisher?.publish($0) }
-    let store =
-      try opener?.openStore(at: url, name: name, model: model, options: options, publish: publish)
-      ?? PersistentStore(url: url, model: model, options: options, migration: migration, publish: publish)
+    let store = try PersistentStore(
+      url: url, model: model, options: options, migration: migration, containerName: name, publish: publish)
     self.persistentStore = store
     publisher.attach(store)
     self.viewContext = Self.makeContext(store: store, name: "viewContext", publisher: publisher)

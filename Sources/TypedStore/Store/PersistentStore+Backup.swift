@@ -35,6 +35,7 @@ extension PersistentStore {
   ///   is left at `url` on failure.
   @discardableResult
   public func backup(to url: URL, asNewStore: Bool = false) throws -> HistoryToken {
+    try requireFile("backup(to:)", instead: "back a PostgreSQL store up with pg_dump")
     let destination = url.path
     guard !FileManager.default.fileExists(atPath: destination) else {
       throw StoreError.destinationExists(path: destination)

@@ -63,6 +63,7 @@ extension PersistentStore {
   /// for problem in report.problems { print(problem) }
   /// ```
   public func checkConsistency() throws -> ConsistencyReport {
+    try requireFile("checkConsistency()", instead: "a PostgreSQL store's pages are the server's to check (amcheck)")
     // A connection of its own: a check reads every row and all history, and holds no lock
     // other history readers of this store wait for.
     let connection = try makeReadConnection()

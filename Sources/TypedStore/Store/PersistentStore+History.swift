@@ -290,6 +290,7 @@ extension PersistentStore {
     throws -> Result
   {
     if let engine {
+      guard !options.isReadOnly else { throw StoreError.readOnly(path: url.absoluteString) }
       return try engine.write(ConnectionWork(body: body), info: TransactionInfo(), committed: publishCommitted)
     }
     return try writer.write(TransactionInfo()) { connection, _ in try body(connection) }

@@ -58,19 +58,23 @@ extension PersistentStore {
   public func inspect() throws -> Inspection {
     let path = url.path
     let file = filePath
+    let isFile = engine == nil
     return try withHistoryReader { connection in
       try connection.readTransaction {
         guard let stored = try Self.readMetadata(connection) else { throw StoreError.notATypedStore(path: path) }
         let metadata = try Self.decode(stored, path: path)
+        let pageSize = Int(try connection.scalarInt(connection.dialect.inspectionSQL.pageSize) ?? 0)
+        let pageCount = Int(try connection.scalarInt(connection.dialect.inspectionSQL.pageCount) ?? 0)
         func size(_ suffix: String) -> Int? {
-          (try? FileManager.default.attributesOfItem(atPath: file + suffix)[.size] as? NSNumber)?.map(\.intValue)
+          // Another engine's store has no files: its tables' pages.
+          guard isFile else { return suffix.isEmpty ? pageSize * pageCount : nil }
+          return (try? FileManager.default.attributesOfItem(atPath: file + suffix)[.size] as? NSNumber)?.map(\.intValue)
         }
         return Inspection(
           metadata: metadata, rowCounts: try rowCounts(connection), linkCounts: try linkCounts(connection),
           fileSizes: Inspection.FileSizes(
             database: size("") ?? 0, writeAheadLog: size("-wal"), sharedMemory: size("-shm")),
-          pageSize: Int(try connection.scalarInt(connection.dialect.inspectionSQL.pageSize) ?? 0),
-          pageCount: Int(try connection.scalarInt(connection.dialect.inspectionSQL.pageCount) ?? 0),
+          pageSize: pageSize, pageCount: pageCount,
           freePages: Int(try connection.scalarInt(connection.dialect.inspectionSQL.freePages) ?? 0),
           journalMode: try connection.scalarText(connection.dialect.inspectionSQL.journalMode) ?? "",
           horizon: HistoryToken(

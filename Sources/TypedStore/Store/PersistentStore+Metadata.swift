@@ -10,6 +10,8 @@ extension PersistentStore {
   public static func metadataForPersistentStore(at url: URL, options: StoreOptions = StoreOptions()) throws
     -> StoreMetadata
   {
+    try requireFile(
+      at: url, "metadataForPersistentStore(at:)", instead: "open the PostgreSQL store and read its metadata()")
     let path = resolvedStorePath(url.path)
     return try StoreError.naming(url.path, for: path) { try metadata(ofFileAt: path, options: options) }
   }
@@ -66,6 +68,7 @@ extension PersistentStore {
   /// - Throws: as `metadataForPersistentStore(at:options:)`, and `StoreError.corrupt` for a
   ///   kept model that is not valid.
   public static func storedModel(at url: URL, options: StoreOptions = StoreOptions()) throws -> ManagedObjectModel {
+    if let opener = try opener(for: url) { return try opener.storedModel(at: url) }
     let metadata = try metadataForPersistentStore(at: url, options: options)
     guard (oldestFormatVersion...formatVersion).contains(metadata.formatVersion) else {
       throw StoreError.unsupportedFormatVersion(found: metadata.formatVersion, supported: formatVersion)

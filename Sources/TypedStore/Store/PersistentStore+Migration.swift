@@ -90,7 +90,7 @@ extension PersistentStore {
   }
 
   /// The model kept in `metadata`, without classes.
-  static func storedModel(_ metadata: [String: String], path: String) throws -> ManagedObjectModel {
+  package static func storedModel(_ metadata: [String: String], path: String) throws -> ManagedObjectModel {
     let decoded = try decode(metadata, path: path)
     do {
       return try ManagedObjectModel(schema: decoded.schema, json: decoded.modelJSON)

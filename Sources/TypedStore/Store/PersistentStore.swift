@@ -69,9 +69,27 @@ public final class PersistentStore: Sendable {
   }
 
   /// Opens the store; `publish` receives what each committed write changed, in commit order,
-  /// while the writer lock is held (it must not block).
-  init(
+  /// while the writer lock is held (it must not block). A URL of another engine's scheme
+  /// (`postgresql://`) opens through that engine's library (`StoreEngineOpener`), with
+  /// `containerName` naming what the URL leaves out; its store is opened with the plan's last
+  /// version (a migration on another engine is not built: another model is refused).
+  convenience init(
     url: URL, model: ManagedObjectModel, options: StoreOptions, migration: StagedMigration? = nil,
+    containerName: String? = nil, publish: @escaping @Sendable (RecordedChanges) -> Void
+  ) throws {
+    if let opener = try Self.opener(for: url) {
+      let opened = try opener.openEngine(at: url, name: containerName, model: model, options: options)
+      self.init(
+        engine: opened.engine, url: url, identifier: opened.identifier, model: model, options: options,
+        publish: publish)
+      return
+    }
+    try self.init(fileAt: url, model: model, options: options, migration: migration, publish: publish)
+  }
+
+  /// Opens the store file at `url` (see `init(url:model:options:migration:containerName:publish:)`).
+  private init(
+    fileAt url: URL, model: ManagedObjectModel, options: StoreOptions, migration: StagedMigration?,
     publish: @escaping @Sendable (RecordedChanges) -> Void
   ) throws {
     self.url = url
@@ -132,7 +150,7 @@ public final class PersistentStore: Sendable {
   /// with the same code as on a store file; `publish` receives what each of them recorded.
   /// It is registered, so that its IDs resolve.
   package init(
-    engine: some StoreEngine, url: URL, identifier: UUID, model: ManagedObjectModel, options: StoreOptions,
+    engine: any StoreEngine, url: URL, identifier: UUID, model: ManagedObjectModel, options: StoreOptions,
     publish: @escaping @Sendable (RecordedChanges) -> Void
   ) {
     self.url = url
@@ -194,7 +212,8 @@ public final class PersistentStore: Sendable {
 
   /// The metadata of the open store.
   public func metadata() throws -> [String: String] {
-    try writer.withConnection { try Self.readMetadata($0) ?? [:] }
+    if engine != nil { return try withHistoryReader { try Self.readMetadata($0) ?? [:] } }
+    return try writer.withConnection { try Self.readMetadata($0) ?? [:] }
   }
 
   /// Copies every committed transaction from the write-ahead log into the store file now.
@@ -209,10 +228,12 @@ public final class PersistentStore: Sendable {
   /// ```
   ///
   /// - Returns: true when the whole log was copied; false when a reader still using older
-  ///   transactions kept part of it in the log (it is copied by a later checkpoint).
+  ///   transactions kept part of it in the log (it is copied by a later checkpoint). A store of
+  ///   another engine (PostgreSQL) has no log of its own: true, at once.
   /// - Throws: `StoreError` when SQLite fails.
   @discardableResult
   public func checkpoint() throws -> Bool {
+    if engine != nil { return true }
     do {
       return try writer.checkpointNow()
     } catch let error as SQLiteError {

@@ -36,12 +36,13 @@ package protocol StoreEngine: Sendable {
 /// store URL's scheme is the engine's, so that an application opens a PostgreSQL store with the
 /// same code as a file, the URL aside.
 package protocol StoreEngineOpener {
-  /// Opens (or creates) the store at `url` with `model`; `name` is the container's (a default
-  /// for what the URL leaves out); `publish` receives what each commit of this process recorded.
-  static func openStore(
-    at url: URL, name: String, model: ManagedObjectModel, options: StoreOptions,
-    publish: @escaping @Sendable (RecordedChanges) -> Void
-  ) throws -> PersistentStore
+  /// Opens (or, unless `options.isReadOnly`, creates) the store at `url` with `model`: its
+  /// engine and its UUID. `name` is the container's, a default for what the URL leaves out.
+  static func openEngine(at url: URL, name: String?, model: ManagedObjectModel, options: StoreOptions) throws
+    -> (engine: any StoreEngine, identifier: UUID)
+
+  /// The model the store at `url` keeps (`PersistentStore.storedModel(at:options:)`).
+  static func storedModel(at url: URL) throws -> ManagedObjectModel
 }
 
 extension PersistentStore {
@@ -75,11 +76,27 @@ extension PersistentStore {
     throws -> Work.Result
   {
     if let engine {
+      guard !options.isReadOnly else { throw StoreError.readOnly(path: url.absoluteString) }
       return try engine.write(work, info: info, committed: publishCommitted)
     }
     return try writer.write(info, in: transaction) { connection, history in
       try work.apply(connection: connection, history: history)
     }
+  }
+
+  /// Throws `StoreError.unsupportedOperation` for a store of another engine than SQLite:
+  /// `operation` works on store files only; `instead` says what to do.
+  func requireFile(_ operation: String, instead: String) throws {
+    guard engine == nil else {
+      throw StoreError.unsupportedOperation("\(operation) works on store files only: \(instead)")
+    }
+  }
+
+  /// Throws `StoreError.unsupportedOperation` for a URL of another engine than SQLite (as
+  /// `requireFile(_:instead:)`).
+  static func requireFile(at url: URL, _ operation: String, instead: String) throws {
+    guard let scheme = url.scheme?.lowercased(), scheme != "file" else { return }
+    throw StoreError.unsupportedOperation("\(operation) works on store files only: \(instead)")
   }
 
   /// The SQL of the store's engine.

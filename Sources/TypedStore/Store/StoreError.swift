@@ -88,6 +88,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   /// `postgresql://` store needs the `TypedStorePostgreSQL` library linked (Core Data's
   /// `NSPersistentStoreInvalidTypeError`). Nothing was opened.
   case invalidStoreType(scheme: String)
+  /// The operation works on store files only, and this store is another engine's (a
+  /// PostgreSQL store has no file to back up, check page by page or migrate yet): what it is
+  /// and what to do instead. Nothing was done.
+  case unsupportedOperation(String)
 
   /// A sentence for logs and error messages.
   public var description: String {
@@ -141,6 +145,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
       scheme == "postgresql" || scheme == "postgres"
         ? "a \(scheme):// store needs the TypedStorePostgreSQL library: add it to the target's dependencies"
         : "TypedStore has no store of type \(scheme) (a file URL opens SQLite, postgresql:// PostgreSQL)"
+    case .unsupportedOperation(let message): message
     }
   }
 }

@@ -43,6 +43,19 @@ import TypedStoreTesting
     #expect(source == "first")
     #expect(try again.persistentStore.currentHistoryToken().transactionNumber == 1)
 
+    // Read-only: nothing is written, and a schema without a store is not made.
+    var readOnly = StoreOptions()
+    readOnly.isReadOnly = true
+    let reader = try PersistentContainer(name: "Events", model: model, storeURL: url, options: readOnly)
+    #expect(throws: StoreError.readOnly(path: url.absoluteString)) {
+      try reader.newModelContext().execute(BatchDeleteRequest<Event>())
+    }
+    #expect(try reader.newModelContext().count(for: FetchRequest<Event>()) == 1)
+    let empty = try #require(URL(string: url.absoluteString.replacingOccurrences(of: schema, with: schema + "_none")))
+    #expect(throws: StoreError.notFound(path: "PostgreSQL schema \(schema)_none")) {
+      _ = try PersistentContainer(name: "Events", model: model, storeURL: empty, options: readOnly)
+    }
+
     // Without a schema, the container's name names it.
     let server = try PostgreSQLTestServer.server()
     let named = PostgreSQLStoreOpener.location(of: try #require(URL(string: server.tcpURL)), name: "My Notes")

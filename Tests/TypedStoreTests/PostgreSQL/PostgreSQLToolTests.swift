@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+import TypedStoreTesting
+
+@testable import TypedStore
+@testable import TypedStorePostgreSQL
+
+/// The built `typedstore` tool on a PostgreSQL store, named by its `postgresql://` URL with
+/// `--store`: the history and consumer commands and `inspect` work as on a file; what works on
+/// files only (`check`, `backup`, `migrate`) says so and does nothing.
+@Suite struct PostgreSQLToolTests {
+  @Test func theToolReadsAndPrunesAPostgreSQLStoreAndRefusesWhatIsForFiles() async throws {
+    let server = try PostgreSQLTestServer.server()
+    let schema = PostgreSQLTestServer.schemaName()
+    let admin = try PostgreSQLConnection(url: server.url)
+    defer { _ = try? admin.execute("DROP SCHEMA \(schema) CASCADE") }
+    let store = server.tcpURL + "?schema=\(schema)"
+    let container = try PersistentContainer(
+      name: "Events", model: ManagedObjectModel(Event.self), storeURL: URL(string: store)!)
+    for source in ["a", "b", "c"] {
+      try await container.performBackgroundTask { context in
+        context.transactionAuthor = "importer"
+        Event(context: context).source = source
+        try context.save()
+      }
+    }
+
+    let stats = try typedstore(["history", "stats", "--store", store])
+    #expect(stats.status == 0 && stats.stdout.contains("transactions  3 kept (1…3)"), "\(stats.stdout)\(stats.stderr)")
+    let export = try typedstore(["history", "export", "--store", store, "--after", "1"])
+    #expect(export.objects.map { $0["number"] as? Int } == [2, 3], "\(export.stderr)")
+    #expect(export.objects.allSatisfy { $0["author"] as? String == "importer" })
+
+    let added = try typedstore(["consumers", "add", "indexer", "--store", store, "--after", "2"])
+    #expect(added.status == 0, "\(added.stderr)")
+    let pruned = try typedstore(["history", "prune", "--store", store, "--consumed", "--json"])
+    #expect(pruned.json["deletedTransactions"] as? Int == 1, "before the checkpoint's own: \(pruned.stdout)")
+    #expect(try container.persistentStore.historyHorizon().transactionNumber == 1)
+
+    let inspect = try typedstore(["inspect", "--store", store, "--json"])
+    #expect(inspect.status == 0, "\(inspect.stderr)")
+    let entities = inspect.json["entities"] as? [[String: Any]]
+    #expect(entities?.first { $0["name"] as? String == "Event" }?["rows"] as? Int == 3, "\(inspect.stdout)")
+
+    let modelFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(schema).json")
+    try ManagedObjectModel(Event.self).jsonRepresentation.write(to: modelFile)
+    defer { try? FileManager.default.removeItem(at: modelFile) }
+
+    for (arguments, says) in [
+      (["check", "--store", store], "works on store files only"),
+      (["backup", "--store", store, "-o", "/tmp/never-\(schema).sqlite"], "pg_dump"),
+      (["migrate", "--store", store, "--model", modelFile.path, "--dry-run"], "works on store files only"),
+    ] {
+      let run = try typedstore(arguments)
+      #expect(run.status != 0 && run.stderr.contains(says), "\(arguments[0]): \(run.status) \(run.stderr)")
+    }
+    #expect(!FileManager.default.fileExists(atPath: "/tmp/never-\(schema).sqlite"))
+  }
+}
