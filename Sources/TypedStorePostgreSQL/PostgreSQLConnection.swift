@@ -88,7 +88,30 @@ package final class PostgreSQLConnection {
     self.connection = connection
     // Notices (a NOTICE from CREATE ... IF NOT EXISTS) go nowhere instead of to stderr.
     PQsetNoticeProcessor(connection, { _, _ in }, nil)
-    try execute(script: "SET client_encoding = 'UTF8'; SET extra_float_digits = 3; SET bytea_output = 'hex'")
+    try execute(script: Self.sessionSettings)
+  }
+
+  private static let sessionSettings =
+    "SET client_encoding = 'UTF8'; SET extra_float_digits = 3; SET bytea_output = 'hex'"
+
+  /// The schema `use(schema:)` named, to name again in a new session.
+  private var schema: String?
+
+  /// Connects again when the connection was lost (the server restarted, the network went),
+  /// between transactions, so that a connection a context or a store keeps works again once
+  /// the server is back: the session's settings and schema are set again, and its prepared
+  /// statements, gone with the old session, are prepared again when next asked for. The
+  /// statement that found the connection lost threw `.connection`; so does this while the
+  /// server cannot be reached.
+  func reconnectIfLost() throws(PostgreSQLError) {
+    guard PQstatus(connection) != CONNECTION_OK else { return }
+    PQreset(connection)
+    guard PQstatus(connection) == CONNECTION_OK else {
+      throw PostgreSQLError(kind: .connection, message: Self.message(PQerrorMessage(connection)))
+    }
+    prepared.removeAll()
+    try execute(script: Self.sessionSettings)
+    if let schema { try use(schema: schema) }
   }
 
   deinit { PQfinish(connection) }
@@ -193,6 +216,7 @@ package final class PostgreSQLConnection {
   /// statement aborted the transaction. Refuses to run inside another transaction, where
   /// `BEGIN` only warns and the `COMMIT` would end the caller's transaction early.
   private func committing<T>(begin: () throws -> Void, _ body: () throws -> T) throws -> T {
+    try reconnectIfLost()
     guard PQtransactionStatus(connection) == PQTRANS_IDLE else {
       throw PostgreSQLError(kind: .statement, message: "a transaction is already open on this connection")
     }
@@ -268,6 +292,7 @@ package final class PostgreSQLConnection {
   /// Runs `body` in a read-only transaction at REPEATABLE READ, so that its statements see
   /// one snapshot; inside a transaction already, `body` runs in it.
   package func readTransaction<T>(_ body: () throws -> T) throws -> T {
+    try reconnectIfLost()
     guard PQtransactionStatus(connection) == PQTRANS_IDLE else { return try body() }
     try execute(script: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
     do {
@@ -292,6 +317,7 @@ package final class PostgreSQLConnection {
       throw PostgreSQLError(kind: .statement, message: "\(schema) is not a schema name")
     }
     try execute(script: "SET search_path TO \"\(schema)\"")
+    self.schema = schema
   }
 
   /// Starts listening on `channel` (a name made of letters, digits and `_`).

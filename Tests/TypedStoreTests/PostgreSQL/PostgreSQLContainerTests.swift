@@ -193,6 +193,52 @@ import TypedStoreTesting
     #expect(try context.aggregate(.sum(\.sequence), for: exact) == 5)
   }
 
+  /// The server stops and starts again under a running container: while it is down, reads and
+  /// saves throw and write nothing; once it is back, the same contexts read and save again, and
+  /// the observer hears every commit (of this process and of another) once, in order.
+  @Test func contextsAndObserversGoOnAfterTheServerRestarts() async throws {
+    let server = try PostgreSQLTestServer.ownServer()
+    let schema = PostgreSQLTestServer.schemaName()
+    let url = try #require(URL(string: server.tcpURL + "?schema=\(schema)"))
+    let container = try PersistentContainer(name: "Events", model: ManagedObjectModel(Event.self), storeURL: url)
+    let heard = Recorder<Int64>()
+    let observation = container.addStoreChangesObserver { changes in
+      if let number = changes.token?.transactionNumber { heard.add(number) }
+    }
+    defer { _ = observation }
+    let context = container.newModelContext()
+    func save(_ source: String) throws {
+      let event = Event(context: context)
+      event.source = source
+      do { try context.save() } catch {
+        context.rollback()
+        throw error
+      }
+    }
+    try save("tally")  // the other process's saves add to it
+    #expect(await heard.wait(for: 1))
+    // The context's reader and the store's own are connected, and stay so across the restart.
+    #expect(try context.count(for: FetchRequest<Event>()) == 1)
+    #expect(try container.persistentStore.currentHistoryToken().transactionNumber == 1)
+
+    try PostgreSQLTestServer.stop(server)
+    #expect(throws: (any Error).self) { _ = try context.fetch(FetchRequest<Event>()) }
+    #expect(throws: (any Error).self) { try save("while down") }
+    try PostgreSQLTestServer.restart(server)
+
+    #expect(await eventually { try context.count(for: FetchRequest<Event>()) == 1 }, "the same context reads again")
+    #expect(await eventually { try container.persistentStore.currentHistoryToken().transactionNumber == 1 })
+    try save("after")
+    let saver = try SpawnedProcess(
+      builtProduct("typedstore-test-writer"), ["pg-container", url.absoluteString, "other", "2"])
+    let output = try await offThePool { saver.finish() }
+    #expect(output.contains("saved 2\n"), "\(output)")
+    #expect(await eventually { heard.all.count >= 4 })
+    #expect(heard.all == [1, 2, 3, 4], "each commit once, in order, across the restart")
+    let sources = try context.fetch(FetchRequest<Event>()).map(\.source)
+    #expect(sources.sorted() == ["after", "other", "other", "tally"], "nothing of the saves while it was down")
+  }
+
   /// docs/postgresql.md's example, run against the tests' server.
   @Test func thePagesExampleRuns() async throws {
     let (url, schema) = try Self.storeURL()
