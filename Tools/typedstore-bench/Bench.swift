@@ -59,8 +59,8 @@ import TypedStore
     case .follower(let store, let consumer, let stop): try await follower(store: store, consumer: consumer, stop: stop)
     case .mixed(let store, let raw, let reads, let go, let milliseconds):
       try mixed(store: store, raw: raw, reads: reads, go: go, milliseconds: milliseconds)
-    case .postgreSQLWriter(let url, let schema, let raw, let commits, let objects, let go):
-      try postgreSQLWriter(url: url, schema: schema, raw: raw, commits: commits, objects: objects, go: go)
+    case .postgreSQLWriter(let url, let schema, let side, let commits, let objects, let go):
+      try postgreSQLWriter(url: url, schema: schema, side: side, commits: commits, objects: objects, go: go)
     }
   }
 

@@ -47,7 +47,7 @@ enum BenchRole: Sendable {
   case mixed(store: String, raw: Bool, reads: Bool, go: String, milliseconds: Int)
   /// A writer process of the PostgreSQL writer rows: as `writer`, on the store in `schema` of
   /// the server at `url` (or the raw table there).
-  case postgreSQLWriter(url: String, schema: String, raw: Bool, commits: Int, objects: Int, go: String)
+  case postgreSQLWriter(url: String, schema: String, side: String, commits: Int, objects: Int, go: String)
 }
 
 /// The benchmark's command line, parsed by the tool's `ArgumentParsing`.
@@ -125,7 +125,7 @@ enum BenchCommandLine {
         milliseconds: try number(arguments[4], command))
     case ["pg-writer"]:
       return .postgreSQLWriter(
-        url: arguments[0], schema: arguments[1], raw: arguments[2] == "raw", commits: try number(arguments[3], command),
+        url: arguments[0], schema: arguments[1], side: arguments[2], commits: try number(arguments[3], command),
         objects: try number(arguments[4], command), go: arguments[5])
     default:
       var options = BenchOptions()

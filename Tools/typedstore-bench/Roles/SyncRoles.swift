@@ -8,7 +8,10 @@ extension Bench {
   /// Process A of the latency row: one object per transaction, 1 ms apart, each commit's
   /// return time printed for process B to compare with the time it merged it.
   func latencyWriter(store path: String, commits: Int) throws {
-    let container = try PersistentContainer(name: "latency", model: model, storeURL: URL(fileURLWithPath: path))
+    // A store file's path, or a PostgreSQL store's URL (the PostgreSQL latency row).
+    let url = path.hasPrefix("postgresql:") ? URL(string: path) : URL(fileURLWithPath: path)
+    guard let url else { throw BenchError.mismatch("not a store URL: \(path)") }
+    let container = try PersistentContainer(name: "latency", model: model, storeURL: url)
     let context = container.newBackgroundContext()
     var lines: [String] = []
     for index in 0..<commits {

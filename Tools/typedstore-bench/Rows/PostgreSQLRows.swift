@@ -6,8 +6,8 @@ import TypedStorePostgreSQL
 // (`PostgreSQLStoreWriter`: the store's write lock taken first, rows, history, the counter and
 // the notification) against raw libpq inserting the same rows, prepared, in one transaction
 // each. Each side works in a schema of its own, made fresh for every run. Contexts do not run on
-// PostgreSQL yet: these rows measure the engine's write path, which a save's share on SQLite
-// is too.
+// PostgreSQL in the write rows: they measure the engine's write path, which a save's share on
+// SQLite is too. The latency row runs contexts in two processes.
 
 extension Bench {
   func postgreSQLRows() async throws {
@@ -33,6 +33,37 @@ extension Bench {
       }
     }
     try await postgreSQLWriterRows(url)
+    try postgreSQLMergeLatencyRow(url)
+  }
+
+  /// The latency row on PostgreSQL: process A saves through a container of the store's URL,
+  /// process B (this one) merges each commit as its notification arrives (the server's
+  /// `NOTIFY`, then the history read).
+  private func postgreSQLMergeLatencyRow(_ url: String) throws {
+    let commits = n >= 100_000 ? 1000 : 100
+    let name =
+      "PostgreSQL: commit returned in process A -> merged into a context in process B, \(commits) commits (absolute)"
+    guard selected(name) else { return }
+    let schema = try freshSchema(url, raw: false)
+    defer { dropSchema(url, schema) }
+    let location = url + (url.contains("?") ? "&" : "?") + "schema=\(schema)"
+    guard let storeURL = URL(string: location) else { throw BenchError.mismatch("not a URL: \(location)") }
+    let container = try PersistentContainer(name: "latency", model: model, storeURL: storeURL)
+    // The listener marks one time when it delivers: its wake-up, notice and read are one stage.
+    let stages = try measureMergeLatency(
+      commits: commits, container: container, location: location,
+      stageNames: [
+        "A's save returned -> B's listener delivered it (NOTIFY, history read)", "", "", "-> observer called",
+        "-> merged into a context",
+      ])
+    rows.append(
+      ReportRow(name: name, note: String(format: "p50 %.3f ms, p99 %.3f ms", stages.total.p50, stages.total.p99)))
+    for (stage, times) in stages.each {
+      rows.append(
+        ReportRow(
+          name: "  PostgreSQL merge latency stage: \(stage) (absolute)",
+          note: String(format: "p50 %.3f ms, p99 %.3f ms", times.p50, times.p99)))
+    }
   }
 
   /// W writer processes over the server, each committing its share of one-object saves, timed
@@ -40,19 +71,24 @@ extension Bench {
   /// write lock; the raw side's insert into one table without one.
   private func postgreSQLWriterRows(_ url: String) async throws {
     let commits = n >= 100_000 ? 1600 : 64
-    for writers in [1, 4, 16] {
-      let name =
-        "PostgreSQL: \(commits) commits of 1 new object from \(writers) writer process\(writers == 1 ? "" : "es")"
-        + " (history on)"
-      try await run(name, goal: 2.0) {
-        try postgreSQLWritersRun(url, raw: true, writers: writers, commits: commits)
-      } typed: {
-        try postgreSQLWritersRun(url, raw: false, writers: writers, commits: commits)
+    for history in [true, false] {
+      for writers in [1, 4, 16] {
+        let name =
+          "PostgreSQL: \(commits) commits of 1 new object from \(writers) writer process\(writers == 1 ? "" : "es")"
+          + " (history \(history ? "on" : "off"))"
+        try await run(name, goal: 2.0) {
+          try postgreSQLWritersRun(url, side: "raw", writers: writers, commits: commits)
+        } typed: {
+          try postgreSQLWritersRun(
+            url, side: history ? "typed" : "typed-no-history", writers: writers, commits: commits)
+        }
       }
     }
   }
 
-  private func postgreSQLWritersRun(_ url: String, raw: Bool, writers: Int, commits: Int) throws -> Double {
+  /// `side` is `raw`, `typed` or `typed-no-history` (a store whose writes record no history).
+  private func postgreSQLWritersRun(_ url: String, side: String, writers: Int, commits: Int) throws -> Double {
+    let raw = side == "raw"
     let schema = try freshSchema(url, raw: raw)
     defer { dropSchema(url, schema) }
     let go = directory.appendingPathComponent(uniqueName("pg-go")).path
@@ -60,7 +96,7 @@ extension Bench {
     let outputs = (0..<writers).map { _ in Pipe() }
     let processes = try outputs.map { output in
       try ChildProcess.start(
-        ["pg-writer", url, schema, raw ? "raw" : "typed", String(share), "1", go], output: output)
+        ["pg-writer", url, schema, side, String(share), "1", go], output: output)
     }
     for output in outputs {
       guard ChildProcess.readLine(output) == "ready" else { throw BenchError.sqlite("a writer did not connect") }
@@ -86,15 +122,15 @@ extension Bench {
   /// A writer process of the PostgreSQL writer rows: connects, prints "ready", waits for the
   /// file `go`, commits `commits` transactions of `objects` new objects, and prints the
   /// monotonic time of its last commit in nanoseconds.
-  func postgreSQLWriter(url: String, schema: String, raw: Bool, commits: Int, objects: Int, go: String) throws {
+  func postgreSQLWriter(url: String, schema: String, side: String, commits: Int, objects: Int, go: String) throws {
     let commit: (Int) throws -> Void
-    if raw {
+    if side == "raw" {
       let database = try RawPostgreSQL(url: url)
       try database.execute("SET search_path TO \"\(schema)\"")
       try database.prepareInsert()
       commit = { first in try database.insertTransaction(first: first, count: objects) }
     } else {
-      let writer = try storeWriter(url, schema: schema)
+      let writer = try storeWriter(url, schema: schema, recordsHistory: side != "typed-no-history")
       commit = { first in try writer.insertTransaction(first: first, count: objects, model: self.model) }
     }
     FileHandle.standardOutput.write(Data("ready\n".utf8))
@@ -127,13 +163,14 @@ extension Bench {
   }
 
   /// The writer of the store in `schema` on its own connection.
-  private func storeWriter(_ url: String, schema: String) throws -> PostgreSQLStoreWriter {
+  private func storeWriter(_ url: String, schema: String, recordsHistory: Bool = true) throws -> PostgreSQLStoreWriter {
     let identifier = try PostgreSQLStoreTables(schema: schema, model: model).open(
       on: PostgreSQLConnection(url: url)
     ).identifier
     guard let location = URL(string: url) else { throw BenchError.sqlite("not a URL: \(url)") }
     let store = PersistentStore(onAnotherEngineAt: location, identifier: identifier, model: model)
-    return try PostgreSQLStoreWriter(url: url, schema: schema, store: store, lockTimeout: .seconds(60))
+    return try PostgreSQLStoreWriter(
+      url: url, schema: schema, store: store, lockTimeout: .seconds(60), recordsHistory: recordsHistory)
   }
 
   /// Runs `body` on a raw connection to a fresh schema, then drops the schema (not timed).

@@ -112,7 +112,13 @@ extension Bench {
     let commits = n >= 100_000 ? 1000 : 100
     let name = "commit returned in process A -> merged into a context in process B, \(commits) commits (absolute)"
     guard selected(name) else { return }
-    let stages = try measureMergeLatency(commits: commits)
+    let container = try freshContainer("latency")
+    let stages = try measureMergeLatency(
+      commits: commits, container: container, location: container.persistentStore.url.path,
+      stageNames: [
+        "A's save returned -> B's monitor woke (inotify)", "-> B saw data_version move",
+        "-> history read and decoded", "-> observer called", "-> merged into a context",
+      ])
     rows.append(
       ReportRow(
         name: name,
@@ -168,8 +174,14 @@ extension Bench {
   /// The latency row: process B (this one) merges every commit of process A (this program
   /// run as `latency-writer`) into a context as its change notification arrives, and notes
   /// when each stage ended; A notes when each `save()` returned.
-  private func measureMergeLatency(commits: Int) throws -> LatencyStages {
-    let container = try freshContainer("latency")
+  ///
+  /// `location` is how process A names the store (a path, or a PostgreSQL store's URL);
+  /// `stageNames` name the stages from A's save to the monitor's wake-up, its notice, its read,
+  /// the observer's call and the merge (a follower that marks fewer stages repeats a time, and
+  /// its names say which stages there are: empty names are left out).
+  func measureMergeLatency(
+    commits: Int, container: PersistentContainer, location: String, stageNames: [String]
+  ) throws -> LatencyStages {
     let context = container.newBackgroundContext()
     let seen = Mutex<[Int64: Seen]>([:])
     let observation = container.addStoreChangesObserver { changes in
@@ -187,7 +199,7 @@ extension Bench {
     }
     let pipe = Pipe()
     let writer = try ChildProcess.start(
-      ["latency-writer", container.persistentStore.url.path, String(commits)], output: pipe)
+      ["latency-writer", location, String(commits)], output: pipe)
     let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     writer.waitUntilExit()
     let deadline = Date().addingTimeInterval(10)
@@ -213,12 +225,9 @@ extension Bench {
     guard stages[0].count == commits else {
       throw BenchError.mismatch("\(stages[0].count) of \(commits) commits timed")
     }
-    let names = [
-      "A's save returned -> B's monitor woke (inotify)", "-> B saw data_version move",
-      "-> history read and decoded", "-> observer called", "-> merged into a context",
-    ]
     return LatencyStages(
-      total: percentiles(stages[0]), each: zip(names, stages.dropFirst().map(percentiles)).map { ($0, $1) })
+      total: percentiles(stages[0]),
+      each: zip(stageNames, stages.dropFirst().map(percentiles)).filter { !$0.0.isEmpty }.map { ($0, $1) })
   }
 
   private func milliseconds(from start: UInt64, to end: UInt64) -> Double {
