@@ -28,7 +28,8 @@ package final class PostgreSQLChangeListener: Sendable {
     /// History after the position was deleted before it was read: reading goes on after
     /// `horizon`.
     case expired(HistoryToken)
-    /// The history could not be read: the listener stopped.
+    /// The history could not be read (not for a lost connection): the listener tries again
+    /// after a pause.
     case failed(String)
   }
 
@@ -116,6 +117,7 @@ package final class PostgreSQLChangeListener: Sendable {
 
   private func follow() {
     var down = false
+    var failures = 0
     while isRunning {
       do {
         let connection = try PostgreSQLConnection(url: url)
@@ -134,8 +136,14 @@ package final class PostgreSQLChangeListener: Sendable {
         let retry = ContinuousClock.now + retryInterval
         while isRunning && ContinuousClock.now < retry { Thread.sleep(forTimeInterval: 0.005) }
       } catch {
-        state.withLock { $0.running = false }
+        // Another failure (a statement timeout, a read the server refused): reported, and tried
+        // again after a pause that grows to 5 s, as the store file's monitor does, so that the
+        // publisher, which holds local commits back for the remote ones before them, goes on.
+        failures += 1
         deliver(.failed("\(error)"))
+        let pause = min(retryInterval * (1 << min(failures, 5)), .seconds(5))
+        let retry = ContinuousClock.now + pause
+        while isRunning && ContinuousClock.now < retry { Thread.sleep(forTimeInterval: 0.005) }
       }
     }
   }
@@ -164,6 +172,8 @@ package final class PostgreSQLChangeListener: Sendable {
     while isRunning {
       guard let after = position else {
         let newest = takePosition(try HistoryReader.currentNumber(connection))
+        // `Int64.max`: nobody listens yet to take the position for; taken at the next read.
+        guard newest != Int64.max else { return }
         state.withLock { $0.position = $0.position ?? newest }
         continue
       }

@@ -101,7 +101,7 @@ package final class PostgreSQLStoreEngine: StoreEngine {
       } catch let error as PostgreSQLError where error.sqlState == "23505" {
         throw StoreError.uniqueConstraintViolation(entity: error.table ?? "", message: error.message)
       } catch let error as MissingCatalogRow {
-        throw StoreError.corrupt(path: url, message: error.description)
+        throw StoreError.corrupt(path: "PostgreSQL schema \(schema)", message: error.description)
       }
     }
   }
@@ -149,11 +149,22 @@ extension PostgreSQLStoreEngine {
 /// lowercase, other characters as `_` (`typedstore` without a container).
 package enum PostgreSQLStoreOpener: StoreEngineOpener {
   package static func openEngine(at url: URL, name: String?, model: ManagedObjectModel, options: StoreOptions)
-    throws -> (engine: any StoreEngine, identifier: UUID)
+    throws -> (engine: any StoreEngine, identifier: UUID, location: URL)
   {
     let (connection, schema) = location(of: url, name: name)
     let opened = try PostgreSQLStoreEngine.open(url: connection, schema: schema, model: model, options: options)
-    return (opened.engine, opened.identifier)
+    return (opened.engine, opened.identifier, withoutPassword(url))
+  }
+
+  /// `url` without a password, in its user part or its query: what a store shows of its
+  /// location (errors and the tool print it).
+  static func withoutPassword(_ url: URL) -> URL {
+    guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
+    components.password = nil
+    if let items = components.queryItems, items.contains(where: { $0.name == "password" }) {
+      components.queryItems = items.filter { $0.name != "password" }
+    }
+    return components.url ?? url
   }
 
   package static func storedModel(at url: URL) throws -> ManagedObjectModel {

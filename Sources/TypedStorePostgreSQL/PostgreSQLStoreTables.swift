@@ -69,7 +69,8 @@ package struct PostgreSQLStoreTables {
   ///   `.notATypedStore` for a schema that holds other tables, `.corrupt` for entity codes that
   ///   are not the model's; `PostgreSQLError` when the server fails. Nothing is changed then.
   package func open(on connection: PostgreSQLConnection, creating: Bool = true) throws -> Opened {
-    try connection.transaction {
+    try Self.checkServer(connection)
+    return try connection.transaction {
       try connection.execute(
         "SELECT pg_advisory_xact_lock(hashtext('typedstore'), hashtext($1))", [history.lockName])
       try connection.use(schema: schema)
@@ -97,6 +98,22 @@ package struct PostgreSQLStoreTables {
       guard others.rows.first?.first == "0" else { throw StoreError.notATypedStore(path: location) }
       guard creating else { throw StoreError.notFound(path: location) }
       return Opened(identifier: try create(on: connection), created: true)
+    }
+  }
+
+  /// Throws `StoreError.unsupportedOperation` for a server older than PostgreSQL 14 or whose
+  /// database is not UTF-8: Swift's string semantics need `normalize` on UTF-8 text, and
+  /// decimals' order a `numeric` infinity.
+  static func checkServer(_ connection: PostgreSQLConnection) throws {
+    let row = try connection.execute(
+      "SELECT current_setting('server_version_num'), current_setting('server_encoding')"
+    ).rows.first
+    let version = row?.first.flatMap { $0.flatMap { Int($0) } } ?? 0
+    let encoding = row?.last.flatMap { $0 } ?? ""
+    guard version >= 140_000, encoding == "UTF8" else {
+      throw StoreError.unsupportedOperation(
+        "a TypedStore store needs PostgreSQL 14 or later with a UTF8 database; the server is version \(version)"
+          + " with \(encoding)")
     }
   }
 

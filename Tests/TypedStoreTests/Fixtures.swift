@@ -107,9 +107,9 @@ final class Recorder<Element: Sendable>: Sendable {
   }
 }
 
-/// Polls `condition` until it holds (false after 10 s); a throw counts as not yet.
-func eventually(_ condition: () async throws -> Bool) async -> Bool {
-  let deadline = ContinuousClock.now + .seconds(10)
+/// Polls `condition` until it holds (false after `seconds`); a throw counts as not yet.
+func eventually(seconds: Double = 10, _ condition: () async throws -> Bool) async -> Bool {
+  let deadline = ContinuousClock.now + .seconds(seconds)
   while ContinuousClock.now < deadline {
     if (try? await condition()) == true { return true }
     try? await Task.sleep(for: .milliseconds(5))

@@ -111,8 +111,9 @@ public final class PersistentContainer: Sendable {
   /// for await changes in container.storeChanges() { print(changes.token as Any) }
   /// ```
   public convenience init(storeURL: URL, options: StoreOptions = StoreOptions()) throws {
+    // Another engine's store without a schema in its URL is found where `storedModel` looks.
     try self.init(
-      name: storeURL.deletingPathExtension().lastPathComponent,
+      name: storeURL.isFileURL ? storeURL.deletingPathExtension().lastPathComponent : "typedstore",
       model: PersistentStore.storedModel(at: storeURL, options: options), storeURL: storeURL, options: options)
   }
 

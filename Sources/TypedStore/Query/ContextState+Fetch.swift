@@ -244,6 +244,9 @@ extension ContextState {
   private func fetchMergingPending<Entity: ManagedObject>(
     _ request: FetchRequest<Entity>, _ resolved: ResolvedFetch
   ) throws -> [ManagedObject] {
+    if resolved.checksInSwift && !request.includesPendingChanges && hasChanges {
+      return try fetchBySavedValues(request)
+    }
     let allowed = Set(request.includesSubentities ? resolved.entity.selfAndDescendantNames : [resolved.entity.name])
     var objects = try fetchObjects(
       ManagedObject.self, of: resolved.entity, clauses: resolved.whereClause + resolved.orderBy,
@@ -300,6 +303,20 @@ extension ContextState {
     let start = min(request.fetchOffset, objects.count)
     let end = request.fetchLimit > 0 ? min(objects.count, start + request.fetchLimit) : objects.count
     return Array(objects[start..<end])
+  }
+}
+
+extension ContextState {
+  /// A request that ignores unsaved changes, whose predicate Swift checks (another engine's SQL
+  /// only narrowed the rows), in a context with unsaved changes: the predicate must see the
+  /// saved values, which this context's edited objects no longer hold. A context of its own,
+  /// with no changes, answers; this one returns its own objects for the rows, in that order.
+  fileprivate func fetchBySavedValues<Entity: ManagedObject>(_ request: FetchRequest<Entity>) throws
+    -> [ManagedObject]
+  {
+    let scratch = ContextState(store: store, name: nil)
+    let keys = try scratch.fetch(request).compactMap { $0.objectKey?.value }
+    return try objects(Entity.self, keys: keys[...])
   }
 }
 

@@ -60,6 +60,9 @@ struct SQLFragment {
   /// needs it (PostgreSQL's `CAST(? AS …)`).
   var attributeType: AttributeType? = nil
   var exactness: SQLExactness = .exact
+  /// A bound NaN (`Double.nan`, `Float.nan`), which neither engine keeps as Swift compares it:
+  /// SQLite binds it as NULL, PostgreSQL orders it above every number.
+  var isNaN = false
 }
 
 /// Translates a `Predicate<Entity>`'s expression tree, node by node: each Foundation
@@ -142,11 +145,20 @@ struct PredicateTranslator<Entity: ManagedObject> {
   /// compared with another value). A text PostgreSQL cannot hold (a NUL character) is bound
   /// as no value, and the fragment is opaque: Swift's evaluation decides.
   func parameter(_ value: PrimitiveValue, kind: SQLValueKind, type: AttributeType?) -> SQLFragment {
+    if case .real(let real) = value, real.isNaN {
+      // Compared, it folds to Swift's answer (`compared`); anywhere else, Swift decides.
+      return SQLFragment(
+        sql: "NULL", kind: kind, isNullable: true, attributeType: type, exactness: .opaque, isNaN: true)
+    }
     guard dialect == .postgreSQL else {
       return SQLFragment(sql: "?", arguments: [value], kind: kind, codec: nil, literal: nil, isNullable: value == .null)
     }
     if case .text(let text) = value, text.utf8.contains(0) {
       return SQLFragment(sql: "NULL", kind: kind, isNullable: true, attributeType: type, exactness: .opaque)
+    }
+    // A nil of no known type: PostgreSQL infers no type for a bare parameter.
+    if value == .null && type == nil {
+      return SQLFragment(sql: "NULL", kind: kind, codec: nil, literal: nil, isNullable: true)
     }
     return SQLFragment(
       sql: type.map { "CAST(? AS \($0.postgreSQLType))" } ?? "?", arguments: [value], kind: kind, codec: nil,
@@ -263,13 +275,19 @@ struct PredicateTranslator<Entity: ManagedObject> {
   /// `<` orders NFC scalars) and decimals with NaN below every number (Swift's order; `numeric`
   /// puts NaN above). Operands that are not exact narrow nothing.
   func compared(_ left: SQLFragment, _ symbol: String, _ right: SQLFragment) -> SQLFragment {
+    // A NaN is unequal to everything and ordered with nothing, nil included, as in Swift.
+    if left.isNaN || right.isNaN {
+      return SQLFragment(sql: literal(symbol == "IS NOT"), kind: .boolean, isNullable: false)
+    }
+    // PostgreSQL infers no type for a value compared with a value.
+    let untyped = dialect == .postgreSQL && left.sql == "?" && right.sql == "?"
+    guard left.exactness == .exact, right.exactness == .exact, !untyped else {
+      return SQLFragment(sql: literal(true), kind: .boolean, isNullable: false, exactness: .superset)
+    }
     guard dialect == .postgreSQL else {
       return SQLFragment(
         sql: "\(left.sql) \(symbol) \(right.sql)\(Self.collation(left, right))",
         arguments: left.arguments + right.arguments, kind: .boolean, isNullable: false)
-    }
-    guard left.exactness == .exact, right.exactness == .exact, left.sql != "?" || right.sql != "?" else {
-      return SQLFragment(sql: literal(true), kind: .boolean, isNullable: false, exactness: .superset)
     }
     let operation =
       switch symbol {

@@ -19,7 +19,12 @@ extension PersistentStore {
         willDelete: willDelete, store: identifier, model: model, connection: connection)
     }
     if dryRun {
-      if engine != nil { return try withHistoryReader(plan) }
+      if engine != nil {
+        // A connection of its own, as SQLite's dry run reads on the writer's: the archive's
+        // callbacks may read this store's history through its shared reader.
+        let connection = try makeReader()
+        return try connection.readTransaction { try plan(connection) }
+      }
       return try writer.withConnection { connection in try connection.readTransaction { try plan(connection) } }
     }
     return try writeWithoutHistory(plan)

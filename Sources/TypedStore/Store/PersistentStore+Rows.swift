@@ -316,9 +316,19 @@ extension PersistentStore {
 
   /// Throws `StoreError.invalidValue` for a value SQLite would not store as given: NaN, which
   /// SQLite turns into NULL (so a non-optional attribute fails with a bare constraint error,
-  /// and an optional one reads back as nil). `values` are an entity's attributes in order, or
-  /// those of `slots`.
+  /// and an optional one reads back as nil); on PostgreSQL, text with a NUL character, which
+  /// its text cannot hold. `values` are an entity's attributes in order, or those of `slots`.
   func checkStorable(_ values: [PrimitiveValue], entityIndex: Int32, slots: [Int32]?) throws {
+    if dialect == .postgreSQL {
+      for (index, value) in values.enumerated() {
+        guard case .text(let text) = value, text.utf8.contains(0) else { continue }
+        let entity = model.entities[Int(entityIndex)]
+        let slot = slots.map { Int($0[index]) } ?? index
+        throw StoreError.invalidValue(
+          entity: entity.name, attribute: entity.storedAttributes[slot].name,
+          reason: "PostgreSQL text cannot hold a NUL character")
+      }
+    }
     for (index, value) in values.enumerated() {
       guard case .real(let real) = value, real.isNaN else { continue }
       let entity = model.entities[Int(entityIndex)]

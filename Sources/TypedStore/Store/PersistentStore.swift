@@ -80,7 +80,7 @@ public final class PersistentStore: Sendable {
     if let opener = try Self.opener(for: url) {
       let opened = try opener.openEngine(at: url, name: containerName, model: model, options: options)
       self.init(
-        engine: opened.engine, url: url, identifier: opened.identifier, model: model, options: options,
+        engine: opened.engine, url: opened.location, identifier: opened.identifier, model: model, options: options,
         publish: publish)
       return
     }

@@ -37,9 +37,10 @@ package protocol StoreEngine: Sendable {
 /// same code as a file, the URL aside.
 package protocol StoreEngineOpener {
   /// Opens (or, unless `options.isReadOnly`, creates) the store at `url` with `model`: its
-  /// engine and its UUID. `name` is the container's, a default for what the URL leaves out.
+  /// engine, its UUID and the URL the store shows (`PersistentStore.url`, in errors too), with
+  /// no password. `name` is the container's, a default for what the URL leaves out.
   static func openEngine(at url: URL, name: String?, model: ManagedObjectModel, options: StoreOptions) throws
-    -> (engine: any StoreEngine, identifier: UUID)
+    -> (engine: any StoreEngine, identifier: UUID, location: URL)
 
   /// The model the store at `url` keeps (`PersistentStore.storedModel(at:options:)`).
   static func storedModel(at url: URL) throws -> ManagedObjectModel

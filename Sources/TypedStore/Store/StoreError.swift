@@ -113,6 +113,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case .destinationExists(let path): "\(path) already exists; a backup never replaces a file: choose another path"
     case .invalidValue(let entity, let attribute, let reason):
       "\(entity).\(attribute) cannot be saved: \(reason); nothing was written"
+    case .notATypedStore(let path) where path.hasPrefix("PostgreSQL schema "):
+      "\(path) holds other tables, not a TypedStore store"
     case .notATypedStore(let path): "\(path) is an SQLite database but not a TypedStore store"
     case .corrupt(let path, let message): "\(path) is damaged: \(message)"
     case .unsupportedFormatVersion(let found, let supported):

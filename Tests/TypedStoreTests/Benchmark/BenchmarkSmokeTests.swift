@@ -40,8 +40,11 @@ import Testing
     #expect(rows.allSatisfy { $0["name"] is String && $0["goal"] != nil && $0["ratio"] != nil })
     let measured = rows.filter { $0["ratio"] is Double }
     #expect(measured.count >= 8)
-    // The PostgreSQL rows ran against the tests' server, their results checked too.
-    #expect(rows.filter { ($0["name"] as? String)?.hasPrefix("PostgreSQL: ") ?? false }.count == 5, "\(text)")
+    // The PostgreSQL rows ran against the tests' server, their results checked too: two saves,
+    // six writer rows (history on and off), and the latency row (its stages are indented).
+    let postgreSQL = rows.filter { ($0["name"] as? String)?.hasPrefix("PostgreSQL: ") ?? false }
+    #expect(postgreSQL.count == 9, "\(text)")
+    #expect(postgreSQL.contains { ($0["name"] as? String)?.contains("merged into a context in process B") ?? false })
     // The run and its helper processes (the followers and writers of the sync rows) leave no
     // directory behind.
     #expect(try benchDirectories().subtracting(before).isEmpty)

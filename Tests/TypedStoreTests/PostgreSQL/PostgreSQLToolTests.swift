@@ -6,8 +6,9 @@ import TypedStoreTesting
 @testable import TypedStorePostgreSQL
 
 /// The built `typedstore` tool on a PostgreSQL store, named by its `postgresql://` URL with
-/// `--store`: the history and consumer commands and `inspect` work as on a file; what works on
-/// files only (`check`, `backup`, `migrate`) says so and does nothing.
+/// `--store`: the history (`stats`, `export`, `watch`, `prune`) and consumer commands and
+/// `inspect` work as on a file, `checkpoint` has nothing to do; what works on files only
+/// (`check`, `backup`, `migrate`) says so and does nothing.
 @Suite struct PostgreSQLToolTests {
   @Test func theToolReadsAndPrunesAPostgreSQLStoreAndRefusesWhatIsForFiles() async throws {
     let server = try PostgreSQLTestServer.server()
@@ -36,6 +37,14 @@ import TypedStoreTesting
     let pruned = try typedstore(["history", "prune", "--store", store, "--consumed", "--json"])
     #expect(pruned.json["deletedTransactions"] as? Int == 1, "before the checkpoint's own: \(pruned.stdout)")
     #expect(try container.persistentStore.historyHorizon().transactionNumber == 1)
+
+    let listed = try typedstore(["consumers", "list", "--store", store])
+    #expect(listed.status == 0 && listed.stdout.contains("indexer"), "\(listed.stdout)\(listed.stderr)")
+    // `watch` follows until stopped: here, SIGKILLed after 3 s, with what it printed by then.
+    let watch = try typedstore(["history", "watch", "--store", store, "--after", "2"], seconds: 3)
+    #expect(watch.objects.map { $0["number"] as? Int } == [3], "\(watch.stdout)\(watch.stderr)")
+    let checkpoint = try typedstore(["checkpoint", "--store", store])
+    #expect(checkpoint.status == 0 && checkpoint.stdout.contains("nothing to copy"), "\(checkpoint.stdout)")
 
     let inspect = try typedstore(["inspect", "--store", store, "--json"])
     #expect(inspect.status == 0, "\(inspect.stderr)")
