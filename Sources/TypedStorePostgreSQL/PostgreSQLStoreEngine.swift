@@ -3,7 +3,7 @@ import Synchronization
 import TypedStore
 
 /// The connections and write transactions of a store on PostgreSQL: what SQLite's connections
-/// and `StoreWriter` are to a store file (issue 27, being built).
+/// and `StoreWriter` are to a store file (issue 27; docs/postgresql.md).
 ///
 /// Every write is one transaction at READ COMMITTED that takes the store's write lock first (the
 /// history counter row's, `PostgreSQLConnection.writeTransaction`), applies its work with the

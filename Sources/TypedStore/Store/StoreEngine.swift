@@ -1,6 +1,6 @@
 import Foundation
 
-/// A store whose rows another engine keeps than SQLite (PostgreSQL, in the
+/// The engine of a store whose rows an engine other than SQLite keeps (PostgreSQL, in the
 /// `TypedStorePostgreSQL` library): the connections and the write transactions it gives the
 /// store layer, which runs its own reading and writing code on them through the engine seam
 /// (`DatabaseConnection`). A store file needs none: `PersistentStore` opens SQLite itself.
@@ -31,9 +31,9 @@ package protocol StoreEngine: Sendable {
   ) -> any ChangeFollower
 }
 
-/// Opens a store of another engine from its URL, for `PersistentContainer`: the library of the
-/// engine (`TypedStorePostgreSQL`) has one, which the container finds by its name when a
-/// store URL's scheme is the engine's, so that an application opens a PostgreSQL store with the
+/// Opens a store of another engine from its URL, for `PersistentStore(url:…)` and so for
+/// `PersistentContainer`: the engine's library (`TypedStorePostgreSQL`) has one, which the store
+/// finds by its name when a store URL's scheme is the engine's, so that an application opens a PostgreSQL store with the
 /// same code as a file, the URL aside.
 package protocol StoreEngineOpener {
   /// Opens (or, unless `options.isReadOnly`, creates) the store at `url` with `model`: its
