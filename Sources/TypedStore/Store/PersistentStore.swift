@@ -129,19 +129,10 @@ public final class PersistentStore: Sendable {
   /// file is the one being migrated, and every write goes into the migration's transaction
   /// through the contexts (`StoreWriter.init(migrationStageAt:storeIdentifier:)`). It is not
   /// registered: IDs of the store resolve with the model it is opened with.
-  init(migrationStageOf url: URL, identifier: UUID, model: ManagedObjectModel, options: StoreOptions) {
-    self.url = url
-    self.filePath = resolvedStorePath(url.path)
-    self.model = model
-    self.options = options
-    self.identifier = identifier
-    self.layoutsByEntity = Self.layouts(of: model)
-    self.companions = nil
-    self.modelStamp = ModelStamp(migrationStageOf: model)
-    self.writer = StoreWriter(
-      migrationStageAt: url.path, storeIdentifier: identifier, recordsHistory: options.recordsHistory)
-    self.engine = nil
-    self.publishCommitted = { _ in }
+  convenience init(migrationStageOf url: URL, identifier: UUID, model: ManagedObjectModel, options: StoreOptions) {
+    self.init(
+      detachedAt: url, filePath: resolvedStorePath(url.path), writerPath: url.path, identifier: identifier,
+      model: model, options: options, engine: nil, publish: { _ in })
   }
 
   /// A store whose rows `engine` keeps (a PostgreSQL schema, at `url`), opened already by the
@@ -149,12 +140,25 @@ public final class PersistentStore: Sendable {
   /// connections and save, reserve keys and run batch requests in its write transactions,
   /// with the same code as on a store file; `publish` receives what each of them recorded.
   /// It is registered, so that its IDs resolve.
-  package init(
+  package convenience init(
     engine: any StoreEngine, url: URL, identifier: UUID, model: ManagedObjectModel, options: StoreOptions,
     publish: @escaping @Sendable (RecordedChanges) -> Void
   ) {
+    self.init(
+      detachedAt: url, filePath: url.absoluteString, writerPath: url.absoluteString, identifier: identifier,
+      model: model, options: options, engine: engine, publish: publish)
+    ModelRegistry.register(identifier, model: model)
+  }
+
+  /// A store with no file connection of its own: its writer (named `writerPath` in errors)
+  /// refuses every write outside a migration stage's transaction, and `engine`, when given,
+  /// keeps its rows.
+  private init(
+    detachedAt url: URL, filePath: String, writerPath: String, identifier: UUID, model: ManagedObjectModel,
+    options: StoreOptions, engine: (any StoreEngine)?, publish: @escaping @Sendable (RecordedChanges) -> Void
+  ) {
     self.url = url
-    self.filePath = url.absoluteString
+    self.filePath = filePath
     self.model = model
     self.options = options
     self.identifier = identifier
@@ -162,10 +166,9 @@ public final class PersistentStore: Sendable {
     self.companions = nil
     self.modelStamp = ModelStamp(migrationStageOf: model)
     self.writer = StoreWriter(
-      migrationStageAt: url.absoluteString, storeIdentifier: identifier, recordsHistory: options.recordsHistory)
+      migrationStageAt: writerPath, storeIdentifier: identifier, recordsHistory: options.recordsHistory)
     self.engine = engine
     self.publishCommitted = publish
-    ModelRegistry.register(identifier, model: model)
   }
 
   /// A store whose rows another engine keeps (a PostgreSQL schema, at `url`): its model,
