@@ -224,6 +224,7 @@ import TypedStoreTesting
     try PostgreSQLTestServer.stop(server)
     #expect(throws: (any Error).self) { _ = try context.fetch(FetchRequest<Event>()) }
     #expect(throws: (any Error).self) { try save("while down") }
+    #expect(throws: (any Error).self) { _ = try container.persistentStore.currentHistoryToken() }
     try PostgreSQLTestServer.restart(server)
 
     // Within seconds alone; the whole suite's load (its own server among other processes)
@@ -298,7 +299,8 @@ import TypedStoreTesting
   /// A database whose encoding is not UTF-8 cannot keep Swift's string semantics: refused with
   /// a typed error, and nothing is made in it.
   @Test func aDatabaseThatIsNotUTF8IsRefused() throws {
-    let server = try PostgreSQLTestServer.server()
+    // A server of its own: creating and dropping a database stalled the shared one's sessions.
+    let server = try PostgreSQLTestServer.ownServer()
     let admin = try PostgreSQLConnection(url: server.url)
     let database = "ascii_\(PostgreSQLTestServer.schemaName())"
     _ = try admin.execute("CREATE DATABASE \(database) ENCODING 'SQL_ASCII' TEMPLATE template0")
