@@ -257,17 +257,19 @@ struct UnwritableStoreTests {
     _ = FileManager.default.createFile(atPath: url.path, contents: Data())  // no tables yet
     var options = StoreOptions()
     options.isReadOnly = true
-    options.busyTimeout = .seconds(5)
+    // The wait ends when the creator is done, so a long limit costs nothing here; it is long
+    // because the whole suite keeps both cores busy, and a creator can take seconds to run.
+    options.busyTimeout = .seconds(60)
     let readOnlyOptions = options
     let model = try ManagedObjectModel(Event.self)
-    // The reader starts first; the creator opens the same path 300 ms later. The reader waits
-    // on a thread of its own: blocking a thread of the shared pool (two on this machine) could
+    // The reader starts first; the creator opens the same path 300 ms later. Both run on
+    // threads of their own: blocking a thread of the shared pool (two on this machine) could
     // hold up the creator past the reader's busy timeout while other tests run.
     async let reader = offThePool {
       try PersistentContainer(name: "Events", model: model, storeURL: url, options: readOnlyOptions)
     }
     try await Task.sleep(for: .milliseconds(300))
-    let creator = try PersistentContainer(name: "Events", model: model, storeURL: url)
+    let creator = try await offThePool { try PersistentContainer(name: "Events", model: model, storeURL: url) }
     let opened = try await reader
     #expect(opened.persistentStore.identifier == creator.persistentStore.identifier)
 
