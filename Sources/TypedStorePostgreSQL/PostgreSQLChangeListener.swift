@@ -31,6 +31,8 @@ package final class PostgreSQLChangeListener: Sendable {
     /// The history could not be read (not for a lost connection): the listener tries again
     /// after a pause.
     case failed(String)
+    /// Another process migrated the store to another model: the listener has stopped.
+    case modelChanged(StoreError)
   }
 
   private struct State {
@@ -122,6 +124,7 @@ package final class PostgreSQLChangeListener: Sendable {
       do {
         let connection = try PostgreSQLConnection(url: url)
         try connection.use(schema: history.schema)
+        connection.expectedModel = PostgreSQLConnection.ExpectedModel(hash: model.versionHash) { _ in }
         try connection.listen(history.channel)  // first: a commit after it notifies
         if down {
           down = false
@@ -135,6 +138,11 @@ package final class PostgreSQLChangeListener: Sendable {
         }
         let retry = ContinuousClock.now + retryInterval
         while isRunning && ContinuousClock.now < retry { Thread.sleep(forTimeInterval: 0.005) }
+      } catch let error as StoreError {
+        // The store now has another model: nothing more this process can read (as the store
+        // file's monitor ends).
+        state.withLock { $0.running = false }
+        deliver(.modelChanged(error))
       } catch {
         // Another failure (a statement timeout, a read the server refused): reported, and tried
         // again after a pause that grows to 5 s, as the store file's monitor does, so that the
@@ -211,6 +219,7 @@ final class PostgreSQLChangeFollower: ChangeFollower {
       let now = RemoteChangeTimings.now()
       deliver(.transactions(transactions, RemoteChangeTimings(woke: now, noticed: now, read: now)))
     case .expired(let horizon): deliver(.expired(horizon: horizon))
+    case .modelChanged(let error): deliver(.modelChanged(error))
     case .disconnected, .reconnected, .failed: break
     }
   }

@@ -97,6 +97,37 @@ package final class PostgreSQLConnection {
   /// The schema `use(schema:)` named, to name again in a new session.
   private var schema: String?
 
+  /// The model a store's connection expects the store to have: what keeps a process that
+  /// runs an older model from reading or writing a store another process migrated (as
+  /// `ModelStamp` does on SQLite). Every read and write transaction reads the store's
+  /// `model_hash` first, in the same round trip as its `BEGIN` (a write after taking the
+  /// write lock, so that no write commits against a migrated store), and another hash throws
+  /// `StoreError.modelChanged` with nothing read or written; `changed` hears of it. nil (an
+  /// open's connection, a migration's): no check.
+  package var expectedModel: ExpectedModel?
+
+  /// See `expectedModel`.
+  package struct ExpectedModel: Sendable {
+    package let hash: String
+    package let changed: @Sendable (StoreError) -> Void
+
+    package init(hash: String, changed: @escaping @Sendable (StoreError) -> Void) {
+      self.hash = hash
+      self.changed = changed
+    }
+  }
+
+  /// The statement that reads the store's model hash, last in a transaction's first round trip.
+  private static let modelHashSQL = "SELECT value FROM _metadata WHERE key = 'model_hash'"
+
+  /// Throws `StoreError.modelChanged` (and reports it) when `stored` is not the expected hash.
+  private func checkModel(_ stored: String?) throws {
+    guard let expected = expectedModel, stored != expected.hash else { return }
+    let error = StoreError.modelChanged(stored: stored ?? "", running: expected.hash)
+    expected.changed(error)
+    throw error
+  }
+
   /// Connects again when the connection was lost (the server restarted, the network went),
   /// between transactions, so that a connection a context or a store keeps works again once
   /// the server is back: the session's settings and schema are set again, and its prepared
@@ -257,23 +288,38 @@ package final class PostgreSQLConnection {
   package private(set) var lockedCounter: (last: Int64, lastChange: Int64)?
 
   /// Begins a write transaction and takes the store's write lock, in one round trip.
-  private func beginWriting(lockTimeout: Duration) throws(PostgreSQLError) {
+  private func beginWriting(lockTimeout: Duration) throws {
     // PostgreSQL takes up to 2^31 - 1 ms (about 24 days); 0 would mean no timeout at all.
     let milliseconds = Int64(min(Double(Int32.max), max(1, (lockTimeout / .milliseconds(1)).rounded(.up))))
+    // With a model to check, the hash is read by a statement of its own after the lock is had:
+    // at READ COMMITTED it sees every commit before it, a migration's too.
+    let lock =
+      expectedModel == nil
+      ? "SELECT last, last_change FROM _history_counter WHERE id = 1 FOR UPDATE"
+      : "SELECT 1 FROM _history_counter WHERE id = 1 FOR UPDATE; SELECT last, last_change, ("
+        + Self.modelHashSQL + ") FROM _history_counter WHERE id = 1"
     let result = try checked(
       PQexec(
-        connection,
-        "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = \(milliseconds); "
-          + "SELECT last, last_change FROM _history_counter WHERE id = 1 FOR UPDATE"))
+        connection, "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = \(milliseconds); " + lock))
     defer { PQclear(result) }
     let rows = Self.rows(of: result).rows
-    guard let row = rows.first, row.count == 2, let last = row[0].flatMap({ Int64($0) }),
+    guard let row = rows.first, row.count >= 2, let last = row[0].flatMap({ Int64($0) }),
       let lastChange = row[1].flatMap({ Int64($0) })
     else {
       throw PostgreSQLError(kind: .statement, message: "the store's history counter is missing")
     }
+    if expectedModel != nil { try checkModel(row.count > 2 ? row[2] : nil) }
     lockedCounter = (last, lastChange)
     writeLockTimeout = lockTimeout
+  }
+
+  /// Inside a transaction begun otherwise (an open's): takes the store's write lock, the
+  /// history counter row's, waiting up to `timeout`, so that no write transaction of the store
+  /// commits before this one ends.
+  func lockWrites(timeout: Duration) throws(PostgreSQLError) {
+    let milliseconds = Int64(min(Double(Int32.max), max(1, (timeout / .milliseconds(1)).rounded(.up))))
+    try execute(
+      script: "SET LOCAL lock_timeout = \(milliseconds); SELECT 1 FROM _history_counter WHERE id = 1 FOR UPDATE")
   }
 
   /// Undoes the write transaction's writes and begins it again, holding the write lock again:
@@ -281,6 +327,10 @@ package final class PostgreSQLConnection {
   /// over). A statement that failed leaves PostgreSQL's transaction aborted; this is how it
   /// goes on.
   package func undoWrites() throws {
+    if savepointDepth > 0 {
+      try execute(script: "ROLLBACK TO SAVEPOINT typedstore")
+      return
+    }
     lockedCounter = nil
     guard let lockTimeout = writeLockTimeout else {
       throw PostgreSQLError(kind: .statement, message: "undoWrites() outside a write transaction")
@@ -289,13 +339,41 @@ package final class PostgreSQLConnection {
     try beginWriting(lockTimeout: lockTimeout)
   }
 
+  /// The savepoints `savepoint(_:)` has open.
+  private var savepointDepth = 0
+
+  /// Runs `body` in a savepoint of the transaction in progress (a migration's): released when
+  /// it returns, rolled back to when it throws; `undoWrites()` inside it rolls back to it.
+  package func savepoint<T>(_ body: () throws -> T) throws -> T {
+    try execute(script: "SAVEPOINT typedstore")
+    savepointDepth += 1
+    defer { savepointDepth -= 1 }
+    do {
+      let result = try body()
+      try execute(script: "RELEASE SAVEPOINT typedstore")
+      return result
+    } catch {
+      try execute(script: "ROLLBACK TO SAVEPOINT typedstore; RELEASE SAVEPOINT typedstore")
+      throw error
+    }
+  }
+
   /// Runs `body` in a read-only transaction at REPEATABLE READ, so that its statements see
   /// one snapshot; inside a transaction already, `body` runs in it.
   package func readTransaction<T>(_ body: () throws -> T) throws -> T {
     try reconnectIfLost()
     guard PQtransactionStatus(connection) == PQTRANS_IDLE else { return try body() }
-    try execute(script: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
     do {
+      if expectedModel == nil {
+        try execute(script: begin)
+      } else {
+        // The transaction's snapshot is taken by its first statement: this one.
+        let result = try checked(PQexec(connection, begin + "; " + Self.modelHashSQL))
+        let stored = Self.rows(of: result).rows.first?.first ?? nil
+        PQclear(result)
+        try checkModel(stored)
+      }
       let value = try body()
       try execute(script: "COMMIT")
       return value

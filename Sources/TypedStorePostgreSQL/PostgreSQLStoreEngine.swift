@@ -27,14 +27,19 @@ package final class PostgreSQLStoreEngine: StoreEngine {
   private let storeIdentifier: UUID
   private let lockTimeout: Duration
   private let recordsHistory: Bool
+  /// The hash of the model the store was opened with, which every transaction checks
+  /// (`PostgreSQLConnection.expectedModel`); nil: no check.
+  private let modelHash: String?
+  private let modelChangeObserver = Mutex<(@Sendable (StoreError) -> Void)?>(nil)
 
   package var dialect: SQLDialect { .postgreSQL }
 
   /// The engine of the store `storeIdentifier` in `schema` (whose tables exist) on the server
-  /// at `url`, its writing connection connected now.
+  /// at `url`, its writing connection connected now. With `modelHash`, every transaction of
+  /// its connections first checks that the store still has that model.
   package init(
     url: String, schema: String, storeIdentifier: UUID, lockTimeout: Duration = .seconds(5),
-    recordsHistory: Bool = true
+    recordsHistory: Bool = true, modelHash: String? = nil
   ) throws {
     self.connection = Mutex(try Self.connect(url: url, schema: schema))
     self.url = url
@@ -42,12 +47,38 @@ package final class PostgreSQLStoreEngine: StoreEngine {
     self.storeIdentifier = storeIdentifier
     self.lockTimeout = lockTimeout
     self.recordsHistory = recordsHistory
+    self.modelHash = modelHash
+    connection.withLock { connection in
+      if let connection { expect(on: connection) }
+    }
   }
 
   private static func connect(url: String, schema: String) throws(PostgreSQLError) -> PostgreSQLConnection {
     let connection = try PostgreSQLConnection(url: url)
     try connection.use(schema: schema)
     return connection
+  }
+
+  /// A new connection to the store's schema that checks the model.
+  private func connect() throws(PostgreSQLError) -> PostgreSQLConnection {
+    let connection = try Self.connect(url: url, schema: schema)
+    expect(on: connection)
+    return connection
+  }
+
+  private func expect(on connection: PostgreSQLConnection) {
+    guard let modelHash else { return }
+    connection.expectedModel = PostgreSQLConnection.ExpectedModel(hash: modelHash) { [weak self] error in
+      self?.modelChanged(error)
+    }
+  }
+
+  private func modelChanged(_ error: StoreError) {
+    modelChangeObserver.withLock { $0 }?(error)
+  }
+
+  package func observeModelChange(_ observer: @escaping @Sendable (StoreError) -> Void) {
+    modelChangeObserver.withLock { $0 = observer }
   }
 
   /// A listener of the store's schema (`PostgreSQLChangeListener`), started now, whose events
@@ -60,7 +91,10 @@ package final class PostgreSQLStoreEngine: StoreEngine {
     let listener = try? PostgreSQLChangeListener(
       url: url, schema: schema, storeIdentifier: storeIdentifier, model: model, after: position,
       pollInterval: pollInterval, takePosition: takePosition
-    ) { event in PostgreSQLChangeFollower.deliver(event, to: deliver) }
+    ) { [weak self] event in
+      if case .modelChanged(let error) = event { self?.modelChanged(error) }
+      PostgreSQLChangeFollower.deliver(event, to: deliver)
+    }
     guard let listener else { return StoppedFollower() }
     listener.start()
     return PostgreSQLChangeFollower(listener: listener)
@@ -68,7 +102,7 @@ package final class PostgreSQLStoreEngine: StoreEngine {
 
   /// A new connection to the store's schema, for one context's reads.
   package func makeReader() throws -> PostgreSQLConnection {
-    try Self.connect(url: url, schema: schema)
+    try connect()
   }
 
   /// Runs `work` in one write transaction with its history, and hands `committed` what was
@@ -82,7 +116,7 @@ package final class PostgreSQLStoreEngine: StoreEngine {
     _ work: Work, info: TransactionInfo, committed: (RecordedChanges) -> Void
   ) throws -> Work.Result {
     try connection.withLock { connection in
-      let live = try connection ?? Self.connect(url: url, schema: schema)
+      let live = try connection ?? connect()
       connection = live
       do {
         let (result, recorded) = try live.writeTransaction(lockTimeout: lockTimeout) {
@@ -115,15 +149,15 @@ extension PostgreSQLStoreEngine {
   /// - Throws: what `PostgreSQLStoreTables.open(on:)` throws (`StoreError.modelMismatch`, …),
   ///   `StoreError.notFound` for a read-only open of a schema without a store, or
   ///   `PostgreSQLError` when the server cannot be reached.
-  package static func open(url: String, schema: String, model: ManagedObjectModel, options: StoreOptions)
-    throws -> (engine: PostgreSQLStoreEngine, identifier: UUID)
-  {
+  package static func open(
+    url: String, schema: String, model: ManagedObjectModel, options: StoreOptions, migration: StagedMigration? = nil
+  ) throws -> (engine: PostgreSQLStoreEngine, identifier: UUID) {
     let connection = try PostgreSQLConnection(url: url)
     let opened = try PostgreSQLStoreTables(schema: schema, model: model).open(
-      on: connection, creating: !options.isReadOnly)
+      on: connection, options: options, migration: migration)
     let engine = try PostgreSQLStoreEngine(
       url: url, schema: schema, storeIdentifier: opened.identifier, lockTimeout: options.busyTimeout,
-      recordsHistory: options.recordsHistory)
+      recordsHistory: options.recordsHistory, modelHash: model.versionHash)
     return (engine, opened.identifier)
   }
 
@@ -148,11 +182,12 @@ extension PostgreSQLStoreEngine {
 /// (lowercase letters, digits and `_`); without one, the schema is the container's name in
 /// lowercase, other characters as `_` (`typedstore` without a container).
 package enum PostgreSQLStoreOpener: StoreEngineOpener {
-  package static func openEngine(at url: URL, name: String?, model: ManagedObjectModel, options: StoreOptions)
-    throws -> (engine: any StoreEngine, identifier: UUID, location: URL)
-  {
+  package static func openEngine(
+    at url: URL, name: String?, model: ManagedObjectModel, options: StoreOptions, migration: StagedMigration?
+  ) throws -> (engine: any StoreEngine, identifier: UUID, location: URL) {
     let (connection, schema) = location(of: url, name: name)
-    let opened = try PostgreSQLStoreEngine.open(url: connection, schema: schema, model: model, options: options)
+    let opened = try PostgreSQLStoreEngine.open(
+      url: connection, schema: schema, model: model, options: options, migration: migration)
     return (opened.engine, opened.identifier, withoutPassword(url))
   }
 

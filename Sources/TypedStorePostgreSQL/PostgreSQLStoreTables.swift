@@ -22,10 +22,12 @@ package struct PostgreSQLStoreTables {
     package var identifier: UUID
     /// Whether this call created the tables.
     package var created: Bool
+    /// Whether this call migrated the store from another model.
+    package var migrated = false
   }
 
   /// PostgreSQL cuts identifiers to 63 bytes (`NAMEDATALEN` - 1).
-  static let identifierLimit = 63
+  static let identifierLimit = SchemaSQL.postgreSQLIdentifierLimit
 
   let history: PostgreSQLHistory
   let model: ManagedObjectModel
@@ -59,16 +61,26 @@ package struct PostgreSQLStoreTables {
 
   private func table(_ name: String) -> String { "\"\(schema)\".\"\(name)\"" }
 
-  /// Opens the store in the schema, creating its tables when the schema has none (unless not
-  /// `creating`), and leaves `connection` finding the store's tables by their names
+  /// Opens the store in the schema, creating its tables when the schema has none (unless
+  /// `options.isReadOnly`), and leaves `connection` finding the store's tables by their names
   /// (`PostgreSQLConnection.use(schema:)`).
   ///
-  /// - Throws: `StoreError.notFound` for a schema without a store when not `creating`,
-  ///   `.modelMismatch` for a store made with another model,
-  ///   `.unsupportedFormatVersion` for one of a format this library does not read,
-  ///   `.notATypedStore` for a schema that holds other tables, `.corrupt` for entity codes that
-  ///   are not the model's; `PostgreSQLError` when the server fails. Nothing is changed then.
-  package func open(on connection: PostgreSQLConnection, creating: Bool = true) throws -> Opened {
+  /// A store of another model is migrated as a store file is (`docs/migration.md`): inferred,
+  /// or through `migration`'s stages, as `options` allow, in this one transaction, holding the
+  /// schema's advisory lock (so one of racing sessions migrates, and the others open what it
+  /// made) and the store's write lock (so no write of the old model commits after it: writers
+  /// of other processes wait, then find the new model and throw `StoreError.modelChanged`).
+  ///
+  /// - Throws: `StoreError.notFound` for a schema without a store on a read-only open,
+  ///   `.modelMismatch` for a store of another model that is not to be migrated (read-only, or
+  ///   `shouldMigrateStoreAutomatically` off), `MigrationError` for a migration that is refused
+  ///   or whose stage throws, `.unsupportedFormatVersion` for a store of a format this library
+  ///   does not read, `.notATypedStore` for a schema that holds other tables, `.corrupt` for
+  ///   entity codes that are not the model's; `PostgreSQLError` when the server fails. Nothing
+  ///   is changed then.
+  package func open(
+    on connection: PostgreSQLConnection, options: StoreOptions = StoreOptions(), migration: StagedMigration? = nil
+  ) throws -> Opened {
     try Self.checkServer(connection)
     return try connection.transaction {
       try connection.execute(
@@ -83,22 +95,40 @@ package struct PostgreSQLStoreTables {
         guard version == PersistentStore.formatVersion else {
           throw StoreError.unsupportedFormatVersion(found: version, supported: PersistentStore.formatVersion)
         }
-        guard let stored = metadata["model_hash"], stored == model.versionHash else {
-          throw StoreError.modelMismatch(storeHash: metadata["model_hash"] ?? "", modelHash: model.versionHash)
-        }
         guard let identifier = metadata["store_uuid"].flatMap(UUID.init(uuidString:)) else {
           throw StoreError.corrupt(path: location, message: "its metadata has no store UUID")
         }
+        let migrated = try migrateIfNeeded(metadata, on: connection, options: options, migration: migration)
         try PersistentStore.checkEntityCodes(connection: connection, path: location, model: model)
-        return Opened(identifier: identifier, created: false)
+        return Opened(identifier: identifier, created: false, migrated: migrated)
       }
       let others = try connection.execute(
         "SELECT count(*) FROM pg_class WHERE relnamespace = to_regnamespace($1) AND relkind IN ('r', 'p', 'v', 'm', 'f', 'S')",
         [schema])
       guard others.rows.first?.first == "0" else { throw StoreError.notATypedStore(path: location) }
-      guard creating else { throw StoreError.notFound(path: location) }
-      return Opened(identifier: try create(on: connection), created: true)
+      guard !options.isReadOnly else { throw StoreError.notFound(path: location) }
+      return Opened(
+        identifier: try create(on: connection, versionIdentifier: migration?.lastVersionIdentifier), created: true)
     }
+  }
+
+  /// Migrates a store whose model is not `model` (or that has stages of `migration` still to
+  /// run) under the write lock, or refuses it; returns whether it migrated.
+  private func migrateIfNeeded(
+    _ metadata: [String: String], on connection: PostgreSQLConnection, options: StoreOptions,
+    migration: StagedMigration?
+  ) throws -> Bool {
+    let sameModel = metadata["model_hash"] == model.versionHash
+    guard !sameModel || migration?.hasStagesToRun(metadata) == true else { return false }
+    if options.isReadOnly {
+      try PersistentStore.handleModelChange(
+        .refuse(migration), connection: connection, metadata: metadata, model: model, path: location)
+      return false
+    }
+    try connection.lockWrites(timeout: options.busyTimeout)
+    try PersistentStore.handleModelChange(
+      .migrate(options, migration), connection: connection, metadata: metadata, model: model, path: location)
+    return true
   }
 
   /// Throws `StoreError.unsupportedOperation` for a server older than PostgreSQL 14 or whose
@@ -120,17 +150,18 @@ package struct PostgreSQLStoreTables {
   /// "PostgreSQL schema <name>": where errors say the store is.
   var location: String { "PostgreSQL schema \(schema)" }
 
-  private func create(on connection: PostgreSQLConnection) throws -> UUID {
+  private func create(on connection: PostgreSQLConnection, versionIdentifier: String?) throws -> UUID {
     let identifier = UUID()
     try history.createTables(on: connection)  // the schema, too
     for statement in catalogSQL + tables.flatMap(tableSQL) { try connection.execute(statement) }
-    let metadata: [(String, String)] = [
-      ("store_uuid", identifier.uuidString),
-      ("format_version", String(PersistentStore.formatVersion)),
-      ("model_hash", model.versionHash),
-      ("model_json", String(decoding: model.jsonRepresentation, as: UTF8.self)),
-      ("history_horizon", "1"),  // the first transaction kept (`HistorySchema`)
-    ]
+    let metadata: [(String, String)] =
+      [
+        ("store_uuid", identifier.uuidString),
+        ("format_version", String(PersistentStore.formatVersion)),
+        ("model_hash", model.versionHash),
+        ("model_json", String(decoding: model.jsonRepresentation, as: UTF8.self)),
+        ("history_horizon", "1"),  // the first transaction kept (`HistorySchema`)
+      ] + (versionIdentifier.map { [("model_version", $0)] } ?? [])
     try connection.execute(
       "INSERT INTO \(table("_metadata")) (key, value) SELECT * FROM unnest($1::text[], $2::text[])",
       [PostgreSQLHistory.array(metadata.map(\.0)), PostgreSQLHistory.array(metadata.map(\.1))])
@@ -143,6 +174,7 @@ package struct PostgreSQLStoreTables {
     try connection.execute(
       "INSERT INTO \(table("_primary_key")) (entity) SELECT * FROM unnest($1::text[])",
       [PostgreSQLHistory.array(tables.map(\.root.name))])
+    try PersistentStore.recordFirstVersion(model, identifier: versionIdentifier, connection: connection)
     return identifier
   }
 
@@ -162,54 +194,14 @@ package struct PostgreSQLStoreTables {
   }
 
   /// `CREATE TABLE` for one root entity's table, then its indexes and join tables, in
-  /// `TableLayout.objects`' order.
+  /// `TableLayout.objects`' order (`SchemaSQL`), by names the connection's schema resolves.
   func tableSQL(_ layout: TableLayout) -> [String] {
-    let name = layout.root.name
-    let definitions =
-      ["pk bigint PRIMARY KEY", "_version bigint NOT NULL DEFAULT 1", "_entity bigint NOT NULL"]
-      + layout.columns.map { column in
-        "\"\(column.name)\" \(columnType(column, in: layout))\(column.isNotNull ? " NOT NULL" : "")"
-      }
-    var statements = ["CREATE TABLE \(table(name)) (\(definitions.joined(separator: ", ")))"]
-    for object in layout.objects {
-      switch object.kind {
-      case .index, .joinIndex:
-        let columns = object.columns.map { "\"\($0)\"" }
-        statements.append(
-          "CREATE \(object.isUnique ? "UNIQUE " : "")INDEX \"\(Self.indexName(object.name))\" ON \(table(object.table))"
-            + " (\(columns.joined(separator: ", ")))")
-      case .joinTable:
-        statements.append(
-          """
-          CREATE TABLE \(table(object.name)) (source bigint NOT NULL, target bigint NOT NULL,
-            source_order bigint, target_order bigint, PRIMARY KEY (source, target))
-          """)
-      }
-    }
-    return statements
+    let sql = SchemaSQL(.postgreSQL)
+    return [sql.createTable(named: layout.root.name, columns: layout.columns)] + layout.objects.flatMap(sql.create)
   }
 
-  /// The PostgreSQL type of a column: by its attribute's type; keys and positions are `bigint`.
-  func columnType(_ column: TableColumn, in layout: TableLayout) -> String {
-    guard column.role == .attribute,
-      let entity = layout.hierarchy.first(where: { $0.name == column.entityName }),
-      let attribute = entity.storedAttributes.first(where: { $0.columnName == column.name })
-    else { return "bigint" }
-    return attribute.attributeType.postgreSQLType
-  }
-
-  /// An index's name as PostgreSQL keeps it: the name itself when it fits in 63 bytes,
-  /// otherwise its first 46 bytes, `_` and 16 hex digits of its FNV-1a hash (so that two long
-  /// names that share a prefix stay two indexes).
+  /// An index's name as PostgreSQL keeps it (`SchemaSQL.indexName(_:)`).
   static func indexName(_ name: String) -> String {
-    guard name.utf8.count > identifierLimit else { return name }
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in name.utf8 {
-      hash ^= UInt64(byte)
-      hash = hash &* 0x0100_0000_01b3
-    }
-    let digits = String(hash, radix: 16)
-    return String(decoding: name.utf8.prefix(46), as: UTF8.self) + "_"
-      + String(repeating: "0", count: 16 - digits.count) + digits
+    SchemaSQL(.postgreSQL).indexName(name)
   }
 }

@@ -40,7 +40,10 @@ func openAndSave(
   say("migrating")
   let container: PersistentContainer
   do {
-    container = try open(URL(fileURLWithPath: arguments[1]))
+    // A path, or a store URL of another engine (`postgresql://…`).
+    let location = arguments[1].contains("://") ? URL(string: arguments[1]) : URL(fileURLWithPath: arguments[1])
+    guard let location else { fail("not a store location: \(arguments[1])", code: 64) }
+    container = try open(location)
   } catch {
     say("open failed: \(error)")
     exit(2)

@@ -35,7 +35,7 @@ final class ContextState: ObjectTracking {
   private var readerConnection: (any DatabaseConnection)?
   /// A migration stage's context reads and writes inside the migration's open write
   /// transaction, on its connection (`StoreWriter` says how its writes go).
-  let migrationTransaction: SQLiteConnection?
+  let migrationTransaction: (any DatabaseConnection)?
 
   private static let temporaryNonce = UInt64.random(in: 1...UInt64.max)
   private static let temporaryCounter = Atomic<Int64>(0)
@@ -100,7 +100,7 @@ final class ContextState: ObjectTracking {
   /// the fault held.
   var relationshipLoads: [(object: ManagedObject, index: Int32, foreignKey: Int64)]?
 
-  init(store: PersistentStore, name: String?, migrationTransaction: SQLiteConnection? = nil) {
+  init(store: PersistentStore, name: String?, migrationTransaction: (any DatabaseConnection)? = nil) {
     self.store = store
     self.name = name
     self.migrationTransaction = migrationTransaction

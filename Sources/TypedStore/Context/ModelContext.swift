@@ -56,7 +56,7 @@ public final class ModelContext {
   /// A migration stage's context: it reads and saves inside the migration's transaction,
   /// on `transaction`, the migration's connection (`MigrationStage.custom`). Its saves are
   /// recorded by the migration's author.
-  init(migrationStageOf store: PersistentStore, transaction: SQLiteConnection) {
+  init(migrationStageOf store: PersistentStore, transaction: any DatabaseConnection) {
     persistentStore = store
     executor = ModelExecutor(label: "TypedStore.migration")
     state = ContextState(store: store, name: "migration", migrationTransaction: transaction)

@@ -165,6 +165,9 @@ package protocol DatabaseConnection: AnyObject {
   /// began and goes on in the same scope, holding the store's write lock again, so that what
   /// comes next sees every commit made in between.
   func undoWrites() throws
+  /// Inside a write transaction: runs `body` in a savepoint, released when it returns and
+  /// rolled back to when it throws (the transaction goes on either way).
+  func savepoint<T>(_ body: () throws -> T) throws -> T
   /// Whether `error`, thrown by one of the connection's statements, is a unique index's
   /// refusal of a row (not a primary key's).
   func isUniqueViolation(_ error: any Error) -> Bool

@@ -21,4 +21,7 @@ package enum RemoteChangeEvent: Sendable {
   /// History after the position was deleted before it was read; reading goes on after
   /// `horizon`.
   case expired(horizon: HistoryToken)
+  /// Another process migrated the store to another model (`StoreError.modelChanged`): the
+  /// follower has stopped, and the store's transactions throw it from now on.
+  case modelChanged(StoreError)
 }

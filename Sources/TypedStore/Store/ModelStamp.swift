@@ -91,6 +91,12 @@ final class ModelStamp: Sendable {
     }
   }
 
+  /// Reports that another engine's connection found the store migrated (its transactions
+  /// check the model themselves): observers hear of it as of a check of this stamp's.
+  func report(_ error: StoreError) {
+    noteChange(error)
+  }
+
   private func noteChange(_ error: StoreError) {
     let observers = state.withLock { state -> [@Sendable (StoreError) -> Void] in
       guard state.changed == nil else { return [] }

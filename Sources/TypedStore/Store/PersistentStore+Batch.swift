@@ -35,7 +35,8 @@ extension PersistentStore {
   /// Sets attributes of the selected rows with one UPDATE statement, in the write path.
   func batchUpdate(
     _ entity: EntityDescription, selection: RowSelection, filter: RowFilter? = nil, includesSubentities: Bool,
-    assignments: [(slot: Int32, value: PrimitiveValue)], info: TransactionInfo, in transaction: SQLiteConnection? = nil
+    assignments: [(slot: Int32, value: PrimitiveValue)], info: TransactionInfo,
+    in transaction: (any DatabaseConnection)? = nil
   ) throws -> AffectedRows {
     try checkStorable(assignments.map(\.value), entityIndex: entity.index, slots: assignments.map(\.slot))
     let work = BatchWork(
@@ -73,7 +74,7 @@ extension PersistentStore {
   /// their tombstones.
   func batchDelete(
     _ entity: EntityDescription, selection: RowSelection, filter: RowFilter? = nil, includesSubentities: Bool,
-    info: TransactionInfo, in transaction: SQLiteConnection? = nil
+    info: TransactionInfo, in transaction: (any DatabaseConnection)? = nil
   ) throws -> AffectedRows {
     let work = BatchWork(
       store: self, entity: entity, selection: selection, filter: filter, includesSubentities: includesSubentities,

@@ -18,10 +18,17 @@ import Foundation
 //
 // The store's UUID, its history rows, tokens and consumer checkpoints are not touched, except
 // that history's entity names and attribute keys follow renames.
+//
+// On PostgreSQL (`TypedStorePostgreSQL`'s `PostgreSQLStoreTables.open`) the same planner and
+// stages run on the open's connection, in the SQL of its dialect (`SchemaSQL`), in one
+// transaction that holds the schema's advisory lock and the store's write lock: DDL is
+// transactional there, so a refusal, an error or a lost connection leaves nothing. Other
+// processes notice by the model hash each of their transactions reads first
+// (`PostgreSQLConnection.expectedModel`), as SQLite's notice by the schema cookie.
 
 extension PersistentStore {
   /// What an open does with a store whose model differs from the one given.
-  enum ModelChange {
+  package enum ModelChange {
     /// Refuse it (a read-only open, which cannot migrate), as well as a store with stages of
     /// the plan still to run.
     case refuse(StagedMigration?)
@@ -31,7 +38,7 @@ extension PersistentStore {
     case migrate(StoreOptions, StagedMigration?)
 
     /// The plan the open was given, if any.
-    var migration: StagedMigration? {
+    package var migration: StagedMigration? {
       switch self {
       case .refuse(let migration), .check(_, let migration), .migrate(_, let migration): migration
       }
@@ -42,8 +49,8 @@ extension PersistentStore {
   public static let migrationTransactionAuthor = "typedstore.migration"
 
   /// Handles a store whose stored model hash differs from `model`'s, as `change` says.
-  static func handleModelChange(
-    _ change: ModelChange, connection: SQLiteConnection, metadata: [String: String], model: ManagedObjectModel,
+  package static func handleModelChange(
+    _ change: ModelChange, connection: some DatabaseConnection, metadata: [String: String], model: ManagedObjectModel,
     path: String
   ) throws {
     let storedHash = metadata["model_hash"] ?? ""
@@ -73,17 +80,24 @@ extension PersistentStore {
   }
 
   /// Runs a migration's SQL commands, each with its values bound.
-  static func run(_ commands: [MigrationCommand], connection: SQLiteConnection) throws {
+  static func run(_ commands: [MigrationCommand], connection: some DatabaseConnection) throws {
     for command in commands {
-      let statement = try Statement(connection: connection, sql: command.sql)
-      for (index, argument) in command.arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+      if let connection = connection as? SQLiteConnection {
+        let statement = try Statement(connection: connection, sql: command.sql)
+        for (index, argument) in command.arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+        try statement.run()
+        continue
+      }
+      let statement = try connection.statement(command.sql)
+      defer { statement.reset() }
+      for (index, argument) in command.arguments.enumerated() { try statement.bind(argument, at: Int32(index + 1)) }
       try statement.run()
     }
   }
 
   /// The migration from the model the store keeps to `model`, planned by reading the store.
   static func inferMigration(
-    connection: SQLiteConnection, metadata: [String: String], model: ManagedObjectModel, path: String
+    connection: some DatabaseConnection, metadata: [String: String], model: ManagedObjectModel, path: String
   ) throws -> InferredMigration {
     let stored = try storedModel(metadata, path: path)
     return try MigrationPlanner.infer(connection: connection, old: stored, new: model)

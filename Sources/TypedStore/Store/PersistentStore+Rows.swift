@@ -247,7 +247,7 @@ extension PersistentStore {
   /// Writes a change set in one transaction: deletes, then updates, then inserts (so a unique
   /// value freed by a delete can be reused by an insert of the same save). `transaction` is a
   /// migration stage's open transaction (see `StoreWriter`).
-  func commit(_ changes: RowWrites, info: TransactionInfo, in transaction: SQLiteConnection? = nil) throws
+  func commit(_ changes: RowWrites, info: TransactionInfo, in transaction: (any DatabaseConnection)? = nil) throws
     -> AppliedChanges
   {
     for insert in changes.inserts {
@@ -341,7 +341,7 @@ extension PersistentStore {
 
   /// Reserves `count` primary keys for `root`'s table, for objects given permanent IDs
   /// before they are saved.
-  func reservePrimaryKeys(count: Int, root: EntityDescription, in transaction: SQLiteConnection? = nil) throws
+  func reservePrimaryKeys(count: Int, root: EntityDescription, in transaction: (any DatabaseConnection)? = nil) throws
     -> ClosedRange<Int64>
   {
     try perform(KeyReservation(store: self, count: count, root: root), info: TransactionInfo(), in: transaction)

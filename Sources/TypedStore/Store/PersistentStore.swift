@@ -50,6 +50,9 @@ public final class PersistentStore: Sendable {
   private let layoutsByEntity: [TableLayout?]
   /// The engine that keeps the store's rows when it is not the store file's SQLite (see
   /// `init(engine:url:identifier:model:options:publish:)`); nil for a store file.
+  /// The SQL of the connections the store's contexts are given without an engine: SQLite's,
+  /// or, for a migration stage's store, that of the engine being migrated.
+  let detachedDialect: SQLDialect
   let engine: (any StoreEngine)?
   /// Receives what each of the engine's commits recorded, in commit order (a store file's
   /// writer has its own).
@@ -71,14 +74,14 @@ public final class PersistentStore: Sendable {
   /// Opens the store; `publish` receives what each committed write changed, in commit order,
   /// while the writer lock is held (it must not block). A URL of another engine's scheme
   /// (`postgresql://`) opens through that engine's library (`StoreEngineOpener`), with
-  /// `containerName` naming what the URL leaves out; its store is opened with the plan's last
-  /// version (a migration on another engine is not built: another model is refused).
+  /// `containerName` naming what the URL leaves out, and migrates as a file does.
   convenience init(
     url: URL, model: ManagedObjectModel, options: StoreOptions, migration: StagedMigration? = nil,
     containerName: String? = nil, publish: @escaping @Sendable (RecordedChanges) -> Void
   ) throws {
     if let opener = try Self.opener(for: url) {
-      let opened = try opener.openEngine(at: url, name: containerName, model: model, options: options)
+      let opened = try opener.openEngine(
+        at: url, name: containerName, model: model, options: options, migration: migration)
       self.init(
         engine: opened.engine, url: opened.location, identifier: opened.identifier, model: model, options: options,
         publish: publish)
@@ -99,6 +102,7 @@ public final class PersistentStore: Sendable {
     let layouts = Self.layouts(of: model)
     self.layoutsByEntity = layouts
     self.engine = nil
+    self.detachedDialect = .sqlite
     self.publishCommitted = { _ in }
 
     let tables = layouts.indices.compactMap { index in
@@ -129,10 +133,13 @@ public final class PersistentStore: Sendable {
   /// file is the one being migrated, and every write goes into the migration's transaction
   /// through the contexts (`StoreWriter.init(migrationStageAt:storeIdentifier:)`). It is not
   /// registered: IDs of the store resolve with the model it is opened with.
-  convenience init(migrationStageOf url: URL, identifier: UUID, model: ManagedObjectModel, options: StoreOptions) {
+  convenience init(
+    migrationStageOf url: URL, identifier: UUID, model: ManagedObjectModel, options: StoreOptions,
+    dialect: SQLDialect = .sqlite
+  ) {
     self.init(
-      detachedAt: url, filePath: resolvedStorePath(url.path), writerPath: url.path, identifier: identifier,
-      model: model, options: options, engine: nil, publish: { _ in })
+      detachedAt: url, filePath: dialect == .sqlite ? resolvedStorePath(url.path) : url.path, writerPath: url.path,
+      identifier: identifier, model: model, options: options, engine: nil, dialect: dialect, publish: { _ in })
   }
 
   /// A store whose rows `engine` keeps (a PostgreSQL schema, at `url`), opened already by the
@@ -146,7 +153,9 @@ public final class PersistentStore: Sendable {
   ) {
     self.init(
       detachedAt: url, filePath: url.absoluteString, writerPath: url.absoluteString, identifier: identifier,
-      model: model, options: options, engine: engine, publish: publish)
+      model: model, options: options, engine: engine, dialect: engine.dialect, publish: publish)
+    let stamp = modelStamp
+    engine.observeModelChange { stamp.report($0) }
     ModelRegistry.register(identifier, model: model)
   }
 
@@ -155,7 +164,8 @@ public final class PersistentStore: Sendable {
   /// keeps its rows.
   private init(
     detachedAt url: URL, filePath: String, writerPath: String, identifier: UUID, model: ManagedObjectModel,
-    options: StoreOptions, engine: (any StoreEngine)?, publish: @escaping @Sendable (RecordedChanges) -> Void
+    options: StoreOptions, engine: (any StoreEngine)?, dialect: SQLDialect,
+    publish: @escaping @Sendable (RecordedChanges) -> Void
   ) {
     self.url = url
     self.filePath = filePath
@@ -168,6 +178,7 @@ public final class PersistentStore: Sendable {
     self.writer = StoreWriter(
       migrationStageAt: writerPath, storeIdentifier: identifier, recordsHistory: options.recordsHistory)
     self.engine = engine
+    self.detachedDialect = dialect
     self.publishCommitted = publish
   }
 

@@ -10,6 +10,10 @@ package protocol StoreEngine: Sendable {
   /// The SQL the engine speaks, for the queries the store layer writes for it.
   var dialect: SQLDialect { get }
 
+  /// Calls `observer` when a transaction of the engine's connections finds that another
+  /// process migrated the store to another model (and so throws `StoreError.modelChanged`).
+  func observeModelChange(_ observer: @escaping @Sendable (StoreError) -> Void)
+
   /// A new connection for one context's reads, used on the context's executor only.
   func makeReader() throws -> Connection
 
@@ -38,9 +42,11 @@ package protocol StoreEngine: Sendable {
 package protocol StoreEngineOpener {
   /// Opens (or, unless `options.isReadOnly`, creates) the store at `url` with `model`: its
   /// engine, its UUID and the URL the store shows (`PersistentStore.url`, in errors too), with
-  /// no password. `name` is the container's, a default for what the URL leaves out.
-  static func openEngine(at url: URL, name: String?, model: ManagedObjectModel, options: StoreOptions) throws
-    -> (engine: any StoreEngine, identifier: UUID, location: URL)
+  /// no password. `name` is the container's, a default for what the URL leaves out. A store
+  /// of another model is migrated as on a file (`options`, `migration`), or refused.
+  static func openEngine(
+    at url: URL, name: String?, model: ManagedObjectModel, options: StoreOptions, migration: StagedMigration?
+  ) throws -> (engine: any StoreEngine, identifier: UUID, location: URL)
 
   /// The model the store at `url` keeps (`PersistentStore.storedModel(at:options:)`).
   static func storedModel(at url: URL) throws -> ManagedObjectModel
@@ -72,16 +78,37 @@ package protocol StoreWork: Sendable {
 
 extension PersistentStore {
   /// Runs `work` in one write transaction of the store's engine: the store file's writer
-  /// (inside `transaction`, a migration stage's, when given) or another engine's.
-  func perform<Work: StoreWork>(_ work: Work, info: TransactionInfo, in transaction: SQLiteConnection? = nil)
+  /// or another engine's; or, inside `transaction` (a migration stage's, on either engine),
+  /// in a savepoint of it, with its history, publishing nothing.
+  func perform<Work: StoreWork>(_ work: Work, info: TransactionInfo, in transaction: (any DatabaseConnection)? = nil)
     throws -> Work.Result
   {
+    if let transaction, !(transaction is SQLiteConnection) {
+      return try Self.perform(work, info: info, inMigration: transaction, storeIdentifier: identifier, options: options)
+    }
     if let engine {
       guard !options.isReadOnly else { throw StoreError.readOnly(path: url.absoluteString) }
       return try engine.write(work, info: info, committed: publishCommitted)
     }
-    return try writer.write(info, in: transaction) { connection, history in
+    return try writer.write(info, in: transaction as? SQLiteConnection) { connection, history in
       try work.apply(connection: connection, history: history)
+    }
+  }
+
+  /// `work` in a savepoint of another engine's migration transaction.
+  private static func perform<Work: StoreWork, Connection: DatabaseConnection>(
+    _ work: Work, info: TransactionInfo, inMigration transaction: Connection, storeIdentifier: UUID,
+    options: StoreOptions
+  ) throws -> Work.Result {
+    do {
+      return try transaction.savepoint {
+        let history = HistoryRecorder(connection: transaction, info: info, isEnabled: options.recordsHistory)
+        let result = try work.apply(connection: transaction, history: history)
+        _ = try history.finish(storeIdentifier: storeIdentifier)
+        return result
+      }
+    } catch let error as MissingCatalogRow {
+      throw StoreError.corrupt(path: "the store being migrated", message: error.description)
     }
   }
 
@@ -101,7 +128,7 @@ extension PersistentStore {
   }
 
   /// The SQL of the store's engine.
-  var dialect: SQLDialect { engine?.dialect ?? .sqlite }
+  var dialect: SQLDialect { engine?.dialect ?? detachedDialect }
 
   /// A new connection for one context's reads, of the store's engine.
   func makeReader() throws -> any DatabaseConnection {

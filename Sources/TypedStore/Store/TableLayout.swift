@@ -58,7 +58,8 @@ package final class TableLayout: Sendable {
           TableColumn(
             name: attribute.columnName, type: attribute.attributeType.columnType,
             isNotNull: entity.isRoot && !attribute.isOptional, entityName: entity.name, property: attribute.name,
-            role: attribute.foreignKeyOf == nil ? .attribute : .foreignKey))
+            role: attribute.foreignKeyOf == nil ? .attribute : .foreignKey,
+            attributeType: attribute.foreignKeyOf == nil ? attribute.attributeType : nil))
         if attribute.isUnique {
           index("_unique_\(root.name)_\(attribute.columnName)", unique: true, [attribute.columnName])
         } else if attribute.isIndexed {
@@ -184,8 +185,11 @@ package struct TableColumn: Sendable, Equatable {
   /// The attribute or relationship the column stores.
   package let property: String
   package let role: Role
+  /// The attribute type of an attribute's column (nil for keys and positions, which are
+  /// integers): what another engine's column type is chosen by (`SchemaSQL`).
+  package var attributeType: AttributeType? = nil
 
-  /// The column's definition in `CREATE TABLE` and `ALTER TABLE ADD COLUMN`.
+  /// The column's definition in `CREATE TABLE` and `ALTER TABLE ADD COLUMN`, on SQLite.
   var definition: String { "\"\(name)\" \(type)\(isNotNull ? " NOT NULL" : "")" }
 }
 

@@ -132,9 +132,15 @@ final class ChangePublisher: Sendable {
   /// Publishes what the monitor read.
   private func publish(_ event: RemoteChangeMonitor.Event) {
     var expired: (callbacks: [@Sendable (HistoryToken) -> Void], horizon: HistoryToken)?
+    if case .modelChanged(let error) = event {
+      // Another engine's follower found the migration: the store's stamp ends publishing (`stop`).
+      state.withLock { $0.store }?.modelStamp.report(error)
+      return
+    }
     state.withLock { state in
       if state.stopped { return }
       switch event {
+      case .modelChanged: break
       case .transactions(let transactions, let timings):
         for transaction in transactions {
           guard let last = state.lastPublished, transaction.transactionNumber > last else { continue }

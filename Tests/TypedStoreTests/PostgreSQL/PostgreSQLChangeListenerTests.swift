@@ -21,17 +21,20 @@ import TypedStore
       case .reconnected: events.add("reconnected")
       case .expired(let horizon): events.add("expired: \(horizon.transactionNumber)")
       case .failed(let message): events.add("failed: \(message)")
+      case .modelChanged: events.add("model changed")
       }
     }
   }
 
-  /// A store of the Shop model in a new schema of `server`.
-  private static func store(on server: PostgreSQLTestServer.Server) throws -> (schema: String, identifier: UUID) {
+  /// A store of the Shop model in a new schema of `server`; the listener checks the model.
+  private static func store(on server: PostgreSQLTestServer.Server) throws
+    -> (schema: String, identifier: UUID, model: ManagedObjectModel)
+  {
     let schema = PostgreSQLTestServer.schemaName()
     let model = try ManagedObjectModel(contentsOf: ModelFiles.shop, classes: ModelFiles.shopClasses)
     let opened = try PostgreSQLStoreTables(schema: schema, model: model).open(
       on: PostgreSQLConnection(url: server.url))
-    return (schema, opened.identifier)
+    return (schema, opened.identifier, model)
   }
 
   private static func record(_ count: Int, author: String, schema: String, server: PostgreSQLTestServer.Server)
@@ -46,10 +49,10 @@ import TypedStore
 
   @Test func transactionsOfWriterProcessesArriveOnceEachInCommitOrder() async throws {
     let server = try PostgreSQLTestServer.server()
-    let (schema, identifier) = try Self.store(on: server)
+    let (schema, identifier, model) = try Self.store(on: server)
     let delivered = Delivered()
     let listener = try PostgreSQLChangeListener(
-      url: server.tcpURL, schema: schema, storeIdentifier: identifier, model: notesModel, after: 0,
+      url: server.tcpURL, schema: schema, storeIdentifier: identifier, model: model, after: 0,
       pollInterval: .seconds(3600), deliver: delivered.record)
     listener.start()
     defer { listener.stop() }
@@ -70,11 +73,11 @@ import TypedStore
 
   @Test func aListenerRidesOutAServerRestartAndMissesNothing() async throws {
     let server = try PostgreSQLTestServer.ownServer()
-    let (schema, identifier) = try Self.store(on: server)
+    let (schema, identifier, model) = try Self.store(on: server)
     #expect(try await Self.record(5, author: "before", schema: schema, server: server) == "recorded 5")
     let delivered = Delivered()
     let listener = try PostgreSQLChangeListener(
-      url: server.tcpURL, schema: schema, storeIdentifier: identifier, model: notesModel, after: 2,
+      url: server.tcpURL, schema: schema, storeIdentifier: identifier, model: model, after: 2,
       pollInterval: .seconds(3600), retryInterval: .milliseconds(50), deliver: delivered.record)
     listener.start()
     defer { listener.stop() }

@@ -61,8 +61,8 @@ import TypedStoreTesting
     let named = PostgreSQLStoreOpener.location(of: try #require(URL(string: server.tcpURL)), name: "My Notes")
     #expect(named.schema == "my_notes" && named.connection == server.tcpURL)
 
-    // Another model is refused, as for a file; an unknown scheme is a typed error.
-    #expect(throws: StoreError.self) {
+    // Another application's model is refused, as for a file; an unknown scheme is a typed error.
+    #expect(throws: MigrationError.self) {
       _ = try PersistentContainer(name: "Events", model: heirloomModel, storeURL: url)
     }
     let mysql = try #require(URL(string: "mysql://h/db"))

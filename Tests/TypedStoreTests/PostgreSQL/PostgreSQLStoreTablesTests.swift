@@ -116,10 +116,17 @@ import Testing
     defer { _ = try? connection.execute("DROP SCHEMA \(schema) CASCADE") }
     _ = try PostgreSQLStoreTables(schema: schema, model: notesModel).open(on: connection)
     let before = try Self.relations(schema, on: connection)
+    var noMigration = StoreOptions()
+    noMigration.shouldMigrateStoreAutomatically = false
     let mismatch = #expect(throws: StoreError.self) {
-      try PostgreSQLStoreTables(schema: schema, model: allTypesModel).open(on: connection)
+      try PostgreSQLStoreTables(schema: schema, model: allTypesModel).open(on: connection, options: noMigration)
     }
     #expect(mismatch == .modelMismatch(storeHash: notesModel.versionHash, modelHash: allTypesModel.versionHash))
+    // Migrating, as by default, a model that shares no entity with the store's is refused.
+    let refusal = #expect(throws: MigrationError.self) {
+      try PostgreSQLStoreTables(schema: schema, model: allTypesModel).open(on: connection)
+    }
+    #expect("\(String(describing: refusal))".contains("shares no entity"))
     #expect(try Self.relations(schema, on: connection) == before)
     // Entity codes that are not the model's would read rows as the wrong entity.
     try connection.execute("UPDATE \(schema)._entities SET name = 'Renamed' WHERE code = 1")

@@ -68,14 +68,14 @@ extension MigrationPlanner {
     var cases: [String] = []
     var arguments: [PrimitiveValue] = []
     if !left.isEmpty {
-      cases.append("WHEN _entity IN (SELECT value FROM json_each(?)) THEN NULL")
+      cases.append("WHEN \(entityIn) THEN NULL")
       arguments.append(.text(HistorySchema.jsonArray(left)))
     }
     if !joined.isEmpty {
       // As for an added attribute: the default, when it is the same for every object.
       let table = new.entity(named: attribute.entityName)?.rootName ?? column.entityName
       let rows = try count(
-        "SELECT count(*) FROM \"\(oldName[table] ?? table)\" WHERE _entity IN (SELECT value FROM json_each(?))",
+        "SELECT count(*) FROM \"\(oldName[table] ?? table)\" WHERE \(entityIn)",
         [.text(HistorySchema.jsonArray(joined))])
       if rows > 0 {
         guard let value = defaultValue(of: attribute) else {
@@ -86,13 +86,13 @@ extension MigrationPlanner {
           return nil
         }
         if value != .null {
-          cases.append("WHEN _entity IN (SELECT value FROM json_each(?)) THEN ?")
+          cases.append("WHEN \(entityIn) THEN \(sql.parameter(for: column))")
           arguments += [.text(HistorySchema.jsonArray(joined)), value]
         }
       }
     }
     guard !cases.isEmpty else { return source }
-    let (base, baseArguments) = expression(for: source)
+    let (base, baseArguments) = expression(for: source, column: column)
     return .derived("CASE \(cases.joined(separator: " ")) ELSE \(base) END", arguments + baseArguments)
   }
 

@@ -9,7 +9,7 @@ extension MigrationPlanner {
   mutating func alter(_ source: StoredTable, into layout: TableLayout, plan: TablePlan) {
     let table = layout.root.name
     for object in source.objects where object.kind == .index && !layout.objects.contains(object) {
-      command("DROP INDEX \"\(object.name)\"")
+      command(sql.dropIndex(named: object.name))
       note(.removeIndex, source.root.name, object.name, object.columns.joined(separator: ", "))
     }
     if source.root.name != table { command("ALTER TABLE \"\(source.root.name)\" RENAME TO \"\(table)\"") }
@@ -22,14 +22,14 @@ extension MigrationPlanner {
       case .copyFilling(_, let value, let codes):
         command(
           "UPDATE \"\(table)\" SET \"\(column.name)\" = ? WHERE \"\(column.name)\" IS NULL "
-            + "AND _entity IN (SELECT value FROM json_each(?))", [value, .text(HistorySchema.jsonArray(codes))])
+            + "AND \(entityIn)", [value, .text(HistorySchema.jsonArray(codes))])
       case .fill(let value, let codes):
-        command("ALTER TABLE \"\(table)\" ADD COLUMN \(column.definition)")
+        command("ALTER TABLE \"\(table)\" ADD COLUMN \(sql.definition(column))")
         command(
-          "UPDATE \"\(table)\" SET \"\(column.name)\" = ? WHERE _entity IN (SELECT value FROM json_each(?))",
+          "UPDATE \"\(table)\" SET \"\(column.name)\" = ? WHERE \(entityIn)",
           [value, .text(HistorySchema.jsonArray(codes))])
       case .null, .derived:  // a derived column always rebuilds the table (`migrateTable`)
-        command("ALTER TABLE \"\(table)\" ADD COLUMN \(column.definition)")
+        command("ALTER TABLE \"\(table)\" ADD COLUMN \(sql.definition(column))")
       }
     }
     if let (sql, arguments) = entityCodeExpression(plan.codes) {
@@ -37,7 +37,7 @@ extension MigrationPlanner {
       note(.remapEntityCodes, table, nil, codesDetail(plan.codes), rows: plan.rows)
     }
     for object in layout.objects where object.kind == .index && !source.objects.contains(object) {
-      command(object.sql)
+      commands(sql.create(object))
       note(.addIndex, table, object.name, object.columns.joined(separator: ", "), rows: plan.rows)
     }
   }
@@ -50,7 +50,7 @@ extension MigrationPlanner {
   mutating func rebuild(_ source: StoredTable, into layout: TableLayout, plan: TablePlan) {
     let table = layout.root.name
     let temporary = "_migrating_\(table)"
-    command(TableLayout.tableSQL(named: temporary, columns: layout.columns))
+    command(sql.createTable(named: temporary, columns: layout.columns))
     var arguments: [PrimitiveValue] = []
     var entity = "_entity"
     if let (sql, codeArguments) = entityCodeExpression(plan.codes) {
@@ -59,9 +59,9 @@ extension MigrationPlanner {
       note(.remapEntityCodes, table, nil, codesDetail(plan.codes), rows: plan.rows)
     }
     var expressions: [String] = []
-    for (_, columnSource) in plan.sources {
-      let (sql, values) = expression(for: columnSource)
-      expressions.append(sql)
+    for (column, columnSource) in plan.sources {
+      let (text, values) = expression(for: columnSource, column: column)
+      expressions.append(text)
       arguments += values
     }
     let names = ["pk", "_version", "_entity"] + plan.sources.map { "\"\($0.column.name)\"" }
@@ -71,22 +71,22 @@ extension MigrationPlanner {
       arguments)
     command("DROP TABLE \"\(source.root.name)\"")
     command("ALTER TABLE \"\(temporary)\" RENAME TO \"\(table)\"")
-    for object in layout.objects where object.kind == .index { command(object.sql) }
+    for object in layout.objects where object.kind == .index { commands(sql.create(object)) }
     note(.rebuildTable, table, nil, "new table, rows copied, old table dropped, indexes made", rows: plan.rows)
   }
 
-  /// The value of a new column in terms of the old table's row.
-  func expression(for source: ColumnSource) -> (String, [PrimitiveValue]) {
+  /// The value of the new column `column` in terms of the old table's row.
+  func expression(for source: ColumnSource, column: TableColumn) -> (String, [PrimitiveValue]) {
     switch source {
     case .copy(let name): ("\"\(name)\"", [])
     case .copyFilling(let name, let value, let codes):
       (
-        "CASE WHEN \"\(name)\" IS NULL AND _entity IN (SELECT value FROM json_each(?)) THEN ? ELSE \"\(name)\" END",
+        "CASE WHEN \"\(name)\" IS NULL AND \(entityIn) THEN \(sql.parameter(for: column)) ELSE \"\(name)\" END",
         [.text(HistorySchema.jsonArray(codes)), value]
       )
     case .fill(let value, let codes):
       (
-        "CASE WHEN _entity IN (SELECT value FROM json_each(?)) THEN ? END",
+        "CASE WHEN \(entityIn) THEN \(sql.parameter(for: column)) END",
         [.text(HistorySchema.jsonArray(codes)), value]
       )
     case .null: ("NULL", [])
@@ -97,7 +97,7 @@ extension MigrationPlanner {
   /// `CASE _entity WHEN ? THEN ? … END` for codes that change; nil when none does.
   func entityCodeExpression(_ codes: [(Int64, Int64)]) -> (String, [PrimitiveValue])? {
     guard codes.contains(where: { $0.0 != $0.1 }) else { return nil }
-    let cases = Array(repeating: "WHEN ? THEN ?", count: codes.count).joined(separator: " ")
+    let cases = Array(repeating: "WHEN ? THEN \(sql.integerParameter)", count: codes.count).joined(separator: " ")
     return ("CASE _entity \(cases) END", codes.flatMap { [PrimitiveValue.integer($0.0), .integer($0.1)] })
   }
 
@@ -120,7 +120,7 @@ extension MigrationPlanner {
       {
         continue
       }
-      let collisions = try collisions(sources.map(\.source), table: source.root.name)
+      let collisions = try collisions(sources, table: source.root.name)
       guard !collisions.isEmpty else { continue }
       let entity = sources.first?.column.entityName ?? layout.root.name
       result.refusals.append(
@@ -128,22 +128,25 @@ extension MigrationPlanner {
     }
   }
 
-  private func collisions(_ sources: [ColumnSource], table: String) throws -> [MigrationError.Collision] {
+  private func collisions(_ sources: [(column: TableColumn, source: ColumnSource)], table: String) throws
+    -> [MigrationError.Collision]
+  {
     var arguments: [PrimitiveValue] = []
     var values: [String] = []
-    for (index, source) in sources.enumerated() {
-      let (sql, bound) = expression(for: source)
-      values.append("\(sql) AS v\(index)")
+    for (index, (column, source)) in sources.enumerated() {
+      let (text, bound) = expression(for: source, column: column)
+      values.append("\(text) AS v\(index)")
       arguments += bound
     }
     let names = sources.indices.map { "v\($0)" }
+    let keys = sql.dialect == .sqlite ? "group_concat(pk)" : "string_agg(CAST(pk AS text), ',')"
     let statement = try connection.statement(
-      "SELECT group_concat(pk), " + names.map { "quote(\($0))" }.joined(separator: ", ")
-        + " FROM (SELECT pk, \(values.joined(separator: ", ")) FROM \"\(table)\") WHERE "
+      "SELECT \(keys), " + zip(names, sources).map { sql.literal($0, of: $1.column) }.joined(separator: ", ")
+        + " FROM (SELECT pk, \(values.joined(separator: ", ")) FROM \"\(table)\") AS old WHERE "
         + names.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
         + " GROUP BY \(names.joined(separator: ", ")) HAVING count(*) > 1 LIMIT 20")
     defer { statement.reset() }
-    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    for (index, argument) in arguments.enumerated() { try statement.bind(argument, at: Int32(index + 1)) }
     var found: [MigrationError.Collision] = []
     while try statement.step() {
       let keys = statement.string(0).split(separator: ",").compactMap { Int64($0) }.sorted()

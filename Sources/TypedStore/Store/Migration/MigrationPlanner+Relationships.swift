@@ -36,7 +36,7 @@ extension MigrationPlanner {
     guard let previous = previousRelationship(of: relationship, in: previousEntity) else {
       if column.role == .foreignKey && relationship.isRequired {
         let rows = try count(
-          "SELECT count(*) FROM \"\(previousEntity.rootName)\" WHERE _entity IN (SELECT value FROM json_each(?))",
+          "SELECT count(*) FROM \"\(previousEntity.rootName)\" WHERE \(entityIn)",
           [.text(HistorySchema.jsonArray(codes))])
         if rows > 0 {
           refuse(entity.name, relationship.name, "is a required to-one added while \(rows) rows exist with none")
@@ -74,7 +74,7 @@ extension MigrationPlanner {
     switch column.role {
     case .foreignKey:
       let crowded = try count(
-        "SELECT count(*) FROM (SELECT \(own) FROM \"\(table)\" GROUP BY \(own) HAVING count(*) > 1)")
+        "SELECT count(*) FROM (SELECT \(own) FROM \"\(table)\" GROUP BY \(own) HAVING count(*) > 1) AS crowded")
       guard crowded == 0 else {
         refuse(
           relationship.entityName, relationship.name,
@@ -84,7 +84,7 @@ extension MigrationPlanner {
       if relationship.isRequired, let owner = old.entity(named: oldName[relationship.entityName] ?? "") {
         let codes = owner.selfAndDescendantNames.compactMap { old.entity(named: $0)?.code }
         let unlinked = try count(
-          "SELECT count(*) FROM \"\(owner.rootName)\" WHERE _entity IN (SELECT value FROM json_each(?)) "
+          "SELECT count(*) FROM \"\(owner.rootName)\" WHERE \(entityIn) "
             + "AND pk NOT IN (SELECT \(own) FROM \"\(table)\")", [.text(HistorySchema.jsonArray(codes))])
         guard unlinked == 0 else {
           refuse(
@@ -236,14 +236,6 @@ extension MigrationPlanner {
     }
   }
 
-  private static func joinTableSQL(_ table: String) -> [String] {
-    [
-      "CREATE TABLE \"\(table)\" (source INTEGER NOT NULL, target INTEGER NOT NULL, "
-        + "source_order INTEGER, target_order INTEGER, PRIMARY KEY (source, target)) WITHOUT ROWID",
-      "CREATE INDEX \"_index_\(table)_target\" ON \"\(table)\"(target, source)",
-    ]
-  }
-
   /// A new join table, for a new many-to-many or one whose to-one side became to-many. In the
   /// second case its links are copied from the old key column before any table of the
   /// migration changes (so its commands go first, naming the old table and column).
@@ -255,7 +247,7 @@ extension MigrationPlanner {
       let (holder, key, holderOwns) = keyColumnLinks(relationship, previous),
       let holderEntity = old.entity(named: holder.entity)
     else {
-      for sql in Self.joinTableSQL(table) { command(sql) }
+      commands(sql.joinTableWithIndex(named: table))
       return
     }
     // The holder's list is to-one before: one link each, position 0. The other side's list
@@ -269,7 +261,7 @@ extension MigrationPlanner {
     let copy =
       "INSERT INTO \"\(table)\" (source, target, source_order, target_order) SELECT \(source), \(target), "
       + "\(sourceOrder), \(targetOrder) FROM \"\(holderEntity.rootName)\" WHERE \"\(key)\" IS NOT NULL"
-    let commands = (Self.joinTableSQL(table) + [copy]).map { MigrationCommand(sql: $0) }
+    let commands = (sql.joinTableWithIndex(named: table) + [copy]).map { MigrationCommand(sql: $0) }
     result.commands.insert(contentsOf: commands, at: 0)
     let rows = (try? count("SELECT count(*) FROM \"\(holderEntity.rootName)\" WHERE \"\(key)\" IS NOT NULL")) ?? 0
     note(.moveLinksToJoinTable, entity, relationship.name, "links copied from \(holder.entity).\(key)", rows: rows)
@@ -323,22 +315,21 @@ extension MigrationPlanner {
 
   private mutating func moveJoinTable(from oldTable: String, to table: String, swapped: Bool, entity: String) {
     guard oldTable != table || swapped else { return }
+    let index = StoredTable.joinObjects(table)[1]
     if !swapped {
-      command("DROP INDEX \"_index_\(oldTable)_target\"")
+      command(sql.dropIndex(named: StoredTable.joinObjects(oldTable)[1].name))
       command("ALTER TABLE \"\(oldTable)\" RENAME TO \"\(table)\"")
-      command("CREATE INDEX \"_index_\(table)_target\" ON \"\(table)\"(target, source)")
+      commands(sql.create(index))
       return
     }
     let temporary = "_migrating_\(table)"
-    command(
-      "CREATE TABLE \"\(temporary)\" (source INTEGER NOT NULL, target INTEGER NOT NULL, "
-        + "source_order INTEGER, target_order INTEGER, PRIMARY KEY (source, target)) WITHOUT ROWID")
+    command(sql.joinTable(named: temporary))
     command(
       "INSERT INTO \"\(temporary)\" (source, target, source_order, target_order) "
         + "SELECT target, source, target_order, source_order FROM \"\(oldTable)\"")
     command("DROP TABLE \"\(oldTable)\"")
     command("ALTER TABLE \"\(temporary)\" RENAME TO \"\(table)\"")
-    command("CREATE INDEX \"_index_\(table)_target\" ON \"\(table)\"(target, source)")
+    commands(sql.create(index))
     note(.rebuildTable, table, nil, "join table of \(entity), its columns swapped (was \(oldTable))")
   }
 }

@@ -101,7 +101,7 @@ extension MigrationPlanner {
     if previous.isOptional && !attribute.isOptional {
       let nils = try count(
         "SELECT count(*) FROM \"\(previousEntity.rootName)\" WHERE \"\(previous.columnName)\" IS NULL "
-          + "AND _entity IN (SELECT value FROM json_each(?))", [.text(HistorySchema.jsonArray(codes))])
+          + "AND \(entityIn)", [.text(HistorySchema.jsonArray(codes))])
       guard nils > 0 else {
         note(.makeRequired, entityName, attribute.name, "no row is nil", rows: 0)
         return .copy(previous.columnName)
@@ -130,7 +130,7 @@ extension MigrationPlanner {
       ? try count("SELECT count(*) FROM \"\(table)\"")
       : try count(
         "SELECT count(*) FROM \"\(table)\" "
-          + "WHERE _entity IN (SELECT value FROM json_each(?))", [.text(HistorySchema.jsonArray(codes))])
+          + "WHERE \(entityIn)", [.text(HistorySchema.jsonArray(codes))])
     guard let value = defaultValue(of: attribute) else {
       if rows == 0 {
         note(.addAttribute, attribute.entityName, attribute.name, "no rows to fill", rows: 0)

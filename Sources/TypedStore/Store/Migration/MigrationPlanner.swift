@@ -8,6 +8,9 @@ import Foundation
 // twice) and writes nothing: the same planning is the dry run and, under the write lock, the
 // migration. Identifiers come from the two validated models only.
 //
+// The SQL is the store engine's (`SchemaSQL`: SQLite's, or PostgreSQL's types, index names and
+// typed parameters); the planning is the same on both.
+//
 // Each root table is either altered in place (renames, added nullable columns, indexes, entity
 // codes: O(1) or one pass) or rebuilt with SQLite's 12-step procedure (a new table, one
 // `INSERT … SELECT`, drop, rename, indexes), which runs inside SQLite in bounded memory: no
@@ -43,7 +46,9 @@ enum ColumnSource: Equatable {
 }
 
 struct MigrationPlanner {
-  let connection: SQLiteConnection
+  let connection: any DatabaseConnection
+  /// The SQL of the store's engine.
+  let sql: SchemaSQL
   let old: ManagedObjectModel
   let new: ManagedObjectModel
   /// For each entity of the new model, the old entity it continues (by name or
@@ -51,14 +56,15 @@ struct MigrationPlanner {
   var oldName: [String: String] = [:]
   var result = InferredMigration()
 
-  init(connection: SQLiteConnection, old: ManagedObjectModel, new: ManagedObjectModel) {
+  init(connection: any DatabaseConnection, old: ManagedObjectModel, new: ManagedObjectModel) {
     self.connection = connection
+    self.sql = SchemaSQL(connection.dialect)
     self.old = old
     self.new = new
   }
 
   /// Plans the whole migration; refusals are collected, not thrown.
-  static func infer(connection: SQLiteConnection, old: ManagedObjectModel, new: ManagedObjectModel) throws
+  static func infer(connection: any DatabaseConnection, old: ManagedObjectModel, new: ManagedObjectModel) throws
     -> InferredMigration
   {
     var planner = MigrationPlanner(connection: connection, old: old, new: new)
@@ -127,7 +133,8 @@ struct MigrationPlanner {
   mutating func removeSubentities() throws {
     let kept = Set(oldName.values)
     for entity in old.entities where !entity.isRoot && !kept.contains(entity.name) && kept.contains(entity.rootName) {
-      let rows = try count("SELECT count(*) FROM \"\(entity.rootName)\" WHERE _entity = ?", [.integer(entity.code)])
+      let rows = try count(
+        "SELECT count(*) FROM \"\(entity.rootName)\" WHERE _entity = \(sql.integerParameter)", [.integer(entity.code)])
       if rows > 0 {
         refuse(
           entity.name, nil,
@@ -143,8 +150,8 @@ struct MigrationPlanner {
   mutating func createTable(_ layout: TableLayout) {
     for entity in layout.hierarchy { note(.addEntity, entity.name, nil, "") }
     // The join tables its entities own are the relationships' (`migrateRelationships`).
-    command(TableLayout.tableSQL(named: layout.root.name, columns: layout.columns))
-    for object in layout.objects where object.kind == .index { command(object.sql) }
+    command(sql.createTable(named: layout.root.name, columns: layout.columns))
+    for object in layout.objects where object.kind == .index { commands(sql.create(object)) }
     command("INSERT INTO _primary_key (entity, key_floor) VALUES (?, 0)", [.text(layout.root.name)])
   }
 
@@ -201,6 +208,24 @@ struct MigrationPlanner {
 
   private mutating func renameInHistory(entities: [String], from: String, to: String) {
     let names = PrimitiveValue.text(HistorySchema.jsonArray(entities))
+    guard sql.dialect == .sqlite else {
+      // The same on PostgreSQL, whose history keeps the lists and tombstones as JSON text.
+      command(
+        """
+        UPDATE _history_change SET changed = (SELECT CAST(json_agg(CASE WHEN e.value = ?1 THEN ?2 ELSE e.value END \
+        ORDER BY e.n) AS text) FROM json_array_elements_text(CAST(changed AS json)) WITH ORDINALITY AS e(value, n)) \
+        WHERE changed IS NOT NULL AND entity IN (\(sql.dialect.jsonTextValues("?3"))) \
+        AND EXISTS (SELECT 1 FROM json_array_elements_text(CAST(changed AS json)) AS e(value) WHERE e.value = ?1)
+        """, [.text(from), .text(to), names])
+      command(
+        """
+        UPDATE _history_change SET tombstone = (SELECT CAST(json_object_agg(CASE WHEN t.key = ?1 THEN ?2 \
+        ELSE t.key END, t.value) AS text) FROM json_each(CAST(tombstone AS json)) AS t) WHERE tombstone IS NOT NULL \
+        AND entity IN (\(sql.dialect.jsonTextValues("?3"))) \
+        AND json_extract_path(CAST(tombstone AS json), ?1) IS NOT NULL
+        """, [.text(from), .text(to), names])
+      return
+    }
     command(
       """
       UPDATE _history_change SET changed = (SELECT json_group_array(CASE value WHEN ?1 THEN ?2 ELSE value END) \
@@ -242,10 +267,17 @@ struct MigrationPlanner {
     result.commands.append(MigrationCommand(sql: sql, arguments: arguments))
   }
 
-  func count(_ sql: String, _ arguments: [PrimitiveValue] = []) throws -> Int {
-    let statement = try connection.statement(sql)
+  mutating func commands(_ statements: [String]) {
+    for statement in statements { command(statement) }
+  }
+
+  /// `_entity IN (…)` of the codes in a JSON array bound to its one parameter.
+  var entityIn: String { "_entity IN (\(sql.dialect.jsonIntegerValues))" }
+
+  func count(_ text: String, _ arguments: [PrimitiveValue] = []) throws -> Int {
+    let statement = try connection.statement(text)
     defer { statement.reset() }
-    for (index, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(index + 1)) }
+    for (index, argument) in arguments.enumerated() { try statement.bind(argument, at: Int32(index + 1)) }
     guard try statement.step() else { return 0 }
     return Int(statement.int64(0))
   }

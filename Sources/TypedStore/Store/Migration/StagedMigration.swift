@@ -23,7 +23,7 @@ import Foundation
 // are code on contexts; the store runs them through `Hook`s, as a lower layer calls up.
 
 /// A migration plan as the store runs it.
-struct StagedMigration: Sendable {
+package struct StagedMigration: Sendable {
   /// A model version of the plan.
   struct Version: Sendable {
     let identifier: String
@@ -32,7 +32,7 @@ struct StagedMigration: Sendable {
 
   /// Code a custom stage runs inside the migration's transaction, given the store of one
   /// version (its model, the file's identity) and the migration's connection.
-  typealias Hook = @Sendable (PersistentStore, SQLiteConnection) throws -> Void
+  typealias Hook = @Sendable (PersistentStore, any DatabaseConnection) throws -> Void
 
   /// What runs between two versions: before and after the inferred schema change.
   struct Stage: Sendable {
@@ -43,6 +43,9 @@ struct StagedMigration: Sendable {
   let versions: [Version]
   /// `stages[i]` takes the store from `versions[i]` to `versions[i + 1]`.
   let stages: [Stage]
+
+  /// The identifier of the last version, which a store made with the plan records.
+  package var lastVersionIdentifier: String? { versions.last?.identifier }
 
   /// The index of the version the store is at: the one it records, or, when it records none
   /// (made or last migrated without a plan), the earliest with its hash; nil when the plan has
@@ -65,7 +68,7 @@ struct StagedMigration: Sendable {
 
   /// Whether a store whose hash is the last version's still has stages to run (data-only
   /// stages between versions that store alike).
-  func hasStagesToRun(_ metadata: [String: String]) -> Bool {
+  package func hasStagesToRun(_ metadata: [String: String]) -> Bool {
     guard let start = startIndex(metadata) else { return false }
     return start < versions.count - 1
   }
@@ -73,7 +76,7 @@ struct StagedMigration: Sendable {
   /// Before the lock: throws unless the store is at a version of the plan, or when the first
   /// step, if no code runs before it, would be refused. (Later steps are planned on what the
   /// earlier ones leave, under the lock; a refusal there rolls everything back.)
-  func check(_ metadata: [String: String], connection: SQLiteConnection, path: String) throws {
+  func check(_ metadata: [String: String], connection: some DatabaseConnection, path: String) throws {
     let start = try start(metadata, connection: connection)
     guard start < stages.count, stages[start].willMigrate == nil else { return }
     let step = try MigrationPlanner.infer(
@@ -85,7 +88,7 @@ struct StagedMigration: Sendable {
   ///
   /// - Throws: `MigrationError.olderModel` when the store was migrated past the plan's last
   ///   version, `MigrationError.storeVersionNotInPlan` when it is at no version of the plan.
-  func start(_ metadata: [String: String], connection: SQLiteConnection) throws -> Int {
+  func start(_ metadata: [String: String], connection: some DatabaseConnection) throws -> Int {
     if let index = startIndex(metadata) { return index }
     let storeHash = metadata["model_hash"] ?? ""
     let last = versions[versions.count - 1]
@@ -102,16 +105,18 @@ extension PersistentStore {
   /// Takes the store through the plan's stages from its version to the last, under the write
   /// lock the caller holds (see the top of this file).
   static func migrateInStages(
-    _ plan: StagedMigration, connection: SQLiteConnection, metadata: [String: String], path: String,
+    _ plan: StagedMigration, connection: some DatabaseConnection, metadata: [String: String], path: String,
     options: StoreOptions
   ) throws {
     let start = try plan.start(metadata, connection: connection)
     guard let identifier = metadata["store_uuid"].flatMap(UUID.init(uuidString:)) else {
       throw StoreError.corrupt(path: path, message: "the store has no valid UUID")
     }
-    let url = URL(fileURLWithPath: path)
+    let url = connection.dialect == .sqlite ? URL(fileURLWithPath: path) : URL(fileURLWithPath: "/" + path)
     func store(_ version: StagedMigration.Version) -> PersistentStore {
-      PersistentStore(migrationStageOf: url, identifier: identifier, model: version.model, options: options)
+      PersistentStore(
+        migrationStageOf: url, identifier: identifier, model: version.model, options: options,
+        dialect: connection.dialect)
     }
     var stored = try storedModel(metadata, path: path)
     for index in start..<plan.stages.count {
