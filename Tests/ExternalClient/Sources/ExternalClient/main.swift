@@ -21,8 +21,24 @@ final class Note: ManagedObject {
   var shout: String { title.uppercased() }
 }
 
-let url = FileManager.default.temporaryDirectory.appendingPathComponent("external-client.sqlite")
-for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+/// Where this client's store `name` lives: a new file in the temporary folder or, when
+/// TYPEDSTORE_POSTGRESQL_URL names a PostgreSQL server, a new schema of it. Only the location
+/// differs: everything below runs the same on both.
+func storeLocation(_ name: String) -> URL {
+  guard let server = ProcessInfo.processInfo.environment["TYPEDSTORE_POSTGRESQL_URL"] else {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).sqlite")
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+    return url
+  }
+  let schema = name.replacingOccurrences(of: "-", with: "_") + "_\(getpid())"
+  guard let url = URL(string: server + (server.contains("?") ? "&" : "?") + "schema=\(schema)") else {
+    print("ExternalClient: TYPEDSTORE_POSTGRESQL_URL is not a URL: \(server)")
+    exit(64)
+  }
+  return url
+}
+
+let url = storeLocation("external-client")
 
 let container = try PersistentContainer(
   name: "Notes", model: ManagedObjectModel(Folder.self, Note.self), storeURL: url)
@@ -74,8 +90,7 @@ let refusals = try await container.viewContext.perform { context -> [String] in
 require(refusals.count == 2 && refusals.allSatisfy { !$0.contains("0x") }, "computed key paths: \(refusals)")
 
 // Another store's IDs reach none of this store's rows.
-let otherURL = FileManager.default.temporaryDirectory.appendingPathComponent("external-client-other.sqlite")
-for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: otherURL.path + suffix) }
+let otherURL = storeLocation("external-client-other")
 let other = try PersistentContainer(
   name: "Other", model: ManagedObjectModel(Folder.self, Note.self), storeURL: otherURL)
 let refused = try await other.performBackgroundTask { context -> Bool in
@@ -220,7 +235,8 @@ enum Diary {
     }
   }
 }
-let diary = try PersistentContainer.makeTest(model: ManagedObjectModel(Diary.Entry.self), variant: "diary")
+let diary = try PersistentContainer(
+  name: "Diary", model: ManagedObjectModel(Diary.Entry.self), storeURL: storeLocation("external-client-diary"))
 let diaryReport = try await diary.viewContext.perform { context -> [String] in
   var report: [String] = []
   context.addObserver(for: ManagedObjectContext.ObjectsDidChangeMessage.self) { message in
@@ -272,7 +288,7 @@ enum Shop {
 }
 let shopFile = try XcodeModelBundle(contentsOf: Shop.bundle).model(named: "Shop")
 let shopModel = try ManagedObjectModel(xcodeModel: shopFile, classes: [Shop.ShopperV1.self, Shop.BasketV1.self])
-let shop = try PersistentContainer.makeTest(model: shopModel, variant: "shop")
+let shop = try PersistentContainer(name: "Shop", model: shopModel, storeURL: storeLocation("external-client-shop"))
 let shopperNames = try shop.viewContext.performAndWait { context in
   let ada = Shop.ShopperV1(context: context)
   ada.name = "Ada"
@@ -308,7 +324,8 @@ final class Venue: ManagedObject {
   @Attribute(preservedOnDeletion: true) var place: Place = Place()
 }
 
-let venues = try PersistentContainer.makeTest(model: ManagedObjectModel(Venue.self), variant: "venues")
+let venues = try PersistentContainer(
+  name: "Venues", model: ManagedObjectModel(Venue.self), storeURL: storeLocation("external-client-venues"))
 let venueID = try await venues.performBackgroundTask { context in
   for (name, city, latitude) in [("Hall", "Oslo", 59.9), ("Club", "Bonn", 50.7), ("Bar", "Oslo", 59.8)] {
     let venue = Venue(context: context)

@@ -68,9 +68,12 @@ let found = try await other.viewContext.perform { context in
 require(found.1 == [id], "the predicate found \(found.1)")
 print("ExternalPostgreSQLClient: heard and resolved \(id) -> \(found.0)")
 
-// A store of another model is refused, as a file is.
+// A store of another model is refused when it is not to be migrated, as a file is.
+var noMigration = StoreOptions()
+noMigration.shouldMigrateStoreAutomatically = false
 do {
-  _ = try PersistentContainer(name: "Notes", model: ManagedObjectModel(Folder.self), storeURL: url)
+  _ = try PersistentContainer(
+    name: "Notes", model: ManagedObjectModel(Folder.self), storeURL: url, options: noMigration)
   require(false, "another model was not refused")
 } catch StoreError.modelMismatch {
   print("ExternalPostgreSQLClient: another model refused")
