@@ -202,16 +202,12 @@ package enum PostgreSQLStoreOpener: StoreEngineOpener {
     return components.url ?? url
   }
 
-  package static func storedModel(at url: URL) throws -> ManagedObjectModel {
+  package static func read<T>(at url: URL, _ body: (any DatabaseConnection, String) throws -> T) throws -> T {
     let (url, schema) = location(of: url, name: nil)
-    let history = try PostgreSQLHistory(schema: schema)
+    let history = try PostgreSQLHistory(schema: schema)  // checks the name
     let connection = try PostgreSQLConnection(url: url)
     try connection.use(schema: history.schema)
-    let place = "PostgreSQL schema \(schema)"
-    return try connection.readTransaction {
-      guard let metadata = try PersistentStore.readMetadata(connection) else { throw StoreError.notFound(path: place) }
-      return try PersistentStore.storedModel(metadata, path: place)
-    }
+    return try connection.readTransaction { try body(connection, "PostgreSQL schema \(schema)") }
   }
 
   /// The connection URI (without `schema`) and the schema of a store URL.

@@ -10,8 +10,12 @@ extension PersistentStore {
   public static func metadataForPersistentStore(at url: URL, options: StoreOptions = StoreOptions()) throws
     -> StoreMetadata
   {
-    try requireFile(
-      at: url, "metadataForPersistentStore(at:)", instead: "open the PostgreSQL store and read its metadata()")
+    if let opener = try opener(for: url) {
+      return try opener.read(at: url) { connection, location in
+        guard let metadata = try readMetadata(connection) else { throw StoreError.notFound(path: location) }
+        return try decode(metadata, path: location)
+      }
+    }
     let path = resolvedStorePath(url.path)
     return try StoreError.naming(url.path, for: path) { try metadata(ofFileAt: path, options: options) }
   }
@@ -68,7 +72,12 @@ extension PersistentStore {
   /// - Throws: as `metadataForPersistentStore(at:options:)`, and `StoreError.corrupt` for a
   ///   kept model that is not valid.
   public static func storedModel(at url: URL, options: StoreOptions = StoreOptions()) throws -> ManagedObjectModel {
-    if let opener = try opener(for: url) { return try opener.storedModel(at: url) }
+    if let opener = try opener(for: url) {
+      return try opener.read(at: url) { connection, location in
+        guard let metadata = try readMetadata(connection) else { throw StoreError.notFound(path: location) }
+        return try storedModel(metadata, path: location)
+      }
+    }
     let metadata = try metadataForPersistentStore(at: url, options: options)
     guard (oldestFormatVersion...formatVersion).contains(metadata.formatVersion) else {
       throw StoreError.unsupportedFormatVersion(found: metadata.formatVersion, supported: formatVersion)

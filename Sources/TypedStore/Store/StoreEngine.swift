@@ -48,8 +48,10 @@ package protocol StoreEngineOpener {
     at url: URL, name: String?, model: ManagedObjectModel, options: StoreOptions, migration: StagedMigration?
   ) throws -> (engine: any StoreEngine, identifier: UUID, location: URL)
 
-  /// The model the store at `url` keeps (`PersistentStore.storedModel(at:options:)`).
-  static func storedModel(at url: URL) throws -> ManagedObjectModel
+  /// Runs `body` in a read transaction of a new connection to the store at `url`, without
+  /// opening it as a store (nothing is written, no model is needed), with where errors say
+  /// the store is: how its metadata, its model and a migration's report are read.
+  static func read<T>(at url: URL, _ body: (any DatabaseConnection, _ location: String) throws -> T) throws -> T
 }
 
 extension PersistentStore {

@@ -7,9 +7,17 @@ import TypedStoreTesting
 
 /// The built `typedstore` tool on a PostgreSQL store, named by its `postgresql://` URL with
 /// `--store`: the history (`stats`, `export`, `watch`, `prune`) and consumer commands and
-/// `inspect` work as on a file, `checkpoint` has nothing to do; what works on files only
-/// (`check`, `backup`, `migrate`) says so and does nothing.
+/// `inspect` and `migrate` work as on a file, `checkpoint` has nothing to do; what works on
+/// files only (`check`, `backup`) says so and does nothing.
 @Suite struct PostgreSQLToolTests {
+  /// `Event` with an optional attribute more: what `migrate` adds.
+  final class EventWithVenue: ManagedObject {
+    override class var entityName: String { "Event" }
+    @Attribute var source: String = ""
+    @Attribute var sequence: Int = 0
+    @Attribute var venue: String? = nil
+  }
+
   @Test func theToolReadsAndPrunesAPostgreSQLStoreAndRefusesWhatIsForFiles() async throws {
     let server = try PostgreSQLTestServer.server()
     let schema = PostgreSQLTestServer.schemaName()
@@ -51,14 +59,24 @@ import TypedStoreTesting
     let entities = inspect.json["entities"] as? [[String: Any]]
     #expect(entities?.first { $0["name"] as? String == "Event" }?["rows"] as? Int == 3, "\(inspect.stdout)")
 
+    // `migrate`: the report, nothing changed with --dry-run, then the migration.
     let modelFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(schema).json")
-    try ManagedObjectModel(Event.self).jsonRepresentation.write(to: modelFile)
+    let version2 = try ManagedObjectModel(EventWithVenue.self)
+    try version2.jsonRepresentation.write(to: modelFile)
     defer { try? FileManager.default.removeItem(at: modelFile) }
+    let dryRun = try typedstore(["migrate", "--store", store, "--model", modelFile.path, "--dry-run", "--json"])
+    #expect(dryRun.status == 0 && dryRun.stdout.contains("addAttribute"), "\(dryRun.stdout)\(dryRun.stderr)")
+    let storeURL = try #require(URL(string: store))
+    #expect(try PersistentStore.metadataForPersistentStore(at: storeURL).modelHash != version2.versionHash)
+    let migrate = try typedstore(["migrate", "--store", store, "--model", modelFile.path])
+    #expect(migrate.status == 0 && migrate.stderr.contains("migrated"), "\(migrate.stdout)\(migrate.stderr)")
+    #expect(try PersistentStore.metadataForPersistentStore(at: storeURL).modelHash == version2.versionHash)
+    #expect(try PersistentStore.storedModel(at: storeURL).entity(named: "Event")?.attribute(named: "venue") != nil)
+    #expect(throws: StoreError.self) { try container.newModelContext().count(for: FetchRequest<Event>()) }
 
     for (arguments, says) in [
       (["check", "--store", store], "works on store files only"),
       (["backup", "--store", store, "-o", "/tmp/never-\(schema).sqlite"], "pg_dump"),
-      (["migrate", "--store", store, "--model", modelFile.path, "--dry-run"], "works on store files only"),
     ] {
       let run = try typedstore(arguments)
       #expect(run.status != 0 && run.stderr.contains(says), "\(arguments[0]): \(run.status) \(run.stderr)")
