@@ -7,34 +7,9 @@ import TypedStore
 // and LISTEN/NOTIFY. Values travel in PostgreSQL's text format; the callers cast parameters
 // in SQL (`$1::bigint`) where a type matters.
 
-/// A failure reported by libpq or by the server.
-package struct PostgreSQLError: Error, Sendable, Equatable, CustomStringConvertible {
-  package enum Kind: Sendable, Equatable {
-    /// The connection could not be made, or was lost.
-    case connection
-    /// The server refused a statement.
-    case statement
-    /// The model cannot be stored on PostgreSQL as it is (a name longer than it keeps).
-    case model
-    /// A value cannot be written to, or read from, a column of its type as given.
-    case value
-  }
-
-  package var kind: Kind
-  /// The SQLSTATE the server sent (`40001` for a serialization failure, `55P03` for a lock
-  /// timeout, `23505` for a unique violation), when it sent one.
-  package var sqlState: String?
-  package var message: String
-  /// The constraint a row broke (`Note_pkey`, `Note_title_key`), when the server named one.
-  package var constraint: String? = nil
-  /// The table of the row, when the server named one.
-  package var table: String? = nil
-
-  package var description: String {
-    "PostgreSQL \(kind) error"
-      + (sqlState.map { " \($0)" } ?? "") + ": \(message)"
-  }
-}
+/// A failure reported by libpq or by the server: TypedStore's public `StoreServerError`, which
+/// applications catch without importing this library.
+package typealias PostgreSQLError = StoreServerError
 
 /// The rows a statement returned, as text (nil for NULL).
 struct PostgreSQLRows: Sendable, Equatable {

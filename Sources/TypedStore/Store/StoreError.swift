@@ -89,7 +89,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
   /// `NSPersistentStoreInvalidTypeError`). Nothing was opened.
   case invalidStoreType(scheme: String)
   /// The operation works on store files only, and this store is another engine's (a
-  /// PostgreSQL store has no file to back up, check page by page or migrate yet): what it is
+  /// PostgreSQL store has no file to back up or check page by page): what it is
   /// and what to do instead. Nothing was done.
   case unsupportedOperation(String)
 

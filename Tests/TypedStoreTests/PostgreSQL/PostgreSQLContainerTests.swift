@@ -196,6 +196,26 @@ import TypedStoreTesting
   /// The server stops and starts again under a running container: while it is down, reads and
   /// saves throw and write nothing; once it is back, the same contexts read and save again, and
   /// the observer hears every commit (of this process and of another) once, in order.
+  /// A save that cannot have the store's write lock within the busy timeout throws the
+  /// server's typed error, busy, as SQLite's on a file, and writes nothing.
+  @Test func aWriteLockNotHadInTimeIsABusyStoreServerError() throws {
+    let (url, schema) = try Self.storeURL()
+    defer { Self.dropSchema(schema) }
+    var options = StoreOptions()
+    options.busyTimeout = .milliseconds(200)
+    let container = try PersistentContainer(
+      name: "Events", model: ManagedObjectModel(Event.self), storeURL: url, options: options)
+    let holder = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
+    try holder.execute(script: "BEGIN; SELECT 1 FROM \(schema)._history_counter WHERE id = 1 FOR UPDATE")
+    let context = container.newModelContext()
+    Event(context: context).source = "blocked"
+    let error = #expect(throws: StoreServerError.self) { try context.save() }
+    #expect(error?.isBusy == true && error?.isConnectionLost == false, "\(String(describing: error))")
+    try holder.execute(script: "ROLLBACK")
+    try context.save()
+    #expect(try container.newModelContext().count(for: FetchRequest<Event>()) == 1)
+  }
+
   @Test func contextsAndObserversGoOnAfterTheServerRestarts() async throws {
     let server = try PostgreSQLTestServer.ownServer()
     let schema = PostgreSQLTestServer.schemaName()
@@ -222,9 +242,13 @@ import TypedStoreTesting
     #expect(try container.persistentStore.currentHistoryToken().transactionNumber == 1)
 
     try PostgreSQLTestServer.stop(server)
-    #expect(throws: (any Error).self) { _ = try context.fetch(FetchRequest<Event>()) }
-    #expect(throws: (any Error).self) { try save("while down") }
-    #expect(throws: (any Error).self) { _ = try container.persistentStore.currentHistoryToken() }
+    // The public, typed error of the server's side, as a file's is `SQLiteError`.
+    let down = [
+      #expect(throws: StoreServerError.self) { _ = try context.fetch(FetchRequest<Event>()) },
+      #expect(throws: StoreServerError.self) { try save("while down") },
+      #expect(throws: StoreServerError.self) { _ = try container.persistentStore.currentHistoryToken() },
+    ]
+    #expect(down.allSatisfy { $0?.isConnectionLost == true }, "\(down)")
     try PostgreSQLTestServer.restart(server)
 
     // Within seconds alone; the whole suite's load (its own server among other processes)
