@@ -18,13 +18,7 @@ import Foundation
 /// let typical: Decimal? = try context.aggregate(.average(\.total), for: FetchRequest<Order>())
 /// ```
 public struct AggregateFunction<Entity: ManagedObject, Result>: Sendable {
-  enum Kind: Sendable {
-    case count
-    case sum
-    case min
-    case max
-    case average
-  }
+  typealias Kind = AggregateFunctionKind
 
   let kind: Kind
   let keyPath: (PartialKeyPath<Entity> & Sendable)?
@@ -110,4 +104,13 @@ extension AggregateFunction where Result == Decimal? {
   public static func average(_ keyPath: KeyPath<Entity, Decimal?> & Sendable) -> Self {
     Self(kind: .average, keyPath: keyPath, emptyResult: Decimal?.none)
   }
+}
+
+/// What an `AggregateFunction` computes.
+enum AggregateFunctionKind: Sendable {
+  case count
+  case sum
+  case min
+  case max
+  case average
 }

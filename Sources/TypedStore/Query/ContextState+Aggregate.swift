@@ -109,8 +109,12 @@ extension ContextState {
     }
     let entity = resolved.entity
     let valueAttribute = try function.keyPath.map { try aggregatedAttribute($0, of: entity) }
-    let expression = try valueAttribute.map { try aggregateExpression(function, of: $0, in: entity) } ?? "count(*)"
     let grouping = try self.grouping(group, of: entity)
+    let inSwift = aggregatesInSwift(valueAttribute, grouping)
+    let expression =
+      inSwift
+      ? "" : try valueAttribute.map { try aggregateExpression(function, of: $0, in: entity) } ?? "count(*)"
+    if inSwift, let valueAttribute { try checkAggregatable(function.kind, of: valueAttribute, in: entity) }
     let table = "\"\(entity.tableName)\""
     var source = "\(table)\(resolved.whereClause)"
     let ranged = request.fetchLimit > 0 || request.fetchOffset > 0
@@ -124,11 +128,19 @@ extension ContextState {
       let range = clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset)
       source = "(SELECT * FROM \(table)\(range)) AS \(table)"
     }
+    let arguments = ranged ? resolved.clauseArguments : resolved.arguments
+    if inSwift {
+      let rows = try aggregateInSwift(
+        SwiftAggregate(kind: function.kind, type: valueAttribute?.attributeType), of: valueAttribute, from: source,
+        table: table, groupedBy: grouping, of: entity, arguments: arguments)
+      return (
+        grouping, try rows.map { ($0.key, try aggregateResult($0.value, of: function, valueAttribute: valueAttribute)) }
+      )
+    }
     let sql = try aggregateSQL(expression, from: source, table: table, groupedBy: grouping, of: entity)
     let rows: [[PrimitiveValue]]
     do {
-      rows = try store.selectRows(
-        sql, arguments: ranged ? resolved.clauseArguments : resolved.arguments, connection: reader())
+      rows = try store.selectRows(sql, arguments: arguments, connection: reader())
     } catch let error as SQLiteError where error.message.contains(SwiftDecimalFunctions.orderDependentSum) {
       throw FetchError.unsupportedAggregate(
         "\(function.kind) of \(entity.name).\(valueAttribute?.name ?? "?"): \(SwiftDecimalFunctions.orderDependentSum)")
@@ -160,16 +172,12 @@ extension ContextState {
     _ function: AggregateFunction<Entity, Result>, of attribute: AttributeDescription, in entity: EntityDescription
   ) throws -> String {
     let column = "\"\(attribute.columnName)\""
+    try checkAggregatable(function.kind, of: attribute, in: entity)
     switch (function.kind, attribute.attributeType) {
-    case (_, .uri), (_, .codable), (_, .binaryData), (_, .uuid), (.sum, .string), (.average, .string),
-      (.sum, .date), (.average, .date), (.sum, .boolean), (.average, .boolean):
-      throw FetchError.unsupportedAggregate(
-        "\(attribute.attributeType.rawValue) values of \(entity.name).\(attribute.name) with \(function.kind)")
     case (_, .string) where store.dialect != .sqlite, (_, .decimal) where store.dialect != .sqlite:
-      // Swift's order of strings and sums of decimals run in SQLite only, for now.
+      // Another engine's strings and decimals are aggregated in Swift (`aggregateInSwift`).
       throw FetchError.unsupportedAggregate(
-        "\(attribute.attributeType.rawValue) values of \(entity.name).\(attribute.name) with \(function.kind) "
-          + "on PostgreSQL (not yet: fetch them instead)")
+        "\(attribute.attributeType.rawValue) values of \(entity.name).\(attribute.name) with \(function.kind) in SQL")
     case (.sum, .integer16) where store.dialect != .sqlite, (.sum, .integer32) where store.dialect != .sqlite,
       (.sum, .integer64) where store.dialect != .sqlite:
       return "CAST(sum(\(column)) AS bigint)"  // PostgreSQL sums integers as numeric
@@ -187,6 +195,30 @@ extension ContextState {
     case (.average, _): return "avg(\(column))"
     case (.count, _): return "count(\(column))"
     }
+  }
+
+  /// Throws `FetchError.unsupportedAggregate` for an aggregate of values it has no answer for
+  /// (bytes, UUIDs, URLs, `Codable` values; sums and averages of strings, dates, booleans).
+  private func checkAggregatable(
+    _ kind: AggregateFunctionKind, of attribute: AttributeDescription, in entity: EntityDescription
+  ) throws {
+    switch (kind, attribute.attributeType) {
+    case (_, .uri), (_, .codable), (_, .binaryData), (_, .uuid), (.sum, .string), (.average, .string),
+      (.sum, .date), (.average, .date), (.sum, .boolean), (.average, .boolean):
+      throw FetchError.unsupportedAggregate(
+        "\(attribute.attributeType.rawValue) values of \(entity.name).\(attribute.name) with \(kind)")
+    default: return
+    }
+  }
+
+  /// Whether the aggregate is computed in Swift over the values SQL reads: on an engine whose
+  /// SQL orders strings and decimals, groups strings and sums decimals otherwise than Swift.
+  private func aggregatesInSwift(_ value: AttributeDescription?, _ grouping: Grouping?) -> Bool {
+    guard store.dialect != .sqlite else { return false }
+    let swiftOnly: [AttributeType] = [.string, .decimal]
+    if let value, swiftOnly.contains(value.attributeType) { return true }
+    if case .attribute(let key)? = grouping, swiftOnly.contains(key.attributeType) { return true }
+    return false
   }
 
   /// What an aggregate's rows are grouped by, found in the model.
@@ -228,22 +260,86 @@ extension ContextState {
         }
       return "SELECT \(column), \(expression) FROM \(source) GROUP BY \(column)\(collation)"
     case .relationship(let relationship, let destination):
-      let key: String
-      switch relationship.storage {
-      case .foreignKey(let column, _):
-        key = "\"\(column)\""
-      case .inverseForeignKey(let column, _):
-        // A one-to-one whose key is in the related row.
-        key =
-          "(SELECT _related.pk FROM \"\(destination.tableName)\" _related WHERE _related.\"\(column)\" = \(table).pk)"
-      case .joinTable:
-        throw FetchError.unsupportedAggregate("\(entity.name).\(relationship.name): grouping by a to-many relationship")
-      }
+      let key = try relationshipKey(relationship, destination: destination, table: table, of: entity)
       let concreteEntity =
         destination.selfAndDescendantNames.count > 1
         ? "(SELECT _entity FROM \"\(destination.tableName)\" WHERE pk = _groups._key)" : "NULL"
       return "SELECT _groups._key, \(concreteEntity), _groups._value FROM "
         + "(SELECT \(key) AS _key, \(expression) AS _value FROM \(source) GROUP BY _key) _groups"
+    }
+  }
+
+  /// The SQL of a row's group key for a to-one relationship: the related row's primary key.
+  private func relationshipKey(
+    _ relationship: RelationshipDescription, destination: EntityDescription, table: String, of entity: EntityDescription
+  ) throws -> String {
+    switch relationship.storage {
+    case .foreignKey(let column, _):
+      return "\"\(column)\""
+    case .inverseForeignKey(let column, _):
+      // A one-to-one whose key is in the related row.
+      return
+        "(SELECT _related.pk FROM \"\(destination.tableName)\" _related WHERE _related.\"\(column)\" = \(table).pk)"
+    case .joinTable:
+      throw FetchError.unsupportedAggregate("\(entity.name).\(relationship.name): grouping by a to-many relationship")
+    }
+  }
+
+  /// An aggregate computed in Swift (`SwiftAggregate`): the rows' group keys and values read in
+  /// primary-key order, grouped by Swift's `==` of the key (strings by canonical equivalence,
+  /// decimals by value), each group's first key standing for it.
+  private func aggregateInSwift(
+    _ aggregate: SwiftAggregate, of value: AttributeDescription?, from source: String, table: String,
+    groupedBy grouping: Grouping?, of entity: EntityDescription, arguments: [PrimitiveValue]
+  ) throws -> [(key: [PrimitiveValue], value: PrimitiveValue)] {
+    var keys: [String] = []
+    switch grouping {
+    case nil: break
+    case .attribute(let attribute): keys = ["\"\(attribute.columnName)\""]
+    case .relationship(let relationship, let destination):
+      let key = try relationshipKey(relationship, destination: destination, table: table, of: entity)
+      let concrete =
+        destination.selfAndDescendantNames.count > 1
+        ? "(SELECT _entity FROM \"\(destination.tableName)\" WHERE pk = \(key))" : "NULL"
+      keys = [key, concrete]
+    }
+    let column = value.map { "\"\($0.columnName)\"" } ?? "1"
+    let sql = "SELECT \((keys + [column]).joined(separator: ", ")) FROM \(source) ORDER BY \(table).pk"
+    var groups: [(key: [PrimitiveValue], values: [PrimitiveValue])] = []
+    var index: [String: Int] = [:]
+    for row in try store.selectRows(sql, arguments: arguments, connection: reader()) {
+      let key = Array(row.dropLast())
+      let name: String
+      if case .attribute(let attribute)? = grouping, let first = key.first {
+        name = try Self.groupName(first, type: attribute.attributeType)
+      } else {
+        name = "\(key)"
+      }
+      if let existing = index[name] {
+        groups[existing].values.append(row.last ?? .null)
+      } else {
+        index[name] = groups.count
+        groups.append((key, [row.last ?? .null]))
+      }
+    }
+    if grouping == nil && groups.isEmpty { groups = [([], [])] }  // an aggregate over no rows
+    return try groups.map { ($0.key, try aggregate.result(of: $0.values)) }
+  }
+
+  /// A group key's identity under Swift's `==`: a string's canonical form, a decimal's
+  /// compacted value (`1.0` is `1`; NaN is one group), other values as they are.
+  private static func groupName(_ value: PrimitiveValue, type: AttributeType) throws -> String {
+    guard value != .null else { return "nil" }
+    switch type {
+    case .string:
+      let string = try String(primitiveValue: value)
+      return "s" + string.decomposedStringWithCanonicalMapping
+    case .decimal:
+      var decimal = try Decimal(primitiveValue: value)
+      if decimal.isNaN { return "NaN" }
+      NSDecimalCompact(&decimal)
+      return "d" + decimal.description
+    default: return "\(value)"
     }
   }
 

@@ -194,6 +194,27 @@ enum SwiftDecimalFunctions {
     "Swift's sum of these decimals depends on the order it adds them in (a partial sum needs more than 38 digits)"
 }
 
+/// Swift's sum of decimals as `swift_decimal_sum` gives it, over values in Swift (an aggregate
+/// another engine's SQL cannot compute as Swift does, `SwiftAggregate`): nil when it depends
+/// on the order of the values.
+struct DecimalSummation {
+  let total: Decimal?
+
+  init(_ values: [Decimal]) {
+    let memory = UnsafeMutableRawPointer.allocate(
+      byteCount: ExactDecimalSum.byteCount, alignment: MemoryLayout<UInt64>.alignment)
+    defer { memory.deallocate() }
+    memory.initializeMemory(as: UInt8.self, repeating: 0, count: ExactDecimalSum.byteCount)
+    let sum = ExactDecimalSum(memory)
+    for value in values { sum.add(value) }
+    switch sum.total {
+    case .none: total = 0
+    case .value(let value): total = value
+    case .orderDependent: total = nil
+    }
+  }
+}
+
 /// An exact sum of decimals, kept in the memory SQLite gives an aggregate (zeroed when it is
 /// made, freed when the statement is done with it), so it owns nothing that needs releasing.
 ///
