@@ -103,10 +103,6 @@ extension ContextState {
     groupedBy group: GroupKeyPath<Entity>?
   ) throws -> (grouping: Grouping?, rows: [(key: [PrimitiveValue], value: Result)]) {
     let resolved = try resolve(request)
-    guard !resolved.checksInSwift else {
-      throw FetchError.unsupportedAggregate(
-        "the rows of a predicate this store's engine cannot answer exactly in SQL (fetch them instead)")
-    }
     let entity = resolved.entity
     let valueAttribute = try function.keyPath.map { try aggregatedAttribute($0, of: entity) }
     let grouping = try self.grouping(group, of: entity)
@@ -116,19 +112,7 @@ extension ContextState {
       ? "" : try valueAttribute.map { try aggregateExpression(function, of: $0, in: entity) } ?? "count(*)"
     if inSwift, let valueAttribute { try checkAggregatable(function.kind, of: valueAttribute, in: entity) }
     let table = "\"\(entity.tableName)\""
-    var source = "\(table)\(resolved.whereClause)"
-    let ranged = request.fetchLimit > 0 || request.fetchOffset > 0
-    if ranged {
-      guard !resolved.sortsInMemory else {
-        throw FetchError.unsupportedAggregate(
-          "the rows of a fetchLimit or fetchOffset whose sort only Swift can order (fetch them instead)")
-      }
-      // The aggregate of the rows the request would return: a subquery with its order and
-      // range, named as the table so that a group key can name its rows' keys.
-      let range = clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset)
-      source = "(SELECT * FROM \(table)\(range)) AS \(table)"
-    }
-    let arguments = ranged ? resolved.clauseArguments : resolved.arguments
+    let (source, arguments) = try aggregateSource(request, resolved, table: table)
     if inSwift {
       let rows = try aggregateInSwift(
         SwiftAggregate(kind: function.kind, type: valueAttribute?.attributeType), of: valueAttribute, from: source,
@@ -195,6 +179,26 @@ extension ContextState {
     case (.average, _): return "avg(\(column))"
     case (.count, _): return "count(\(column))"
     }
+  }
+
+  /// The rows an aggregate reads (SQL after `FROM`) and their arguments: the request's rows
+  /// by its predicate; those of its range, by a subquery with its order and range; or, when
+  /// only Swift can decide which rows the request returns (a predicate SQL only narrows, a
+  /// range of a sort only Swift orders), the saved rows Swift found, by their keys.
+  private func aggregateSource<Entity: ManagedObject>(
+    _ request: FetchRequest<Entity>, _ resolved: ResolvedFetch, table: String
+  ) throws -> (String, [PrimitiveValue]) {
+    let ranged = request.fetchLimit > 0 || request.fetchOffset > 0
+    if resolved.checksInSwift || (ranged && resolved.sortsInMemory) {
+      var saved = request
+      saved.includesPendingChanges = false  // aggregates read the saved rows
+      let keys = try fetchObjectIDs(for: saved).compactMap(\.primaryKey)
+      return ("\(table) WHERE pk IN (\(store.dialect.jsonIntegerValues))", [.text(HistorySchema.jsonArray(keys))])
+    }
+    guard ranged else { return ("\(table)\(resolved.whereClause)", resolved.arguments) }
+    // A subquery named as the table, so that a group key can name its rows' keys.
+    let range = clauses(resolved, limit: request.fetchLimit, offset: request.fetchOffset)
+    return ("(SELECT * FROM \(table)\(range)) AS \(table)", resolved.clauseArguments)
   }
 
   /// Throws `FetchError.unsupportedAggregate` for an aggregate of values it has no answer for

@@ -169,7 +169,9 @@ import TypedStoreTesting
   /// What only narrows the rows on PostgreSQL (a search in strings) is checked in Swift by a
   /// fetch and a count; an aggregate or a batch request over it, which would read the rows
   /// outside their SQL, throws a typed error before anything is read or written.
-  @Test func aggregatesAndBatchesOverANarrowingPredicateAreRefused() throws {
+  /// An aggregate over a predicate SQL only narrows reads the saved rows Swift found (by their
+  /// keys); a batch request over one is refused before it writes.
+  @Test func aggregatesOverANarrowingPredicateAreSwiftsAndBatchesAreRefused() throws {
     let (url, schema) = try Self.storeURL()
     defer { Self.dropSchema(schema) }
     let container = try PersistentContainer(name: "Events", model: ManagedObjectModel(Event.self), storeURL: url)
@@ -183,7 +185,12 @@ import TypedStoreTesting
     let narrowing = FetchRequest<Event>(predicate: #Predicate { $0.source.contains("é") })
     #expect(try context.fetch(narrowing).map(\.sequence).sorted() == [1, 2])
     #expect(try context.count(for: narrowing) == 2)
-    #expect(throws: FetchError.self) { _ = try context.aggregate(.sum(\.sequence), for: narrowing) }
+    #expect(try context.aggregate(.sum(\.sequence), for: narrowing) == 3)
+    #expect(try context.aggregate(.count, for: narrowing, groupedBy: \.source) == ["café": 2])
+    // Unsaved changes do not count, as for any aggregate.
+    Event(context: context).source = "é"
+    #expect(try context.aggregate(.count, for: narrowing) == 2)
+    context.rollback()
     #expect(throws: PredicateTranslationError.self) {
       _ = try context.execute(BatchDeleteRequest<Event>(predicate: #Predicate { $0.source.contains("é") }))
     }
