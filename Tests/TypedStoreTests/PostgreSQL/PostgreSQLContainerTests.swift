@@ -350,6 +350,18 @@ import TypedStoreTesting
     let (url, schema) = try Self.storeURL()
     defer { Self.dropSchema(schema) }
     #expect(try await PostgreSQLPage.example(url: url) == ["Draft"])
+    // "Migration": version 2 adds a required attribute with a default, through a plan.
+    let migrated = try PostgreSQLPage.migrate(url: url)
+    #expect(try migrated.newModelContext().fetch(FetchRequest<PostgreSQLPage.NoteV2>()).map(\.pinned) == [false])
+    // "Errors of the server": a save that waits for the write lock past the busy timeout.
+    var options = StoreOptions()
+    options.busyTimeout = .milliseconds(100)
+    let impatient = try PersistentContainer(
+      name: "Notes", model: ManagedObjectModel(PostgreSQLPage.NoteV2.self), storeURL: url, options: options)
+    let holder = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
+    try holder.execute(script: "BEGIN; SELECT 1 FROM \(schema)._history_counter WHERE id = 1 FOR UPDATE")
+    #expect(try PostgreSQLPage.saveOrRollBack(impatient.newModelContext()) == "rolled back")
+    try holder.execute(script: "ROLLBACK")
   }
 }
 
@@ -374,6 +386,28 @@ enum PostgreSQLPage {
       try context.fetch(FetchRequest<Note>(predicate: #Predicate { $0.title.starts(with: "Dr") })).map(\.title)
     }
     return titles
+  }
+
+  /// Version 2 of `Note`: a flag, which existing notes get as `false`.
+  final class NoteV2: ManagedObject {
+    override class var entityName: String { "Note" }
+    @Attribute var title: String = ""
+    @Attribute var pinned: Bool = false
+  }
+
+  static func migrate(url: URL) throws -> PersistentContainer {
+    let plan = MigrationPlan(
+      versions: [.init("1", try ManagedObjectModel(Note.self)), .init("2", try ManagedObjectModel(NoteV2.self))],
+      stages: [.lightweight])
+    let migrated = try PersistentContainer(name: "Notes", migrationPlan: plan, storeURL: url)
+    return migrated
+  }
+
+  static func saveOrRollBack(_ context: ModelContext) throws -> String {
+    NoteV2(context: context).title = "Later"
+    do { try context.save() } catch let error as StoreServerError where error.isBusy { context.rollback() }
+    let later = try context.count(for: FetchRequest<NoteV2>(predicate: #Predicate { $0.title == "Later" }))
+    return later == 0 ? "rolled back" : "saved"
   }
 }
 
