@@ -40,6 +40,13 @@ func customerPlan() throws -> MigrationPlan {
           customer.firstName = parts.first.map(String.init) ?? ""
           customer.lastName = parts.count > 1 ? String(parts[1]) : ""
         }
+        // For a test that kills the process here: the stage's save done, the migration not
+        // committed.
+        if let pause = ProcessInfo.processInfo.environment["TYPEDSTORE_TEST_STAGE_PAUSE_MS"].flatMap(Double.init) {
+          try context.save()
+          say("staged")
+          Thread.sleep(forTimeInterval: pause / 1000)
+        }
       }),
       .lightweight,
     ])

@@ -333,4 +333,57 @@ import TypedStoreTesting
     }
     #expect(migration.map(\.changes.isEmpty) == [false, true], "the plan ran once")
   }
+
+  /// A process SIGKILLed while it migrates through the plan (after its custom stage saved, or
+  /// at any moment) leaves version 1 whole or version 3 whole: PostgreSQL rolls back the
+  /// transaction of a connection that went. `TYPEDSTORE_SOAK=1` runs 20 trials.
+  @Test func aProcessKilledWhileItMigratesLeavesOneVersionWhole() async throws {
+    let soak = ProcessInfo.processInfo.environment["TYPEDSTORE_SOAK"] == "1"
+    let trials = soak ? 20 : 4
+    let outcomes = try await offThePool {
+      var outcomes: [String] = []
+      for trial in 0..<trials {
+        let location = try Self.locations("killed")
+        defer { Self.cleanUp(location) }
+        let url = location.postgreSQL
+        let old = try PersistentContainer(
+          name: "Customers", model: ManagedObjectModel(PlanCustomerV1.self), storeURL: url)
+        _ = try old.newModelContext().execute(
+          BatchInsertRequest<PlanCustomerV1>(count: 2000) { index, customer in customer.name = "First\(index) Last" })
+        let history = try old.persistentStore.currentHistoryToken()
+        let pausing = trial % 2 == 0
+        let child = try SpawnedProcess(
+          builtProduct("typedstore-test-writer"), ["plan-open", url.absoluteString, "killed", "0"],
+          environment: pausing ? ["TYPEDSTORE_TEST_STAGE_PAUSE_MS": "30000"] : [:])
+        guard child.waitForLine(pausing ? "staged" : "migrating") else {
+          outcomes.append("trial \(trial): the child did not get there: \(child.transcript.all)")
+          continue
+        }
+        if !pausing { Thread.sleep(forTimeInterval: Double.random(in: 0...0.5)) }
+        child.kill()
+        var noMigration = StoreOptions()
+        noMigration.shouldMigrateStoreAutomatically = false
+        do {
+          let version1 = try PersistentContainer(
+            name: "Customers", model: ManagedObjectModel(PlanCustomerV1.self), storeURL: url, options: noMigration)
+          let count = try version1.newModelContext().count(for: FetchRequest<PlanCustomerV1>())
+          let after = try version1.persistentStore.currentHistoryToken()
+          outcomes.append(count == 2000 && after == history ? "version 1" : "trial \(trial): \(count) rows, \(after)")
+        } catch StoreError.modelMismatch {
+          let version3 = try PersistentContainer(name: "Customers", migrationPlan: Self.customerPlan(), storeURL: url)
+          let split = try version3.newModelContext().count(
+            for: FetchRequest<PlanCustomerV3>(predicate: #Predicate { $0.lastName == "Last" }))
+          outcomes.append(split == 2000 && !pausing ? "version 3" : "trial \(trial): version 3, \(split) split")
+        }
+        // Either way the plan takes it to version 3 now.
+        let reopened = try PersistentContainer(name: "Customers", migrationPlan: Self.customerPlan(), storeURL: url)
+        let count = try reopened.newModelContext().count(for: FetchRequest<PlanCustomerV3>())
+        if count < 2000 { outcomes.append("trial \(trial): \(count) rows after the plan") }
+      }
+      return outcomes
+    }
+    print("PostgreSQL migration kills: \(outcomes)")
+    #expect(outcomes.allSatisfy { $0 == "version 1" || $0 == "version 3" }, "\(outcomes)")
+    #expect(outcomes.filter { $0 == "version 1" }.count >= trials / 2, "every kill after the stage leaves version 1")
+  }
 }
