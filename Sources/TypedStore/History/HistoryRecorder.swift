@@ -29,6 +29,10 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
   /// The ID the next change row gets, once known.
   private var nextChangeID: Int64?
   private var changes: [RecordedChanges.Group] = []
+  /// PostgreSQL: change rows whose IDs are given but which are not inserted yet: `finish`
+  /// writes them with the transaction's row, the counter and the notification, in one round
+  /// trip (a delete's tombstone rows are inserted at once, read from the rows before they go).
+  private var pendingRows: [PendingChangeRow] = []
   /// What the writer knows without asking the database; nil inside a migration, and after
   /// `reset()`: then everything is asked.
   var memo: WriterMemo?
@@ -135,13 +139,16 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
     changeRange = nil
     nextChangeID = nil
     changes = []
+    pendingRows = []
   }
 
   /// Completes the transaction's history row and returns what the transaction changed, once
   /// all its rows are applied; nil when it changed nothing.
   package func finish(storeIdentifier: UUID) throws -> RecordedChanges? {
     guard !changes.isEmpty else { return nil }
-    if let number {
+    if let number, connection.dialect == .postgreSQL {
+      try finishOnPostgreSQL(number)
+    } else if let number {
       let postgreSQL = connection.dialect == .postgreSQL
       let statement = try connection.statement(
         prepared: postgreSQL ? RecordingSQL.insertTransactionSQLPostgreSQL : RecordingSQL.insertTransactionSQL)
@@ -188,6 +195,12 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
   {
     let number = try transactionNumber()
     let id = try changeID()
+    if connection.dialect == .postgreSQL {
+      pendingRows.append(PendingChangeRow(id: id, kind: kind, entity: entity.name, keys: primaryKeys, changed: changed))
+      nextChangeID = id + 1
+      changeRange = changeRange.map { min($0.lowerBound, id)...max($0.upperBound, id) } ?? id...id
+      return
+    }
     let statement = try connection.statement(prepared: RecordingSQL.insertChangeSQL)
     defer { statement.reset() }
     try statement.bind(id, at: 1)
@@ -242,6 +255,33 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
     defer { statement.reset() }
     guard try statement.step() else { throw MissingCatalogRow(missing) }
     return statement.int64(0)
+  }
+
+  /// PostgreSQL, in one statement: the transaction's row, its pending change rows, the counter
+  /// row moved to its number and last change ID, and the notification listeners wait for
+  /// (`pg_notify`, delivered at commit, in commit order, on the channel of the schema).
+  private func finishOnPostgreSQL(_ number: Int64) throws {
+    let statement = try connection.statement(prepared: RecordingSQL.finishSQLPostgreSQL)
+    defer { statement.reset() }
+    try statement.bind(number, at: 1)
+    try statement.bind(timestamp.timeIntervalSinceReferenceDate, at: 2)
+    if let author = info.author { try statement.bind(author, at: 3) } else { try statement.bindNull(3) }
+    if let name = info.contextName { try statement.bind(name, at: 4) } else { try statement.bindNull(4) }
+    try statement.bind(RecordingSQL.processIdentifier, at: 5)
+    let range = changeRange.map { ($0.lowerBound, $0.upperBound) } ?? nextChangeID.map { ($0, $0 - 1) } ?? (0, 0)
+    try statement.bind(range.0, at: 6)
+    try statement.bind(range.1, at: 7)
+    let rows = pendingRows
+    let columns: [[String?]] = [
+      rows.map { String($0.id) }, rows.map { String($0.kind.rawValue) }, rows.map(\.entity),
+      rows.map { $0.run.map { String($0.first) } }, rows.map { $0.run?.last.map(String.init) },
+      rows.map { $0.run == nil ? HistorySchema.jsonArray($0.keys) : nil }, rows.map(\.changed),
+    ]
+    for (index, column) in columns.enumerated() {
+      try statement.bind(PendingChangeRow.arrayLiteral(column), at: Int32(index + 8))
+    }
+    guard try statement.step() else { throw MissingCatalogRow("the history counter row is missing") }
+    pendingRows = []
   }
 
   /// PostgreSQL: moves the counter row to the transaction's number and last change ID, and
@@ -299,6 +339,43 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
   }
 }
 
+/// A change row `HistoryRecorder` writes later (PostgreSQL).
+private struct PendingChangeRow {
+  let id: Int64
+  let kind: HistoryChange.Kind
+  let entity: String
+  let keys: [Int64]
+  let changed: String?
+
+  init(id: Int64, kind: HistoryChange.Kind, entity: String, keys: [Int64], changed: String?) {
+    self.id = id
+    self.kind = kind
+    self.entity = entity
+    self.keys = keys
+    self.changed = changed
+  }
+
+  /// The first and last key when the keys are one key or a run of consecutive keys (`pk` and
+  /// `last_pk`, NULL for one key); nil for other lists (a JSON array in `keys`).
+  var run: (first: Int64, last: Int64?)? {
+    guard let first = keys.first, let last = keys.last else { return nil }
+    if keys.count == 1 { return (first, nil) }
+    guard last &- first == Int64(keys.count - 1) else { return nil }
+    for (offset, key) in keys.enumerated() where key != first &+ Int64(offset) { return nil }
+    return (first, last)
+  }
+
+  /// `values` as a PostgreSQL array literal (NULL for nil), bound as text and cast in SQL.
+  static func arrayLiteral(_ values: [String?]) -> String {
+    "{"
+      + values.map { value in
+        guard let value else { return "NULL" }
+        return "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+          + "\""
+      }.joined(separator: ",") + "}"
+  }
+}
+
 /// The recorder's statements, prepared once per connection.
 private enum RecordingSQL {
   /// This process's ID, read once: `ProcessInfo` asks the kernel on every call.
@@ -330,6 +407,22 @@ private enum RecordingSQL {
     "INSERT INTO _history_transaction (number, timestamp, author, context_name, process_id, first_change, "
       + "last_change, recorded_by, xid) VALUES (?, ?, ?, ?, ?, ?, ?, \(HistorySchema.recordingFormatVersion), "
       + "pg_current_xact_id())")
+
+  /// PostgreSQL's `finish`: the transaction row, the change rows (as arrays), the counter and
+  /// the notification, in one statement; its data-modifying parts run whatever it selects.
+  static let finishSQLPostgreSQL = PreparedSQL(
+    """
+    WITH t AS (INSERT INTO _history_transaction (number, timestamp, author, context_name, process_id, first_change, \
+    last_change, recorded_by, xid) VALUES (CAST(?1 AS bigint), ?2, ?3, ?4, ?5, ?6, ?7, \
+    \(HistorySchema.recordingFormatVersion), pg_current_xact_id())), \
+    c AS (INSERT INTO _history_change (id, transaction_number, kind, entity, pk, last_pk, keys, changed) \
+    SELECT x.id, CAST(?1 AS bigint), x.kind, x.entity, x.pk, x.last_pk, x.keys, x.changed FROM unnest(\
+    CAST(?8 AS bigint[]), CAST(?9 AS bigint[]), CAST(?10 AS text[]), CAST(?11 AS bigint[]), CAST(?12 AS bigint[]), \
+    CAST(?13 AS text[]), CAST(?14 AS text[])) AS x(id, kind, entity, pk, last_pk, keys, changed)), \
+    n AS (UPDATE _history_counter SET last = CAST(?1 AS bigint), last_change = greatest(last_change, ?7) \
+    WHERE id = 1 RETURNING last) \
+    SELECT pg_notify('typedstore_' || current_schema(), CAST(last AS text)) FROM n
+    """)
 
   static let insertChangeSQL = PreparedSQL(
     "INSERT INTO _history_change (id, transaction_number, kind, entity, pk, last_pk, keys, changed, tombstone) "
