@@ -364,12 +364,17 @@ package final class PostgreSQLConnection {
   }
 
   /// Makes `schema` (letters, digits and `_`) where the connection's statements find the
-  /// tables they name without a schema: a store's tables, for the SQL both engines run.
+  /// tables they name without a schema: a store's tables, for the SQL both engines run. The
+  /// session holds a shared advisory lock of the schema from then on, so that the store is
+  /// not destroyed under it (`PostgreSQLStoreOpener.destroy(at:)`).
   package func use(schema: String) throws(PostgreSQLError) {
     guard !schema.isEmpty, schema.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
       throw PostgreSQLError(kind: .statement, message: "\(schema) is not a schema name")
     }
-    try execute(script: "SET search_path TO \"\(schema)\"")
+    // The shared lock says the store is in use while the session lasts (`destroy(at:)`).
+    try execute(
+      script: "SET search_path TO \"\(schema)\"; "
+        + "SELECT pg_advisory_lock_shared(hashtext('typedstore-in-use'), hashtext('typedstore:\(schema)'))")
     self.schema = schema
   }
 

@@ -210,6 +210,33 @@ package enum PostgreSQLStoreOpener: StoreEngineOpener {
     return try connection.readTransaction { try body(connection, "PostgreSQL schema \(schema)") }
   }
 
+  /// Drops the store's schema, in one transaction under the advisory lock opens take: refused
+  /// (`StoreError.storeInUse`) while a session of any process uses the store, which every
+  /// store connection says with a shared advisory lock of the schema
+  /// (`PostgreSQLConnection.use(schema:)`); `StoreError.notATypedStore` for a schema with
+  /// other tables and no store. A missing schema is fine.
+  package static func destroy(at url: URL) throws {
+    let (url, schema) = location(of: url, name: nil)
+    let history = try PostgreSQLHistory(schema: schema)  // checks the name
+    let connection = try PostgreSQLConnection(url: url)
+    let place = "PostgreSQL schema \(schema)"
+    try connection.transaction {
+      try connection.execute("SELECT pg_advisory_xact_lock(hashtext('typedstore'), hashtext($1))", [history.lockName])
+      let free = try connection.execute(
+        "SELECT pg_try_advisory_xact_lock(hashtext('typedstore-in-use'), hashtext($1))", [history.lockName])
+      guard free.rows.first?.first == "t" else { throw StoreError.storeInUse(path: place) }
+      let found = try connection.execute(
+        """
+        SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = $1), to_regclass(quote_ident($1) || '._metadata'),
+          (SELECT count(*) FROM pg_class WHERE relnamespace = to_regnamespace($1))
+        """, [schema]
+      ).rows.first
+      guard found?[0] == "1" else { return }  // no schema: nothing to destroy
+      guard found?[1] != nil || found?[2] == "0" else { throw StoreError.notATypedStore(path: place) }
+      try connection.execute(script: "DROP SCHEMA \"\(schema)\" CASCADE")
+    }
+  }
+
   /// The connection URI (without `schema`) and the schema of a store URL.
   static func location(of url: URL, name: String?) -> (connection: String, schema: String) {
     var components = URLComponents(url: url, resolvingAgainstBaseURL: false)

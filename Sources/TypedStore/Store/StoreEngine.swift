@@ -52,6 +52,10 @@ package protocol StoreEngineOpener {
   /// opening it as a store (nothing is written, no model is needed), with where errors say
   /// the store is: how its metadata, its model and a migration's report are read.
   static func read<T>(at url: URL, _ body: (any DatabaseConnection, _ location: String) throws -> T) throws -> T
+
+  /// Destroys the store at `url` (`PersistentContainer.destroyPersistentStore(at:)`); a store
+  /// that is not there is fine.
+  static func destroy(at url: URL) throws
 }
 
 extension PersistentStore {

@@ -345,6 +345,36 @@ import TypedStoreTesting
     }
   }
 
+  /// `destroyPersistentStore(at:)` drops a PostgreSQL store's schema: not while a container
+  /// (of this process or another) uses it, and never a schema of another application's.
+  @Test func destroyingAPostgreSQLStoreDropsItsSchemaOnceNobodyUsesIt() throws {
+    let (url, schema) = try Self.storeURL()
+    defer { Self.dropSchema(schema) }
+    let admin = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
+    func schemaExists() throws -> Bool {
+      try admin.execute("SELECT count(*) FROM pg_namespace WHERE nspname = $1", [schema]).rows.first?.first == "1"
+    }
+    do {
+      let container = try PersistentContainer(name: "Events", model: ManagedObjectModel(Event.self), storeURL: url)
+      let context = container.newModelContext()
+      Event(context: context).source = "kept"
+      try context.save()
+      #expect(throws: StoreError.storeInUse(path: "PostgreSQL schema \(schema)")) {
+        try PersistentContainer.destroyPersistentStore(at: url)
+      }
+      #expect(try schemaExists())
+    }
+    try PersistentContainer.destroyPersistentStore(at: url)
+    #expect(try !schemaExists())
+    try PersistentContainer.destroyPersistentStore(at: url)  // nothing there: fine
+    // Another application's schema is left as it is.
+    try admin.execute(script: "CREATE SCHEMA \(schema); CREATE TABLE \(schema).accounts (id int)")
+    #expect(throws: StoreError.notATypedStore(path: "PostgreSQL schema \(schema)")) {
+      try PersistentContainer.destroyPersistentStore(at: url)
+    }
+    #expect(try schemaExists())
+  }
+
   /// docs/postgresql.md's example, run against the tests' server.
   @Test func thePagesExampleRuns() async throws {
     let (url, schema) = try Self.storeURL()
