@@ -138,7 +138,7 @@ package final class PostgreSQLChangeListener: Sendable {
         }
         let retry = ContinuousClock.now + retryInterval
         while isRunning && ContinuousClock.now < retry { Thread.sleep(forTimeInterval: 0.005) }
-      } catch let error as StoreError {
+      } catch let error as StoreError where error.isModelChanged {
         // The store now has another model: nothing more this process can read (as the store
         // file's monitor ends).
         state.withLock { $0.running = false }
@@ -227,4 +227,12 @@ final class PostgreSQLChangeFollower: ChangeFollower {
   func wake() { listener.wake() }
   func stop() { listener.requestStop() }
   var isFollowing: Bool { listener.isFollowing }
+}
+
+extension StoreError {
+  /// Whether it is `.modelChanged`: another process migrated the store.
+  fileprivate var isModelChanged: Bool {
+    if case .modelChanged = self { return true }
+    return false
+  }
 }

@@ -95,6 +95,12 @@ package final class PostgreSQLConnection {
   /// The statement that reads the store's model hash, last in a transaction's first round trip.
   private static let modelHashSQL = "SELECT value FROM _metadata WHERE key = 'model_hash'"
 
+  /// What a read transaction runs before it reads the hash: a lock of `_metadata` that
+  /// takes no snapshot, which a migration holds exclusively until it commits
+  /// (`lockAgainstReaders(timeout:)`). So a read either ends before a migration changes a
+  /// table, or begins after it, its snapshot then seeing the new hash.
+  private static let readLockSQL = "LOCK TABLE _metadata IN ACCESS SHARE MODE"
+
   /// Throws `StoreError.modelChanged` (and reports it) when `stored` is not the expected hash.
   private func checkModel(_ stored: String?) throws {
     guard let expected = expectedModel, stored != expected.hash else { return }
@@ -297,6 +303,13 @@ package final class PostgreSQLConnection {
       script: "SET LOCAL lock_timeout = \(milliseconds); SELECT 1 FROM _history_counter WHERE id = 1 FOR UPDATE")
   }
 
+  /// Inside a migration's transaction, after `lockWrites(timeout:)`: waits, up to the same
+  /// timeout, until no read transaction of the store's connections is under way, and keeps
+  /// new ones waiting until this transaction ends (their `_metadata` lock).
+  func lockAgainstReaders() throws(PostgreSQLError) {
+    try execute(script: "LOCK TABLE _metadata IN ACCESS EXCLUSIVE MODE")
+  }
+
   /// Undoes the write transaction's writes and begins it again, holding the write lock again:
   /// what comes next sees every commit made in between (a save that met a conflict starts
   /// over). A statement that failed leaves PostgreSQL's transaction aborted; this is how it
@@ -343,8 +356,8 @@ package final class PostgreSQLConnection {
       if expectedModel == nil {
         try execute(script: begin)
       } else {
-        // The transaction's snapshot is taken by its first statement: this one.
-        let result = try checked(PQexec(connection, begin + "; " + Self.modelHashSQL))
+        // The transaction's snapshot is taken by its first query: the hash's, after the lock.
+        let result = try checked(PQexec(connection, begin + "; " + Self.readLockSQL + "; " + Self.modelHashSQL))
         let stored = Self.rows(of: result).rows.first?.first ?? nil
         PQclear(result)
         try checkModel(stored)

@@ -125,7 +125,11 @@ package struct PostgreSQLStoreTables {
         .refuse(migration), connection: connection, metadata: metadata, model: model, path: location)
       return false
     }
+    // A migration that would be refused is refused before it holds up any writer or reader.
+    try PersistentStore.handleModelChange(
+      .check(options, migration), connection: connection, metadata: metadata, model: model, path: location)
     try connection.lockWrites(timeout: options.busyTimeout)
+    try connection.lockAgainstReaders()
     try PersistentStore.handleModelChange(
       .migrate(options, migration), connection: connection, metadata: metadata, model: model, path: location)
     return true

@@ -190,9 +190,11 @@ extension ContextState {
   ) throws -> (String, [PrimitiveValue]) {
     let ranged = request.fetchLimit > 0 || request.fetchOffset > 0
     if resolved.checksInSwift || (ranged && resolved.sortsInMemory) {
-      var saved = request
-      saved.includesPendingChanges = false  // aggregates read the saved rows
-      let keys = try fetchObjectIDs(for: saved).compactMap(\.primaryKey)
+      // Aggregates read the saved rows: with unsaved changes, a context without them finds them.
+      let keys =
+        hasChanges
+        ? try ContextState(store: store, name: nil).fetch(request).compactMap { $0.objectKey?.value }
+        : try fetchObjectIDs(for: request).compactMap(\.primaryKey)
       return ("\(table) WHERE pk IN (\(store.dialect.jsonIntegerValues))", [.text(HistorySchema.jsonArray(keys))])
     }
     guard ranged else { return ("\(table)\(resolved.whereClause)", resolved.arguments) }
@@ -343,6 +345,9 @@ extension ContextState {
       if decimal.isNaN { return "NaN" }
       NSDecimalCompact(&decimal)
       return "d" + decimal.description
+    case .double, .float, .date:
+      if case .real(let number) = value, number == 0 { return "\(PrimitiveValue.real(0))" }  // -0.0 is 0.0
+      return "\(value)"
     default: return "\(value)"
     }
   }

@@ -267,8 +267,14 @@ extension PersistentStore {
     hash: String, json: String, date: Date?, transaction: Int64?, identifier: String?,
     connection: some DatabaseConnection
   ) throws {
+    // On PostgreSQL the number is given as SQLite's rowid is, one above the largest, so that a
+    // rolled-back migration leaves no gap (a sequence's would); writes hold the write lock.
     let statement = try connection.statement(
-      "INSERT INTO _model_versions (hash, json, date, history_transaction, identifier) VALUES (?, ?, ?, ?, ?)")
+      connection.dialect == .sqlite
+        ? "INSERT INTO _model_versions (hash, json, date, history_transaction, identifier) VALUES (?, ?, ?, ?, ?)"
+        : "INSERT INTO _model_versions (number, hash, json, date, history_transaction, identifier) "
+          + "SELECT coalesce(max(number), 0) + 1, ?, ?, CAST(? AS double precision), CAST(? AS bigint), ? "
+          + "FROM _model_versions")
     defer { statement.reset() }
     try statement.bind(hash, at: 1)
     try statement.bind(json, at: 2)

@@ -115,6 +115,12 @@ package struct SchemaSQL: Sendable {
     }
   }
 
+  /// NULL as a value of `column`: PostgreSQL gives an untyped NULL (a `CASE` of NULLs) the
+  /// type `text`, which a column of another type refuses.
+  package func null(for column: TableColumn) -> String {
+    dialect == .sqlite ? "NULL" : "CAST(NULL AS \(type(of: column)))"
+  }
+
   /// A parameter holding an integer (an entity code): `?`, or `CAST(? AS bigint)`.
   package var integerParameter: String {
     dialect == .sqlite ? "?" : "CAST(? AS bigint)"

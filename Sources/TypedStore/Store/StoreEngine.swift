@@ -115,6 +115,8 @@ extension PersistentStore {
       }
     } catch let error as MissingCatalogRow {
       throw StoreError.corrupt(path: "the store being migrated", message: error.description)
+    } catch let error as StoreServerError where error.sqlState == "23505" {
+      throw StoreError.uniqueConstraintViolation(entity: error.table ?? "", message: error.message)
     }
   }
 

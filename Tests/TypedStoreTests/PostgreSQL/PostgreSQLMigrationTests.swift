@@ -5,6 +5,32 @@ import TypedStoreTesting
 @testable import TypedStore
 @testable import TypedStorePostgreSQL
 
+/// `CatalogueV2` with an optional `Int` more on `Book`, which the moved e-books leave: its
+/// column is NULL in their rows and in the others', as a typed NULL on PostgreSQL.
+enum CatalogueV2Edition {
+  class Item: ManagedObject {
+    override class var entityName: String { "Item" }
+    @Attribute var name: String = ""
+  }
+
+  final class Book: Item {
+    override class var entityName: String { "Book" }
+    @Attribute var pages: Int = 0
+    @Attribute var edition: Int? = nil
+  }
+
+  class Media: Item {
+    override class var entityName: String { "Media" }
+    @Attribute var format: String = "cd"
+    @Attribute var rating: Int? = 3
+  }
+
+  final class Ebook: Media {
+    override class var entityName: String { "Ebook" }
+    @Attribute var size: Int = 0
+  }
+}
+
 /// Migrations on PostgreSQL, compared with the same migrations of a store file: the same
 /// models (`MigrationModels.swift`, `RelationshipMigrationTests.swift`), the same rows, the same
 /// refusals, the same history after; a plan with a custom stage; other processes refused once
@@ -187,11 +213,16 @@ import TypedStoreTesting
 
   /// An e-book moved from under `Book` to under `Media`, in the same table: its rows lose
   /// `pages` and gain `format`'s default, by a `CASE` over entity codes with typed values.
-  @Test func anEntityMovedWithinItsHierarchyAnswersAsOnAStoreFile() throws {
+  @Test(arguments: [false, true])
+  func anEntityMovedWithinItsHierarchyAnswersAsOnAStoreFile(addingAnOptional: Bool) throws {
     typealias V1 = CatalogueV1
     typealias V2 = CatalogueV2
+    typealias Edition = CatalogueV2Edition
     let from = try ManagedObjectModel(V1.Item.self, V1.Book.self, V1.Ebook.self, V1.Media.self)
-    let to = try ManagedObjectModel(V2.Item.self, V2.Book.self, V2.Ebook.self, V2.Media.self)
+    let to =
+      addingAnOptional
+      ? try ManagedObjectModel(Edition.Item.self, Edition.Book.self, Edition.Ebook.self, Edition.Media.self)
+      : try ManagedObjectModel(V2.Item.self, V2.Book.self, V2.Ebook.self, V2.Media.self)
     let location = try Self.locations("catalogue")
     defer { Self.cleanUp(location) }
     let results = try [location.file, location.postgreSQL].map { url in
@@ -208,10 +239,13 @@ import TypedStoreTesting
           let media = V1.Media(context: context)
           media.name = "album"
           media.format = "vinyl"
-        }, to: to, dump: { try Self.rows(V2.Item.self, $0) }, before: { try Self.rows(V1.Item.self, $0) })
+        }, to: to,
+        dump: { addingAnOptional ? try Self.rows(Edition.Item.self, $0) : try Self.rows(V2.Item.self, $0) },
+        before: { try Self.rows(V1.Item.self, $0) })
     }
     #expect(results[1] == results[0], "PostgreSQL \(results[1]) file \(results[0])")
     #expect(results[0].contains { $0.hasPrefix("Ebook") && $0.contains("format=text(\"cd\")") }, "\(results[0])")
+    #expect(!addingAnOptional || results[0].contains { $0.hasPrefix("Book") && $0.contains("edition=null") })
   }
 
   /// Version 1 of the staged plan's customers, saved through a container of `url`.
@@ -385,5 +419,42 @@ import TypedStoreTesting
     print("PostgreSQL migration kills: \(outcomes)")
     #expect(outcomes.allSatisfy { $0 == "version 1" || $0 == "version 3" }, "\(outcomes)")
     #expect(outcomes.filter { $0 == "version 1" }.count >= trials / 2, "every kill after the stage leaves version 1")
+  }
+
+  /// A read of an old-model process under way when a migration begins ends on the tables it
+  /// began with: the migration waits for it (the `_metadata` lock), and the process's next
+  /// read is refused as the store moved on.
+  @Test func aReadUnderWayEndsBeforeAMigrationChangesItsTables() async throws {
+    let location = try Self.locations("reading")
+    defer { Self.cleanUp(location) }
+    let (url, schema) = (location.postgreSQL, location.schema)
+    let version1 = try ManagedObjectModel(PlanCustomerV1.self)
+    try Self.fillCustomers(PersistentContainer(name: "Customers", model: version1, storeURL: url).newModelContext())
+    let serverURL = try PostgreSQLTestServer.server().url
+    let started = DispatchSemaphore(value: 0)
+    async let read = offThePool { () throws -> (counts: [Int64], ended: ContinuousClock.Instant) in
+      let reader = try PostgreSQLConnection(url: serverURL)
+      try reader.use(schema: schema)
+      reader.expectedModel = PostgreSQLConnection.ExpectedModel(hash: version1.versionHash) { _ in }
+      let counts = try reader.readTransaction {
+        let before = try reader.scalarInt("SELECT count(*) FROM \"Customer\"") ?? -1
+        started.signal()
+        Thread.sleep(forTimeInterval: 0.5)
+        // `name` is version 1's column, which the migration drops with the table's rebuild.
+        let after = try reader.scalarInt("SELECT count(*) FROM \"Customer\" WHERE \"name\" <> ''") ?? -1
+        return [before, after]
+      }
+      let ended = ContinuousClock.now
+      #expect(throws: StoreError.self) { try reader.readTransaction {} }
+      return (counts, ended)
+    }
+    started.wait()
+    let migrated = try await offThePool { () throws -> ContinuousClock.Instant in
+      _ = try PersistentContainer(name: "Customers", migrationPlan: Self.customerPlan(), storeURL: url)
+      return ContinuousClock.now
+    }
+    let (counts, ended) = try await read
+    #expect(counts == [3, 3], "the read saw version 1's rows throughout")
+    #expect(migrated > ended, "the migration committed after the read ended")
   }
 }

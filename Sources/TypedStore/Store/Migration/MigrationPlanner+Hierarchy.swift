@@ -68,7 +68,7 @@ extension MigrationPlanner {
     var cases: [String] = []
     var arguments: [PrimitiveValue] = []
     if !left.isEmpty {
-      cases.append("WHEN \(entityIn) THEN NULL")
+      cases.append("WHEN \(entityIn) THEN \(sql.null(for: column))")
       arguments.append(.text(HistorySchema.jsonArray(left)))
     }
     if !joined.isEmpty {

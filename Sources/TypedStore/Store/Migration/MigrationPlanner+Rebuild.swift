@@ -89,7 +89,7 @@ extension MigrationPlanner {
         "CASE WHEN \(entityIn) THEN \(sql.parameter(for: column)) END",
         [.text(HistorySchema.jsonArray(codes)), value]
       )
-    case .null: ("NULL", [])
+    case .null: (sql.null(for: column), [])
     case .derived(let sql, let arguments): (sql, arguments)
     }
   }
