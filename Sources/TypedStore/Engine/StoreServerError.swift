@@ -21,10 +21,12 @@ public struct StoreServerError: Error, Sendable, Equatable, CustomStringConverti
     case value
   }
 
+  /// What failed: the connection, a statement, the model, or a value.
   public package(set) var kind: Kind
   /// The SQLSTATE the server sent (`55P03` for a lock not had in time, `23505` for a unique
   /// violation, `57P01` for a server shutting down), when it sent one.
   public package(set) var sqlState: String?
+  /// What the server or libpq said, as it said it.
   public package(set) var message: String
   /// The constraint a row broke (`Note_pkey`), when the server named one.
   public package(set) var constraint: String?
