@@ -362,12 +362,18 @@ extension MultiProcessHistoryTests {
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
     let process = POSIXProcess()
     process.executableURL = builtProduct("typedstore-test-writer")
-    process.arguments = [container.persistentStore.url.path, "doomed", "100000"]
+    // More commits than it can make before the kill: a release build under the whole suite's
+    // load made 100,000 while a wait on the shared pool was not resumed, and exited.
+    process.arguments = [container.persistentStore.url.path, "doomed", "100000000"]
     try process.run()
-    // Let it commit for a while, then kill it without warning, mid-transaction or not.
-    for _ in 0..<400 {
-      try await Task.sleep(for: .milliseconds(5))
-      if try container.currentHistoryToken.transactionNumber >= 20 { break }
+    // Let it commit for a while, then kill it without warning, mid-transaction or not. The
+    // wait runs on a thread of its own, not on the pool the other tests' tasks share.
+    let store = container.persistentStore
+    try await offThePool {
+      for _ in 0..<400 {
+        Thread.sleep(forTimeInterval: 0.005)
+        if try store.currentHistoryToken().transactionNumber >= 20 { break }
+      }
     }
     kill(process.processIdentifier, SIGKILL)
     process.waitUntilExit()
