@@ -155,9 +155,13 @@ extension PostgreSQLStoreEngine {
     let connection = try PostgreSQLConnection(url: url)
     let opened = try PostgreSQLStoreTables(schema: schema, model: model).open(
       on: connection, options: options, migration: migration)
-    let engine = try PostgreSQLStoreEngine(
-      url: url, schema: schema, storeIdentifier: opened.identifier, lockTimeout: options.busyTimeout,
-      recordsHistory: options.recordsHistory, modelHash: model.versionHash)
+    // The open's connection holds the schema's in-use lock until the engine's holds it, so
+    // that no `destroy(at:)` of another process drops the schema in between.
+    let engine = try withExtendedLifetime(connection) {
+      try PostgreSQLStoreEngine(
+        url: url, schema: schema, storeIdentifier: opened.identifier, lockTimeout: options.busyTimeout,
+        recordsHistory: options.recordsHistory, modelHash: model.versionHash)
+    }
     return (engine, opened.identifier)
   }
 

@@ -149,22 +149,10 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
     if let number, connection.dialect == .postgreSQL {
       try finishOnPostgreSQL(number)
     } else if let number {
-      let postgreSQL = connection.dialect == .postgreSQL
-      let statement = try connection.statement(
-        prepared: postgreSQL ? RecordingSQL.insertTransactionSQLPostgreSQL : RecordingSQL.insertTransactionSQL)
+      let statement = try connection.statement(prepared: RecordingSQL.insertTransactionSQL)
       defer { statement.reset() }
-      try statement.bind(number, at: 1)
-      try statement.bind(timestamp.timeIntervalSinceReferenceDate, at: 2)
-      if let author = info.author { try statement.bind(author, at: 3) } else { try statement.bindNull(3) }
-      if let name = info.contextName { try statement.bind(name, at: 4) } else { try statement.bindNull(4) }
-      try statement.bind(RecordingSQL.processIdentifier, at: 5)
-      // No change row (a tombstone insert that found its rows gone): the empty range where the
-      // next would go, or 0, 0 when that is not known (see `HistorySchema`).
-      let range = changeRange.map { ($0.lowerBound, $0.upperBound) } ?? nextChangeID.map { ($0, $0 - 1) } ?? (0, 0)
-      try statement.bind(range.0, at: 6)
-      try statement.bind(range.1, at: 7)
+      try bindTransactionRow(number, to: statement)
       try statement.run()
-      if postgreSQL { try advanceCounter(to: number) }
     }
     if let nextChangeID { memo?.nextChangeID = nextChangeID }
     return RecordedChanges(
@@ -209,7 +197,7 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
     try statement.bind(entity.name, at: 4)
     if primaryKeys.count == 1 {
       try statement.bind(primaryKeys[0], at: 5)
-    } else if let first = primaryKeys.first, let last = primaryKeys.last, Self.isRun(primaryKeys) {
+    } else if let first = primaryKeys.first, let last = primaryKeys.last, isConsecutiveRun(primaryKeys) {
       try statement.bind(first, at: 5)
       try statement.bind(last, at: 6)
     } else {
@@ -218,13 +206,6 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
     if let changed { try statement.bind(changed, at: 8) }
     try statement.run()
     noteInsertedChanges(from: id)
-  }
-
-  /// Whether `keys` are consecutive ascending integers.
-  private static func isRun(_ keys: [Int64]) -> Bool {
-    guard let first = keys.first, let last = keys.last, last &- first == Int64(keys.count - 1) else { return false }
-    for (offset, key) in keys.enumerated() where key != first &+ Int64(offset) { return false }
-    return true
   }
 
   /// Extends the transaction's change range by the rows the last statement inserted, with
@@ -263,14 +244,7 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
   private func finishOnPostgreSQL(_ number: Int64) throws {
     let statement = try connection.statement(prepared: RecordingSQL.finishSQLPostgreSQL)
     defer { statement.reset() }
-    try statement.bind(number, at: 1)
-    try statement.bind(timestamp.timeIntervalSinceReferenceDate, at: 2)
-    if let author = info.author { try statement.bind(author, at: 3) } else { try statement.bindNull(3) }
-    if let name = info.contextName { try statement.bind(name, at: 4) } else { try statement.bindNull(4) }
-    try statement.bind(RecordingSQL.processIdentifier, at: 5)
-    let range = changeRange.map { ($0.lowerBound, $0.upperBound) } ?? nextChangeID.map { ($0, $0 - 1) } ?? (0, 0)
-    try statement.bind(range.0, at: 6)
-    try statement.bind(range.1, at: 7)
+    try bindTransactionRow(number, to: statement)
     let rows = pendingRows
     let columns: [[String?]] = [
       rows.map { String($0.id) }, rows.map { String($0.kind.rawValue) }, rows.map(\.entity),
@@ -284,15 +258,19 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
     pendingRows = []
   }
 
-  /// PostgreSQL: moves the counter row to the transaction's number and last change ID, and
-  /// queues the notification listeners wait for (`pg_notify`, delivered at commit, in commit
-  /// order, on the channel of the connection's schema).
-  private func advanceCounter(to number: Int64) throws {
-    let counter = try connection.statement(prepared: RecordingSQL.advanceCounterSQL)
-    defer { counter.reset() }
-    try counter.bind(number, at: 1)
-    try counter.bind(changeRange?.upperBound ?? 0, at: 2)
-    guard try counter.step() else { throw MissingCatalogRow("the history counter row is missing") }
+  /// The transaction row's values, parameters 1 through 7 of either engine's statement: its
+  /// number, time, author, context name, process, and the range of its change rows (with no
+  /// change row, a tombstone insert that found its rows gone: the empty range where the next
+  /// would go, or 0, 0 when that is not known, see `HistorySchema`).
+  private func bindTransactionRow(_ number: Int64, to statement: Connection.PreparedStatement) throws {
+    try statement.bind(number, at: 1)
+    try statement.bind(timestamp.timeIntervalSinceReferenceDate, at: 2)
+    if let author = info.author { try statement.bind(author, at: 3) } else { try statement.bindNull(3) }
+    if let name = info.contextName { try statement.bind(name, at: 4) } else { try statement.bindNull(4) }
+    try statement.bind(RecordingSQL.processIdentifier, at: 5)
+    let range = changeRange.map { ($0.lowerBound, $0.upperBound) } ?? nextChangeID.map { ($0, $0 - 1) } ?? (0, 0)
+    try statement.bind(range.0, at: 6)
+    try statement.bind(range.1, at: 7)
   }
 
   private func transactionNumber() throws -> Int64 {
@@ -339,6 +317,13 @@ package final class HistoryRecorder<Connection: DatabaseConnection> {
   }
 }
 
+/// Whether `keys` are consecutive ascending integers (one change row's `pk` through `last_pk`).
+private func isConsecutiveRun(_ keys: [Int64]) -> Bool {
+  guard let first = keys.first, let last = keys.last, last &- first == Int64(keys.count - 1) else { return false }
+  for (offset, key) in keys.enumerated() where key != first &+ Int64(offset) { return false }
+  return true
+}
+
 /// A change row `HistoryRecorder` writes later (PostgreSQL).
 private struct PendingChangeRow {
   let id: Int64
@@ -358,11 +343,8 @@ private struct PendingChangeRow {
   /// The first and last key when the keys are one key or a run of consecutive keys (`pk` and
   /// `last_pk`, NULL for one key); nil for other lists (a JSON array in `keys`).
   var run: (first: Int64, last: Int64?)? {
-    guard let first = keys.first, let last = keys.last else { return nil }
-    if keys.count == 1 { return (first, nil) }
-    guard last &- first == Int64(keys.count - 1) else { return nil }
-    for (offset, key) in keys.enumerated() where key != first &+ Int64(offset) { return nil }
-    return (first, last)
+    guard let first = keys.first, let last = keys.last, isConsecutiveRun(keys) else { return nil }
+    return (first, keys.count == 1 ? nil : last)
   }
 
   /// `values` as a PostgreSQL array literal (NULL for nil), bound as text and cast in SQL.
@@ -392,21 +374,9 @@ private enum RecordingSQL {
   static let nextChangeIDSQLPostgreSQL = PreparedSQL(
     "SELECT last_change + 1 FROM _history_counter WHERE id = 1")
 
-  /// One round trip: the counter moved, and the notification queued on the channel of the
-  /// connection's schema.
-  static let advanceCounterSQL = PreparedSQL(
-    "WITH c AS (UPDATE _history_counter SET last = ?1, last_change = greatest(last_change, ?2) WHERE id = 1 "
-      + "RETURNING last) SELECT pg_notify('typedstore_' || current_schema(), CAST(last AS text)) FROM c")
-
   static let insertTransactionSQL = PreparedSQL(
     "INSERT INTO _history_transaction (number, timestamp, author, context_name, process_id, first_change, "
       + "last_change, recorded_by) VALUES (?, ?, ?, ?, ?, ?, ?, \(HistorySchema.recordingFormatVersion))")
-
-  /// With the PostgreSQL transaction's ID (`xid8`), for a later mode that orders by it.
-  static let insertTransactionSQLPostgreSQL = PreparedSQL(
-    "INSERT INTO _history_transaction (number, timestamp, author, context_name, process_id, first_change, "
-      + "last_change, recorded_by, xid) VALUES (?, ?, ?, ?, ?, ?, ?, \(HistorySchema.recordingFormatVersion), "
-      + "pg_current_xact_id())")
 
   /// PostgreSQL's `finish`: the transaction row, the change rows (as arrays), the counter and
   /// the notification, in one statement; its data-modifying parts run whatever it selects.

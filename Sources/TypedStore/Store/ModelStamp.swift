@@ -68,7 +68,7 @@ final class ModelStamp: Sendable {
     let stored = try Self.storedHash(connection)
     guard stored == modelHash else {
       let error = StoreError.modelChanged(stored: stored, running: modelHash)
-      noteChange(error)
+      report(error)
       throw error
     }
     cookie.store(current, ordering: .relaxed)
@@ -91,13 +91,10 @@ final class ModelStamp: Sendable {
     }
   }
 
-  /// Reports that another engine's connection found the store migrated (its transactions
-  /// check the model themselves): observers hear of it as of a check of this stamp's.
+  /// Records that the store was found migrated, by a check of this stamp's or by another
+  /// engine's connection (whose transactions check the model themselves): the first time,
+  /// every observer hears of it.
   func report(_ error: StoreError) {
-    noteChange(error)
-  }
-
-  private func noteChange(_ error: StoreError) {
     let observers = state.withLock { state -> [@Sendable (StoreError) -> Void] in
       guard state.changed == nil else { return [] }
       state.changed = error
