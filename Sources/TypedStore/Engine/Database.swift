@@ -21,7 +21,8 @@ import Foundation
 // into objects (`PersistentStore+Rows`) and the queries (`Query/`, whose translation writes the
 // dialect's SQL). An engine's transactions and connections are its own: `StoreWriter` and
 // SQLite's connections for a store file, a `StoreEngine` (`PostgreSQLStoreEngine`) otherwise.
-// Still written for SQLite only: migration, the file's opening, checks and backups.
+// Migration (`SchemaSQL`) and the consistency check run on the seam too. Still written for
+// SQLite only: the file's opening and backups.
 
 /// The SQL language differences between the engines that the shared code must know of.
 package enum SQLDialect: Sendable, Equatable {
@@ -58,6 +59,15 @@ extension SQLDialect {
       SELECT count(*) FROM information_schema.columns
       WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?
       """
+    }
+  }
+
+  /// A statement of the names of the columns of the table named by its one parameter.
+  package var columnsSQL: String {
+    switch self {
+    case .sqlite: "SELECT name FROM pragma_table_info(?)"
+    case .postgreSQL:
+      "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?"
     }
   }
 

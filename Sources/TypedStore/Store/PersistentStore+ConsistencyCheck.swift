@@ -12,7 +12,8 @@ extension PersistentStore {
     public struct Problem: Sendable, Equatable, CustomStringConvertible {
       /// Which family of check found it.
       public enum Kind: String, Sendable, Codable {
-        /// SQLite's own `PRAGMA integrity_check`.
+        /// SQLite's own `PRAGMA integrity_check`; on PostgreSQL, the history counter and the
+        /// schema's indexes.
         case integrity
         /// The store's metadata: UUID, format, model, entity codes, horizon.
         case metadata
@@ -46,6 +47,11 @@ extension PersistentStore {
   /// Checks the store in one read snapshot: SQLite's `PRAGMA integrity_check`, then
   /// TypedStore's own invariants, and reports every problem found (it stops at none):
   ///
+  /// - integrity: a file's pages (`PRAGMA integrity_check`); a PostgreSQL store's history
+  ///   counter, which must be at the newest transaction and change row (the next numbers are
+  ///   taken from it), and its schema's indexes, which must all be valid (a failed
+  ///   `CREATE INDEX CONCURRENTLY` leaves one that is not). The server's pages are the
+  ///   server's to check: `pg_amcheck`;
   /// - metadata: the kept model decodes and hashes to the kept hash, the newest recorded model
   ///   version is it, every table and column it stores in exists (and no other column), entity
   ///   codes match it,
@@ -63,11 +69,15 @@ extension PersistentStore {
   /// for problem in report.problems { print(problem) }
   /// ```
   public func checkConsistency() throws -> ConsistencyReport {
-    try requireFile("checkConsistency()", instead: "a PostgreSQL store's pages are the server's to check (amcheck)")
     // A connection of its own: a check reads every row and all history, and holds no lock
     // other history readers of this store wait for.
-    let connection = try makeReadConnection()
-    return try connection.readTransaction {
+    try checkConsistency(on: makeReader())
+  }
+
+  private func checkConsistency<Connection: DatabaseConnection>(on connection: Connection) throws
+    -> ConsistencyReport
+  {
+    try connection.readTransaction {
       var check = try ConsistencyCheck(store: self, connection: connection)
       try check.integrity()
       try check.metadata()
@@ -82,18 +92,18 @@ extension PersistentStore {
 }
 
 /// One run of `checkConsistency()`: one function per check, each adding what it finds.
-private struct ConsistencyCheck {
+private struct ConsistencyCheck<Connection: DatabaseConnection> {
   typealias Problem = PersistentStore.ConsistencyReport.Problem
 
   let store: PersistentStore
-  let connection: SQLiteConnection
+  let connection: Connection
   let firstKept: Int64
   let current: Int64
   var problems: [Problem] = []
   var rowsChecked = 0
   var transactionsChecked = 0
 
-  init(store: PersistentStore, connection: SQLiteConnection) throws {
+  init(store: PersistentStore, connection: Connection) throws {
     self.store = store
     self.connection = connection
     firstKept = try HistoryReader.firstKept(connection)
@@ -104,13 +114,50 @@ private struct ConsistencyCheck {
     problems.append(Problem(kind: kind, message: message))
   }
 
-  /// SQLite's `PRAGMA integrity_check`.
+  /// SQLite's `PRAGMA integrity_check`, or a PostgreSQL store's counter and indexes.
   mutating func integrity() throws {
+    guard connection.dialect == .sqlite else { return try serverIntegrity() }
     let integrity = try connection.statement("PRAGMA integrity_check")
     defer { integrity.reset() }
     while try integrity.step() {
       let line = integrity.string(0)
       if line != "ok" { problem(.integrity, line) }
+    }
+  }
+
+  /// A PostgreSQL store's history counter, from which the next transaction takes its number
+  /// and its change rows their IDs: at the newest transaction (behind, it would give a number
+  /// again; ahead, it has left a gap) and at or above the newest change row. Then the schema's
+  /// indexes: an index left invalid is not used, and a unique one does not refuse duplicates.
+  private mutating func serverIntegrity() throws {
+    let counter = try connection.statement("SELECT last, last_change FROM _history_counter WHERE id = 1")
+    defer { counter.reset() }
+    if try counter.step() {
+      let (last, lastChange) = (counter.int64(0), counter.int64(1))
+      if last != current {
+        problem(
+          .integrity,
+          "the history counter is at transaction \(last), but the newest is \(current): "
+            + (last < current ? "the next would take a number already taken" : "numbers were skipped"))
+      }
+      let newestChange = try connection.scalarInt("SELECT max(id) FROM _history_change") ?? 0
+      if lastChange < newestChange {
+        problem(
+          .integrity,
+          "the history counter's last change row is \(lastChange), below \(newestChange): the next would repeat IDs")
+      }
+    } else {
+      problem(.integrity, "the history counter row is missing: no transaction can be recorded")
+    }
+    let invalid = try connection.statement(
+      """
+      SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      WHERE c.relnamespace = CAST(current_schema() AS regnamespace) AND NOT (i.indisvalid AND i.indisready)
+      ORDER BY c.relname
+      """)
+    defer { invalid.reset() }
+    while try invalid.step() {
+      problem(.integrity, "the index \(invalid.string(0)) is invalid (a failed CREATE INDEX CONCURRENTLY?): drop it")
     }
   }
 
@@ -218,7 +265,7 @@ private struct ConsistencyCheck {
   private func keyFloor(of root: EntityDescription) throws -> Int64? {
     let maximum = try connection.statement("SELECT key_floor FROM _primary_key WHERE entity = ?")
     defer { maximum.reset() }
-    maximum.bind(root.name, at: 1)
+    try maximum.bind(root.name, at: 1)
     return try maximum.step() ? maximum.int64(0) : nil
   }
 

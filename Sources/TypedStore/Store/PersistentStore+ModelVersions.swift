@@ -50,7 +50,7 @@ extension PersistentStore {
   /// The problems of the model stamp against the file: the newest recorded version is the
   /// stamped one, and every table and column the stamped model stores in exists, with no
   /// column it does not know (what a migration half applied by hand would leave).
-  static func stampProblems(_ connection: SQLiteConnection, schema: ModelSchema, stampedHash: String) throws
+  static func stampProblems(_ connection: some DatabaseConnection, schema: ModelSchema, stampedHash: String) throws
     -> [String]
   {
     var problems: [String] = []
@@ -97,10 +97,10 @@ extension PersistentStore {
     return tables.mapValues { Set($0.map { $0.lowercased() }) }
   }
 
-  private static func columns(of table: String, _ connection: SQLiteConnection) throws -> Set<String> {
-    let statement = try connection.statement("SELECT name FROM pragma_table_info(?)")
+  private static func columns(of table: String, _ connection: some DatabaseConnection) throws -> Set<String> {
+    let statement = try connection.statement(connection.dialect.columnsSQL)
     defer { statement.reset() }
-    statement.bind(table, at: 1)
+    try statement.bind(table, at: 1)
     var names = Set<String>()
     while try statement.step() { names.insert(statement.string(0).lowercased()) }
     return names

@@ -7,8 +7,8 @@ import TypedStoreTesting
 
 /// The built `typedstore` tool on a PostgreSQL store, named by its `postgresql://` URL with
 /// `--store`: the history (`stats`, `export`, `watch`, `prune`) and consumer commands and
-/// `inspect` and `migrate` work as on a file, `checkpoint` has nothing to do; what works on
-/// files only (`check`, `backup`) says so and does nothing.
+/// `inspect`, `check` and `migrate` work as on a file, `checkpoint` has nothing to do; what
+/// works on files only (`backup`) says so and does nothing.
 @Suite struct PostgreSQLToolTests {
   /// `Event` with an optional attribute more: what `migrate` adds.
   final class EventWithVenue: ManagedObject {
@@ -74,13 +74,8 @@ import TypedStoreTesting
     #expect(try PersistentStore.storedModel(at: storeURL).entity(named: "Event")?.attribute(named: "venue") != nil)
     #expect(throws: StoreError.self) { try container.newModelContext().count(for: FetchRequest<Event>()) }
 
-    for (arguments, says) in [
-      (["check", "--store", store], "works on store files only"),
-      (["backup", "--store", store, "-o", "/tmp/never-\(schema).sqlite"], "pg_dump"),
-    ] {
-      let run = try typedstore(arguments)
-      #expect(run.status != 0 && run.stderr.contains(says), "\(arguments[0]): \(run.status) \(run.stderr)")
-    }
+    let backup = try typedstore(["backup", "--store", store, "-o", "/tmp/never-\(schema).sqlite"])
+    #expect(backup.status != 0 && backup.stderr.contains("pg_dump"), "\(backup.status) \(backup.stderr)")
     #expect(!FileManager.default.fileExists(atPath: "/tmp/never-\(schema).sqlite"))
   }
 }
