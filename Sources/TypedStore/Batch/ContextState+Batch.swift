@@ -43,7 +43,7 @@ extension ContextState {
     }
     let rows = try store.batchUpdate(
       entity, selection: try selection(request.objectIDs, of: entity, includesSubentities: request.includesSubentities),
-      filter: try filter(request.predicate),
+      filter: try filter(request.predicate, includesSubentities: request.includesSubentities),
       includesSubentities: request.includesSubentities, assignments: assignments, info: batchInfo(request.author),
       in: migrationTransaction)
     return result(rows, returnsObjectIDs: request.returnsObjectIDs)
@@ -53,7 +53,7 @@ extension ContextState {
     let entity = try batchEntity(Entity.self)
     let rows = try store.batchDelete(
       entity, selection: try selection(request.objectIDs, of: entity, includesSubentities: request.includesSubentities),
-      filter: try filter(request.predicate),
+      filter: try filter(request.predicate, includesSubentities: request.includesSubentities),
       includesSubentities: request.includesSubentities, info: batchInfo(request.author), in: migrationTransaction)
     return result(rows, returnsObjectIDs: request.returnsObjectIDs)
   }
@@ -86,18 +86,28 @@ extension ContextState {
     return .rows(rows)
   }
 
-  /// The predicate as SQL, translated before anything is written.
-  private func filter<Entity: ManagedObject>(_ predicate: Predicate<Entity>?) throws -> RowFilter? {
+  /// The predicate as SQL, translated before anything is written. When the SQL only narrows
+  /// the rows (`TranslatedPredicate.isExact`: strings, decimals or floating point arithmetic
+  /// on PostgreSQL), the filter also picks the rows Swift's evaluation selects, read in the
+  /// write transaction by a context of its own on the transaction's connection: the rows the
+  /// request changes are the ones Swift picks at that moment, as a fetch there would.
+  private func filter<Entity: ManagedObject>(_ predicate: Predicate<Entity>?, includesSubentities: Bool) throws
+    -> RowFilter?
+  {
     guard let predicate else { return nil }
     let translated = try PredicateTranslator<Entity>.translate(
       predicate, model: store.model, storeIdentifier: store.identifier, dialect: store.dialect)
-    guard translated.isExact else {
-      // Checking the rows in Swift would read them outside the write transaction.
-      throw PredicateTranslationError.unsupportedExpression(
-        "a batch request's predicate that this store's engine cannot answer exactly in SQL "
-          + "(strings, decimals or floating point arithmetic on PostgreSQL): fetch the IDs, then batch them")
+    var filter = RowFilter(sql: translated.sql, arguments: translated.arguments)
+    if !translated.isExact {
+      let store = store
+      filter.swiftSelection = { connection in
+        var request = FetchRequest<Entity>(predicate: predicate)
+        request.includesSubentities = includesSubentities
+        let scratch = ContextState(store: store, name: "batch", migrationTransaction: connection)
+        return try scratch.fetchObjectIDs(for: request).compactMap(\.primaryKey)
+      }
     }
-    return RowFilter(sql: translated.sql, arguments: translated.arguments)
+    return filter
   }
 
   private func batchEntity<Entity: ManagedObject>(_ type: Entity.Type) throws -> EntityDescription {

@@ -16,10 +16,22 @@ package struct NamedRow: Sendable {
 }
 
 /// A condition on a batch request's rows: a translated predicate's SQL (over the table's own
-/// columns) and its bound values.
+/// columns) and its bound values; when that SQL only narrows the rows, the keys of the rows
+/// Swift's evaluation selects, read on the write transaction's connection.
 package struct RowFilter: Sendable {
   var sql: String
   var arguments: [PrimitiveValue]
+  var swiftSelection: (@Sendable (any DatabaseConnection) throws -> [Int64])? = nil
+
+  /// The filter in SQL alone, inside the write transaction on `connection`: the keys Swift
+  /// selects there, when it must, become a condition on the rows.
+  func exact(on connection: some DatabaseConnection) throws -> RowFilter {
+    guard let swiftSelection else { return self }
+    let keys = try swiftSelection(connection)
+    return RowFilter(
+      sql: "(\(sql)) AND pk IN (\(connection.dialect.jsonIntegerValues))",
+      arguments: arguments + [.text(HistorySchema.jsonArray(keys))])
+  }
 }
 
 /// The rows a batch request changed, by entity.
@@ -51,6 +63,7 @@ extension PersistentStore {
     assignments: [(slot: Int32, value: PrimitiveValue)], connection: C, history: HistoryRecorder<C>
   ) throws -> AffectedRows {
     try checkNamedRows(selection, of: entity, connection)
+    let filter = try filter?.exact(on: connection)
     let rows = historyRows(entity, selection, filter, includesSubentities, dialect: connection.dialect)
     let affected = try selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
     guard !affected.isEmpty, !assignments.isEmpty else { return AffectedRows() }
@@ -88,6 +101,7 @@ extension PersistentStore {
     connection: C, history: HistoryRecorder<C>
   ) throws -> AffectedRows {
     try checkNamedRows(selection, of: entity, connection)
+    let filter = try filter?.exact(on: connection)
     let rows = historyRows(entity, selection, filter, includesSubentities, dialect: connection.dialect)
     let affected = try selectAffected(entity, rows, includesSubentities: includesSubentities, connection)
     guard !affected.isEmpty else { return AffectedRows() }

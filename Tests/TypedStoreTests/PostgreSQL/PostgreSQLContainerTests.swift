@@ -167,11 +167,9 @@ import TypedStoreTesting
   }
 
   /// What only narrows the rows on PostgreSQL (a search in strings) is checked in Swift by a
-  /// fetch and a count; an aggregate or a batch request over it, which would read the rows
-  /// outside their SQL, throws a typed error before anything is read or written.
-  /// An aggregate over a predicate SQL only narrows reads the saved rows Swift found (by their
-  /// keys); a batch request over one is refused before it writes.
-  @Test func aggregatesOverANarrowingPredicateAreSwiftsAndBatchesAreRefused() throws {
+  /// fetch and a count. An aggregate over it reads the saved rows Swift found (by their keys);
+  /// a batch request over it changes the rows Swift picks in its write transaction.
+  @Test func aggregatesAndBatchesOverANarrowingPredicateAnswerAsSwift() throws {
     let (url, schema) = try Self.storeURL()
     defer { Self.dropSchema(schema) }
     let container = try PersistentContainer(name: "Events", model: ManagedObjectModel(Event.self), storeURL: url)
@@ -191,13 +189,68 @@ import TypedStoreTesting
     Event(context: context).source = "é"
     #expect(try context.aggregate(.count, for: narrowing) == 2)
     context.rollback()
-    #expect(throws: PredicateTranslationError.self) {
-      _ = try context.execute(BatchDeleteRequest<Event>(predicate: #Predicate { $0.source.contains("é") }))
-    }
-    #expect(try context.count(for: FetchRequest<Event>()) == 3)
+    var update = BatchUpdateRequest<Event>(predicate: #Predicate { $0.source.contains("é") })
+    update.propertiesToUpdate = [.set(\.sequence, 20)]
+    update.returnsObjectIDs = true
+    let updated = try context.execute(update)
+    #expect(updated.count == 2)
+    let accented: [ManagedID<Event>] = try context.fetch(FetchRequest<Event>())
+      .filter { $0.source != "cafeteria" }.map(\.managedID)
+    #expect(Set(updated.objectIDs ?? []) == Set(accented))
+    let deleted = try context.execute(
+      BatchDeleteRequest<Event>(predicate: #Predicate { $0.source.starts(with: "cafe\u{301}") }))
+    #expect(deleted.count == 2, "café, composed and decomposed, is one string to Swift")
+    let left = try container.newModelContext().fetch(FetchRequest<Event>())
+    #expect(left.map(\.source) == ["cafeteria"] && left.map(\.sequence) == [3])
+    let history = try container.fetchHistory(HistoryRequest())
+    #expect(history.suffix(2).map { $0.changes.count } == [2, 2], "history names the rows changed, no other")
     // An exact one runs in SQL, aggregates included.
     let exact = FetchRequest<Event>(predicate: #Predicate { $0.sequence > 1 })
-    #expect(try context.aggregate(.sum(\.sequence), for: exact) == 5)
+    #expect(try context.aggregate(.sum(\.sequence), for: exact) == 3)
+  }
+
+  /// A batch request over a predicate PostgreSQL only narrows picks its rows in Swift inside
+  /// its write transaction, after it has the store's write lock: a row another writer commits
+  /// while the batch waits for the lock is changed too, as a row committed before it would be.
+  @Test func aNarrowingBatchPicksItsRowsInsideItsWriteTransaction() throws {
+    let (url, schema) = try Self.storeURL()
+    defer { Self.dropSchema(schema) }
+    let container = try PersistentContainer(name: "Events", model: ManagedObjectModel(Event.self), storeURL: url)
+    let context = container.newModelContext()
+    Event(context: context).source = "early é"
+    try context.save()
+    // Another writer holds the write lock, and inserts a matching row it has not committed.
+    let holder = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
+    try holder.execute(
+      script: "BEGIN; SELECT 1 FROM \(schema)._history_counter WHERE id = 1 FOR UPDATE; "
+        + "INSERT INTO \(schema).\"Event\" (pk, _version, _entity, source, sequence) "
+        + "SELECT 1000, 1, code, 'late é', 0 FROM \(schema)._entities WHERE name = 'Event'")
+    let result = Shared<Result<Int, any Error>?>(nil)
+    let batch = Thread {
+      result.value = Result {
+        try container.newModelContext().execute(
+          BatchDeleteRequest<Event>(predicate: #Predicate { $0.source.contains("é") })
+        ).count
+      }
+    }
+    batch.start()
+    let admin = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
+    var waiting = false
+    let deadline = ContinuousClock.now + .seconds(60)
+    while true {
+      let rows = try admin.execute(
+        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+          + "WHERE NOT l.granted AND a.query LIKE '%_history_counter%' AND l.pid <> $1::integer",
+        [String(holder.processID)])
+      waiting = rows.rows.first?.first != "0"
+      if waiting || result.value != nil || ContinuousClock.now >= deadline { break }
+      Thread.sleep(forTimeInterval: 0.01)
+    }
+    #expect(waiting && result.value == nil, "the batch waits for the write lock")
+    try holder.execute(script: "COMMIT")
+    while result.value == nil && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+    #expect(try result.value?.get() == 2, "both rows, the late one's too")
+    #expect(try container.newModelContext().count(for: FetchRequest<Event>()) == 0)
   }
 
   /// The server stops and starts again under a running container: while it is down, reads and
