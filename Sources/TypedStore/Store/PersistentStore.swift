@@ -146,17 +146,25 @@ public final class PersistentStore: Sendable {
   /// engine's library with `model` and the store's `identifier`: contexts read on the engine's
   /// connections and save, reserve keys and run batch requests in its write transactions,
   /// with the same code as on a store file; `publish` receives what each of them recorded.
-  /// It is registered, so that its IDs resolve.
+  /// It is registered, so that its IDs resolve, and prunes its history by itself as a file
+  /// does (`StoreOptions.automaticHistoryPruning`).
   package convenience init(
     engine: any StoreEngine, url: URL, identifier: UUID, model: ManagedObjectModel, options: StoreOptions,
     publish: @escaping @Sendable (RecordedChanges) -> Void
   ) {
+    let pruner =
+      options.recordsHistory && !options.isReadOnly ? options.automaticHistoryPruning.map(AutomaticPruner.init) : nil
     self.init(
       detachedAt: url, filePath: url.absoluteString, writerPath: url.absoluteString, identifier: identifier,
-      model: model, options: options, engine: engine, dialect: engine.dialect, publish: publish)
+      model: model, options: options, engine: engine, dialect: engine.dialect,
+      publish: { committed in
+        publish(committed)
+        pruner?.didCommit(committed)
+      })
     let stamp = modelStamp
     engine.observeModelChange { stamp.report($0) }
     ModelRegistry.register(identifier, model: model)
+    pruner?.attach(self)
   }
 
   /// A store with no file connection of its own: its writer (named `writerPath` in errors)

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs the suites Tools/postgresql-suites.txt lists a second time, with every store
+# PersistentContainer.makeTest makes on a throwaway PostgreSQL server (a schema each), from
+# the build `swift test` left (run it first). Each of those tests then checks on PostgreSQL
+# what it checks on a store file, with the same code; tests of what only a file has are left
+# out (`testsRunOnPostgreSQL`).
+#
+#   swift test -Xswiftc -warnings-as-errors && Tools/test-postgresql.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+folder=$(mktemp -d /tmp/typedstore-test-pg.XXXXXX)
+url=$(Tools/postgresql-server.sh start "$folder")
+trap 'Tools/postgresql-server.sh stop "$folder" || true; rm -rf "$folder"' EXIT
+TYPEDSTORE_TEST_POSTGRESQL_URL="$url" timeout --kill-after=30 900 swift test --skip-build "$@" \
+  --filter "$(grep -v '^#' Tools/postgresql-suites.txt | paste -sd '|')"
