@@ -31,6 +31,11 @@ extension PersistentContainer {
   /// Each test gets its own file, so tests run in parallel without sharing a store; the file
   /// stays after the test (to look at when it fails) and is replaced by the next run.
   ///
+  /// With `TYPEDSTORE_TEST_POSTGRESQL_URL` set to a PostgreSQL server's URL
+  /// (`postgresql://user@host/database`), each store is a schema of that server instead, named
+  /// after the test in the same way, so the same tests run against PostgreSQL; the process
+  /// must link `TypedStorePostgreSQL`.
+  ///
   /// - Parameters:
   ///   - model: The model of the store.
   ///   - variant: Distinguishes several stores of one test (or the cases of a parameterized
@@ -69,9 +74,27 @@ extension PersistentContainer {
     variant: String = "", fileID: String = #fileID, function: String = #function
   ) -> URL {
     let raw = "\(fileID)-\(function)\(variant.isEmpty ? "" : "-\(variant)")"
+    if let server = ProcessInfo.processInfo.environment["TYPEDSTORE_TEST_POSTGRESQL_URL"], !server.isEmpty,
+      let url = URL(string: server + (server.contains("?") ? "&" : "?") + "schema=\(schemaName(for: raw))")
+    {
+      return url
+    }
     let safe = String(raw.map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" })
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("typedstore-tests")
     try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     return directory.appendingPathComponent("\(safe).sqlite")
+  }
+
+  /// A schema name for the test `raw`: its last 28 letters and digits (the function's name),
+  /// then a hash of the whole (a store's schema name has at most 48 characters, and two long
+  /// names may share their start).
+  private static func schemaName(for raw: String) -> String {
+    let letters = String(
+      raw.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }.suffix(28))
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a: the same name in every run
+    for byte in raw.utf8 {
+      hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+    }
+    return "t_\(letters.lowercased())_\(String(hash, radix: 16))"
   }
 }

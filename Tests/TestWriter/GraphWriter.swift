@@ -29,7 +29,7 @@ func runGraphWriter(path: String, author: String, seconds: Double) {
   do {
     let container = try PersistentContainer(
       name: "Graph", model: ManagedObjectModel(Crate.self, Item.self, Sticker.self),
-      storeURL: URL(fileURLWithPath: path))
+      storeURL: storeURL(path))
     let context = container.newBackgroundContext()
     let deadline = Date().addingTimeInterval(seconds)
     var operations = 0
@@ -112,7 +112,7 @@ func runLinkWriter(path: String, author: String, count: Int, start: Double) {
   do {
     let container = try PersistentContainer(
       name: "Graph", model: ManagedObjectModel(Crate.self, Item.self, Sticker.self),
-      storeURL: URL(fileURLWithPath: path))
+      storeURL: storeURL(path))
     let context = container.newBackgroundContext()
     try context.performAndWait { context in
       context.transactionAuthor = author

@@ -41,9 +41,7 @@ func openAndSave(
   let container: PersistentContainer
   do {
     // A path, or a store URL of another engine (`postgresql://…`).
-    let location = arguments[1].contains("://") ? URL(string: arguments[1]) : URL(fileURLWithPath: arguments[1])
-    guard let location else { fail("not a store location: \(arguments[1])", code: 64) }
-    container = try open(location)
+    container = try open(storeURL(arguments[1]))
   } catch {
     say("open failed: \(error)")
     exit(2)

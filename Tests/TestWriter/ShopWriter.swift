@@ -38,7 +38,7 @@ func shopperMove(_ arguments: [String]) {
   do {
     let model = try ManagedObjectModel(contentsOf: shopBundle, classes: shopClasses)
     let container = try PersistentContainer(
-      name: "Shop", model: model, storeURL: URL(fileURLWithPath: arguments[1]))
+      name: "Shop", model: model, storeURL: storeURL(arguments[1]))
     let email = arguments[2]
     try container.viewContext.performAndWait { context in
       context.transactionAuthor = "mover"

@@ -74,14 +74,20 @@ func say(_ line: String) {
   FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
-func openContainer(_ path: String, readOnly: Bool = false, busyTimeout: Duration? = nil) throws
+/// The store at `location`: a file's path, or a `postgresql://` URL.
+func storeURL(_ location: String) -> URL {
+  guard location.contains("://"), let url = URL(string: location) else { return URL(fileURLWithPath: location) }
+  return url
+}
+
+func openContainer(_ location: String, readOnly: Bool = false, busyTimeout: Duration? = nil) throws
   -> PersistentContainer
 {
   var options = StoreOptions()
   options.isReadOnly = readOnly
   if let busyTimeout { options.busyTimeout = busyTimeout }
   return try PersistentContainer(
-    name: "Events", model: ManagedObjectModel(Event.self), storeURL: URL(fileURLWithPath: path), options: options)
+    name: "Events", model: ManagedObjectModel(Event.self), storeURL: storeURL(location), options: options)
 }
 
 func save(_ context: ManagedObjectContext, author: String, sequence: Int) throws -> Int64 {

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
-import TypedStore
+
+@testable import TypedStore
 
 // The attributes of DESIGN.md's model, without its relationships (many tests count and
 // compare rows of these entities alone; the relationship tests have their own models, in
@@ -118,4 +119,23 @@ func eventually(seconds: Double = 10, _ condition: () async throws -> Bool) asyn
     try? await Task.sleep(for: .milliseconds(5))
   }
   return (try? await condition()) == true
+}
+
+extension PersistentStore {
+  /// Where the store is, as the `typedstore` tool and the test writer take it: a file's path,
+  /// or a PostgreSQL store's URL (the suites run on PostgreSQL with
+  /// `TYPEDSTORE_TEST_POSTGRESQL_URL`).
+  var location: String { url.isFileURL ? url.path : url.absoluteString }
+}
+
+/// Whether `makeTest` makes PostgreSQL stores in this run (`TYPEDSTORE_TEST_POSTGRESQL_URL`):
+/// a test of what only a store file has is then left out (it ran on files).
+let testsRunOnPostgreSQL = !(ProcessInfo.processInfo.environment["TYPEDSTORE_TEST_POSTGRESQL_URL"] ?? "").isEmpty
+
+extension PersistentStore {
+  /// Runs `sql` in a write transaction of the store's engine with no history, as another
+  /// tool writing to the store behind TypedStore's back would.
+  func executeBehindTheStoresBack(_ sql: String) throws {
+    try writeWithoutHistory { connection in try connection.execute(script: sql) }
+  }
 }

@@ -48,7 +48,7 @@ import TypedStoreTesting
     #expect(try kept(consumed) == [3, 4, 5], "the last transaction the consumer read is kept")
 
     let byTool = try await fiveTransactions("tool")
-    let path = byTool.persistentStore.url.path
+    let path = byTool.persistentStore.location
     let run = try typedstore(["history", "prune", "--store", path, "--before", "3"])
     #expect(run.status == 0, "\(run.stderr)")
     #expect(run.stdout.contains("deleted 2 transactions; horizon 2"))

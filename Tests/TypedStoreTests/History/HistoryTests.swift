@@ -322,7 +322,7 @@ final class Keepsake: ManagedObject {
     let processes = try ["writer-a", "writer-b"].map { author in
       let process = POSIXProcess()
       process.executableURL = writerURL
-      process.arguments = [container.persistentStore.url.path, author, String(count)]
+      process.arguments = [container.persistentStore.location, author, String(count)]
       try process.run()
       return process
     }
@@ -364,7 +364,7 @@ extension MultiProcessHistoryTests {
     process.executableURL = builtProduct("typedstore-test-writer")
     // More commits than it can make before the kill: a release build under the whole suite's
     // load made 100,000 while a wait on the shared pool was not resumed, and exited.
-    process.arguments = [container.persistentStore.url.path, "doomed", "100000000"]
+    process.arguments = [container.persistentStore.location, "doomed", "100000000"]
     try process.run()
     // Let it commit for a while, then kill it without warning, mid-transaction or not. The
     // wait runs on a thread of its own, not on the pool the other tests' tasks share.

@@ -77,7 +77,7 @@ import TypedStoreTesting
     }
     #expect(failure.transactionNumber == 2 && failure.message.contains("CocoaError"))
     // Another process's tool shows it as well.
-    let listed = try typedstore(["consumers", "list", "--store", container.persistentStore.url.path])
+    let listed = try typedstore(["consumers", "list", "--store", container.persistentStore.location])
     #expect(listed.stdout.contains("failing at 2:"), "\(listed.stdout)")
     // A run that processes it clears the record.
     let fixed = try HistoryMerger(

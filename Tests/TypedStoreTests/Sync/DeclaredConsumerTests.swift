@@ -57,7 +57,7 @@ import TypedStoreTesting
   @Test func theToolDeclaresAConsumer() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     try await save(["a", "b"], in: container)
-    let path = container.persistentStore.url.path
+    let path = container.persistentStore.location
     let added = try typedstore(["consumers", "add", "exporter", "--store", path, "--after", "1", "--json"])
     #expect(added.status == 0, "\(added.stderr)")
     #expect(
@@ -109,9 +109,8 @@ import TypedStoreTesting
       try #require(try context.fetch(FetchRequest<Note>(predicate: #Predicate { $0.title == "a" })).first).managedID
     }
     // A change no history records: only a refresh shows it to the live object.
-    try container.persistentStore.writer.withConnection { connection in
-      try connection.execute("UPDATE Note SET title = 'changed unseen' WHERE title = 'a'")
-    }
+    try container.persistentStore.executeBehindTheStoresBack(
+      "UPDATE \"Note\" SET title = 'changed unseen' WHERE title = 'a'")
     let refreshing = try HistoryMerger(container: container, consumer: "late", contexts: [live], options: options)
     let log = NumberLog()
     refreshing.addHook { event in log.add(event.transaction.transactionNumber) }

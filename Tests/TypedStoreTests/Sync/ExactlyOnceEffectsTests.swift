@@ -123,9 +123,9 @@ import TypedStoreTesting
 
   @Test func effectsStayExactlyOnceThroughKillsOfTheConsumer() async throws {
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
-    let path = container.persistentStore.url.path
+    let path = container.persistentStore.location
     let helper = builtProduct("typedstore-test-writer")
-    let stop = path + ".stop"
+    let stop = FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID().uuidString).stop").path
     try? FileManager.default.removeItem(atPath: stop)
     let perWriter = Self.soak ? 3000 : 150
     let kills = try await offThePool { () -> Int in

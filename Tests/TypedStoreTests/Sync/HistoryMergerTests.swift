@@ -185,13 +185,9 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
   @Test func aCheckpointRowOfAnotherStoreIsRefused() async throws {
     let container = try PersistentContainer.makeTest(model: notesModel)
     let other = UUID()
-    try container.persistentStore.writer.withConnection { connection in
-      try connection.execute(HistoryConsumers.createSQL)
-      try connection.execute(
-        "INSERT INTO _history_consumer VALUES "
-          + "('copied', '\(other.uuidString)', 7, 0, \(Date().timeIntervalSinceReferenceDate), 60)"
-      )
-    }
+    try container.persistentStore.executeBehindTheStoresBack(
+      HistoryConsumers.createSQL + "; INSERT INTO _history_consumer VALUES "
+        + "('copied', '\(other.uuidString)', 7, 0, \(Date().timeIntervalSinceReferenceDate), 60)")
     let merger = try HistoryMerger(container: container, consumer: "copied", contexts: [container.viewContext])
     await #expect(throws: HistoryError.foreignStore(expected: container.persistentStore.identifier, found: other)) {
       try await merger.start()
@@ -336,7 +332,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     let count = 30
     let writer = POSIXProcess()
     writer.executableURL = builtProduct("typedstore-test-writer")
-    writer.arguments = [container.persistentStore.url.path, "remote", String(count)]
+    writer.arguments = [container.persistentStore.location, "remote", String(count)]
     try writer.run()
     let local = container.newBackgroundContext()
     for sequence in 0..<count {
@@ -373,7 +369,7 @@ private func logging(_ merger: HistoryMerger, into log: NumberLog) {
     for round in 1...15 {
       let writer = POSIXProcess()
       writer.executableURL = builtProduct("typedstore-test-writer")
-      writer.arguments = [container.persistentStore.url.path, "remote", "1"]
+      writer.arguments = [container.persistentStore.location, "remote", "1"]
       try writer.run()
       writer.waitUntilExit()
       try await local.perform { context in

@@ -68,7 +68,7 @@ import TypedStoreTesting
     #expect(kept.map(\.author) == ["mirror", "app"])
     // The tool says the same.
     let run = try typedstore([
-      "history", "prune", "--store", container.persistentStore.url.path, "--keep-last", "0", "--author", "app",
+      "history", "prune", "--store", container.persistentStore.location, "--keep-last", "0", "--author", "app",
     ])
     #expect(run.status == 0 && run.stdout.contains("deleted 0 transactions; horizon 2"), "\(run.stdout)")
     #expect(run.stdout.contains("held back by transaction 3, whose author (mirror) is not an --author"))

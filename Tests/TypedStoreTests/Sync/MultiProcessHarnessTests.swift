@@ -74,7 +74,7 @@ private struct Harness {
     try? FileManager.default.removeItem(at: folder)
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     let container = try PersistentContainer(name: "Harness", model: ManagedObjectModel(Event.self), storeURL: url)
-    let path = url.path
+    let path = container.persistentStore.location  // a file's path, or a PostgreSQL store's URL
     var report = HarnessReport()
     // Rows the consumers load as live objects when they start, for the writers to change.
     _ = try container.newBackgroundContext().performAndWait { context in
@@ -143,8 +143,10 @@ private struct Harness {
     for log in logs { check(log: log, through: report.transactions, into: &report) }
     let consumersNow = try container.persistentStore.historyConsumers()
     report.checkpoints = consumersNow.map(\.checkpoint.transactionNumber)
-    report.integrity =
-      try container.persistentStore.writer.withConnection { try $0.scalarText("PRAGMA integrity_check") } ?? ""
+    // The store's integrity and TypedStore's invariants (rows against history, relationships,
+    // checkpoints), on either engine.
+    let check = try container.persistentStore.checkConsistency()
+    report.integrity = check.passed ? "ok" : check.problems.map(\.description).joined(separator: "; ")
     let kept = try container.fetchHistory(HistoryRequest(after: try container.persistentStore.historyHorizon()))
     let numbers = kept.map(\.transactionNumber)
     report.historyGaps = numbers.isEmpty ? 0 : (numbers == Array(numbers[0]...numbers[numbers.count - 1]) ? 0 : 1)

@@ -30,7 +30,7 @@ private func eventually(
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
     let collector = Collector()
     let observation = container.addStoreChangesObserver { collector.add($0) }
-    let writer = try runWriter([container.persistentStore.url.path, "elsewhere", "20"])
+    let writer = try runWriter([container.persistentStore.location, "elsewhere", "20"])
     #expect(await collector.wait(for: 20))
     _ = writer.finish()
     let changes = collector.all
@@ -52,7 +52,7 @@ private func eventually(
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
     let collector = Collector()
     let observation = container.addStoreChangesObserver { collector.add($0) }
-    let writer = try runWriter([container.persistentStore.url.path, "elsewhere", "40"])
+    let writer = try runWriter([container.persistentStore.location, "elsewhere", "40"])
     let context = container.newBackgroundContext()
     for sequence in 0..<40 {
       try await context.perform { context in
@@ -75,7 +75,7 @@ private func eventually(
 
   @Test func aContextThatMergesAutomaticallySeesAnotherProcessUpdateAndDeleteItsObjects() async throws {
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
-    let path = container.persistentStore.url.path
+    let path = container.persistentStore.location
     _ = try runWriter([path, "maker", "2"]).finish()
     let context = container.newBackgroundContext()
     let ids = try await context.perform { context in
@@ -101,7 +101,7 @@ private func eventually(
 
   @Test func historyPrunedWhileAProcessSleptIsReportedAsExpiredAndItsContextsRefresh() async throws {
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self))
-    let path = container.persistentStore.url.path
+    let path = container.persistentStore.location
     _ = try runWriter([path, "maker", "1"]).finish()
     let id = try #require(
       try container.newBackgroundContext().performAndWait { try $0.fetchObjectIDs(for: FetchRequest<Event>()) }.first)
@@ -130,7 +130,7 @@ private func eventually(
   /// while another file in the store's folder changes every 20 ms, more often than the poll
   /// (as a log or another store next to it would): its events wake the monitor and name other
   /// files, and must not put the poll off.
-  @Test(arguments: [false, true])
+  @Test(.disabled(if: testsRunOnPostgreSQL, "a store file's change monitor"), arguments: [false, true])
   func aHistoryReadThatFailsIsRetriedAtThePollNotOnlyAtTheNextCommit(whileAnotherFileChanges: Bool)
     async throws
   {
@@ -138,7 +138,7 @@ private func eventually(
     options.remoteChangePollInterval = .milliseconds(200)
     let container = try PersistentContainer.makeTest(
       model: ManagedObjectModel(Event.self), variant: "\(whileAnotherFileChanges)", options: options)
-    let path = container.persistentStore.url.path
+    let path = container.persistentStore.location
     let noise = path + ".noise"
     let stop = Atomic<Bool>(false)
     if whileAnotherFileChanges {
@@ -168,7 +168,8 @@ private func eventually(
     #expect(FaultInjection.monitorReads.withLock { $0[path] } == 0)
   }
 
-  @Test func aMonitorWhoseReadConnectionFailsToOpenTriesAgainAtEachPoll() async throws {
+  @Test(.disabled(if: testsRunOnPostgreSQL, "a store file's change monitor"))
+  func aMonitorWhoseReadConnectionFailsToOpenTriesAgainAtEachPoll() async throws {
     var options = StoreOptions()
     options.remoteChangePollInterval = .milliseconds(100)
     let url = PersistentContainer.testStoreURL()
@@ -188,11 +189,12 @@ private func eventually(
     #expect(FaultInjection.monitorOpens.withLock { $0[url.path] } == 0)
   }
 
-  @Test func listenersWhosePositionCannotBeReadAtFirstStillHearLaterRemoteCommits() async throws {
+  @Test(.disabled(if: testsRunOnPostgreSQL, "a store file's change monitor"))
+  func listenersWhosePositionCannotBeReadAtFirstStillHearLaterRemoteCommits() async throws {
     var options = StoreOptions()
     options.remoteChangePollInterval = .milliseconds(100)
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self), options: options)
-    let path = container.persistentStore.url.path
+    let path = container.persistentStore.location
     FaultInjection.publisherStarts.withLock { $0[path] = 1 }
     defer { _ = FaultInjection.publisherStarts.withLock { $0.removeValue(forKey: path) } }
     let seen = Recorder<Int>()
@@ -209,7 +211,8 @@ private func eventually(
 
   /// With the slow poll an hour away, inotify and the looks after it deliver every commit of
   /// a writer that commits as fast as it can, each noticed after its monitor woke.
-  @Test func inotifyAloneDeliversEveryCommitOfAFastWriter() async throws {
+  @Test(.disabled(if: testsRunOnPostgreSQL, "a store file's change monitor"))
+  func inotifyAloneDeliversEveryCommitOfAFastWriter() async throws {
     var options = StoreOptions()
     options.remoteChangePollInterval = .seconds(3600)
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(Event.self), options: options)
@@ -219,7 +222,7 @@ private func eventually(
     }
     defer { observation.cancel() }
     try await Task.sleep(for: .milliseconds(100))  // the monitor has started and read once
-    _ = try runWriter([container.persistentStore.url.path, "other", "200"]).finish()
+    _ = try runWriter([container.persistentStore.location, "other", "200"]).finish()
     #expect(await seen.wait(for: 200, seconds: 10))
     #expect(seen.all.map(\.count) == Array(repeating: 1, count: 200))
     #expect(
@@ -232,7 +235,8 @@ private func eventually(
   /// A writer that commits a burst and stays open: its last commits must not wait for the
   /// slow poll (an hour away here), even though no event follows a commit's becoming visible
   /// and the monitor drained the events of the next commit while it read the one before.
-  @Test func theLastCommitsOfABurstArriveWithoutThePoll() async throws {
+  @Test(.disabled(if: testsRunOnPostgreSQL, "a store file's change monitor"))
+  func theLastCommitsOfABurstArriveWithoutThePoll() async throws {
     var options = StoreOptions()
     options.remoteChangePollInterval = .seconds(3600)
     let container = try PersistentContainer.makeTest(
@@ -244,13 +248,13 @@ private func eventually(
     defer { observation.cancel() }
     try await Task.sleep(for: .milliseconds(100))  // the monitor has started and read once
     let holder = try SpawnedProcess(
-      builtProduct("typedstore-test-writer"), ["hold", container.persistentStore.url.path, "300"])
+      builtProduct("typedstore-test-writer"), ["hold", container.persistentStore.location, "300"])
     defer { holder.kill() }
     #expect(holder.waitForLine("ready"))
     #expect(await seen.wait(for: 300, seconds: 10), "every commit of the burst, the writer still open")
   }
 
-  @Test(arguments: [true, false])
+  @Test(.disabled(if: testsRunOnPostgreSQL, "a store file's change monitor"), arguments: [true, false])
   func withoutInotifyThePollAloneDeliversRemoteCommits(fastPoll: Bool) async throws {
     var options = StoreOptions()
     options.remoteChangeUsesInotify = false
@@ -263,7 +267,7 @@ private func eventually(
     }
     defer { observation.cancel() }
     try await Task.sleep(for: .milliseconds(100))  // the monitor has started and read once
-    _ = try runWriter([container.persistentStore.url.path, "other", "1"]).finish()
+    _ = try runWriter([container.persistentStore.location, "other", "1"]).finish()
     if fastPoll {
       #expect(await seen.wait(for: 1, seconds: 5), "the 50 ms poll found the commit")
     } else {
