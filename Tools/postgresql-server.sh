@@ -23,7 +23,7 @@ case "$command" in
     port=$((20000 + $$ % 12000))
     as_owner "$binaries/initdb" -D "$folder/data" -U postgres --auth-local=trust >/dev/null 2>&1
     as_owner "$binaries/pg_ctl" -D "$folder/data" -l "$folder/server.log" -w -t 60 \
-      -o "-k $folder -p $port -c listen_addresses='' -c fsync=off -c max_connections=300 -c unix_socket_permissions=0777" start >/dev/null
+      -o "-k $folder -p $port -c listen_addresses='' -c fsync=off -c max_connections=1000 -c unix_socket_permissions=0777" start >/dev/null
     echo "postgresql:///postgres?host=$folder&port=$port&user=postgres"
     ;;
   stop)

@@ -125,8 +125,12 @@ extension PersistentStore {
   /// Where the store is, as the `typedstore` tool and the test writer take it: a file's path,
   /// or a PostgreSQL store's URL (the suites run on PostgreSQL with
   /// `TYPEDSTORE_TEST_POSTGRESQL_URL`).
-  var location: String { url.isFileURL ? url.path : url.absoluteString }
+  var location: String { storeLocation(url) }
 }
+
+/// Where the store at `url` is, as the `typedstore` tool and the test writer take it: a file's
+/// path, or a PostgreSQL store's URL.
+func storeLocation(_ url: URL) -> String { url.isFileURL ? url.path : url.absoluteString }
 
 /// Whether `makeTest` makes PostgreSQL stores in this run (`TYPEDSTORE_TEST_POSTGRESQL_URL`):
 /// a test of what only a store file has is then left out (it ran on files).

@@ -152,7 +152,7 @@ private final class Messages: Sendable {
 
   @Test func anotherProcesssCommitIsReportedOnceMerged() async throws {
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(ObservedEvent.self))
-    let path = container.persistentStore.url.path
+    let path = container.persistentStore.location
     let ids = try await container.performBackgroundTask { context in
       let events = (1...2).map { sequence in
         let event = ObservedEvent(context: context)

@@ -182,7 +182,7 @@ private func fired(_ changes: Changes) async -> Bool {
 
   @Test func aCommitOfAnotherProcessFiresOnceMerged() async throws {
     let container = try PersistentContainer.makeTest(model: ManagedObjectModel(ObservedEvent.self))
-    let path = container.persistentStore.url.path
+    let path = container.persistentStore.location
     let id = try await container.newBackgroundContext().perform { context in
       let event = ObservedEvent(context: context)
       event.sequence = 1

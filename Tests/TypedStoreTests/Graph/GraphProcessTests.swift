@@ -73,7 +73,9 @@ final class Sticker: ManagedObject {
         let process = POSIXProcess()
         process.executableURL = builtProduct("typedstore-test-writer")
         // The third runs until it is killed, once the other two are done.
-        process.arguments = ["link-writer", url.path, "w\(index)", String(index < 2 ? count : 1_000_000), start]
+        process.arguments = [
+          "link-writer", storeLocation(url), "w\(index)", String(index < 2 ? count : 1_000_000), start,
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
@@ -115,9 +117,7 @@ final class Sticker: ManagedObject {
     }
     #expect(try container.persistentStore.checkConsistency().passed)
     // Another tool writes a key to a crate that does not exist.
-    let connection = try SQLiteConnection(
-      path: container.persistentStore.url.path, mode: .readWrite, busyTimeout: .seconds(5))
-    try connection.execute("UPDATE \"Item\" SET crate = 9999")
+    try container.persistentStore.executeBehindTheStoresBack("UPDATE \"Item\" SET crate = 9999")
     let problems = try container.persistentStore.checkConsistency().problems
     #expect(problems.contains { $0.kind == .relationships && $0.message.contains("Item") })
   }
@@ -137,7 +137,7 @@ final class Sticker: ManagedObject {
     func start(_ index: Int, for duration: Double) throws -> (POSIXProcess, Pipe) {
       let process = POSIXProcess()
       process.executableURL = helper
-      process.arguments = ["graph-writer", url.path, "w\(index)", String(duration)]
+      process.arguments = ["graph-writer", storeLocation(url), "w\(index)", String(duration)]
       let output = Pipe()
       process.standardOutput = output
       process.standardError = output
