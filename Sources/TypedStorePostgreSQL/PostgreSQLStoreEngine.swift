@@ -219,16 +219,26 @@ package enum PostgreSQLStoreOpener: StoreEngineOpener {
   /// store connection says with a shared advisory lock of the schema
   /// (`PostgreSQLConnection.use(schema:)`); `StoreError.notATypedStore` for a schema with
   /// other tables and no store. A missing schema is fine.
-  package static func destroy(at url: URL) throws {
+  ///
+  /// It waits up to 5 seconds for those sessions to end: a container just released closes its
+  /// change listener's connection a moment later, on the listener's own thread.
+  package static func destroy(at url: URL) throws { try destroy(at: url, closingTimeout: .seconds(5)) }
+
+  /// `destroy(at:)`, waiting up to `closingTimeout` for the store's sessions to end.
+  package static func destroy(at url: URL, closingTimeout: Duration) throws {
     let (url, schema) = location(of: url, name: nil)
     let history = try PostgreSQLHistory(schema: schema)  // checks the name
     let connection = try PostgreSQLConnection(url: url)
     let place = "PostgreSQL schema \(schema)"
     try connection.transaction {
       try connection.execute("SELECT pg_advisory_xact_lock(hashtext('typedstore'), hashtext($1))", [history.lockName])
-      let free = try connection.execute(
-        "SELECT pg_try_advisory_xact_lock(hashtext('typedstore-in-use'), hashtext($1))", [history.lockName])
-      guard free.rows.first?.first == "t" else { throw StoreError.storeInUse(path: place) }
+      let deadline = ContinuousClock.now + closingTimeout
+      while try connection.execute(
+        "SELECT pg_try_advisory_xact_lock(hashtext('typedstore-in-use'), hashtext($1))", [history.lockName]
+      ).rows.first?.first != "t" {
+        guard ContinuousClock.now < deadline else { throw StoreError.storeInUse(path: place) }
+        Thread.sleep(forTimeInterval: 0.02)
+      }
       let found = try connection.execute(
         """
         SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = $1), to_regclass(quote_ident($1) || '._metadata'),
