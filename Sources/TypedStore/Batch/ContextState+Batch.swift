@@ -90,7 +90,9 @@ extension ContextState {
   /// the rows (`TranslatedPredicate.isExact`: strings, decimals or floating point arithmetic
   /// on PostgreSQL), the filter also picks the rows Swift's evaluation selects, read in the
   /// write transaction by a context of its own on the transaction's connection: the rows the
-  /// request changes are the ones Swift picks at that moment, as a fetch there would.
+  /// request changes are the ones Swift picks at that moment, as a fetch there would. That
+  /// context's objects do not call `awakeFromFetch()`: no application code runs under the
+  /// store's write lock.
   private func filter<Entity: ManagedObject>(_ predicate: Predicate<Entity>?, includesSubentities: Bool) throws
     -> RowFilter?
   {
@@ -104,6 +106,7 @@ extension ContextState {
         var request = FetchRequest<Entity>(predicate: predicate)
         request.includesSubentities = includesSubentities
         let scratch = ContextState(store: store, name: "batch", migrationTransaction: connection)
+        scratch.wakesFetchedObjects = false
         return try scratch.fetchObjectIDs(for: request).compactMap(\.primaryKey)
       }
     }

@@ -16,7 +16,7 @@ extension ContextState {
         let snapshot = existing.isFault ? nil : existing.observationSnapshot()
         try row.decode(into: existing, entity: existingEntity)
         if let snapshot { refetchedObservations.append((existing, snapshot)) }
-        existing.listMembership |= ManagedObject.awaitsAwakeFromFetch  // loaded (again)
+        if wakesFetchedObjects { existing.listMembership |= ManagedObject.awaitsAwakeFromFetch }  // loaded (again)
       }
       return existing
     }
@@ -36,7 +36,7 @@ extension ContextState {
       try row.decode(into: object, entity: concrete, assigningSlots: true)
     }
     table.insert(object, key: primaryKey, at: slot)  // registered once its values are loaded
-    object.listMembership = ManagedObject.awaitsAwakeFromFetch
+    object.listMembership = wakesFetchedObjects ? ManagedObject.awaitsAwakeFromFetch : 0
     return object
   }
 

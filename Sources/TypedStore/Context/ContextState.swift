@@ -90,6 +90,10 @@ final class ContextState: ObjectTracking {
   /// here until their `awakeFromFetch()` runs, once the fetch is done and its table is back
   /// in the identity map. A fetch's result objects are awoken through the result itself.
   @exclusivity(unchecked) var awakening: [ManagedObject] = []
+  /// Whether the objects a fetch loads call `awakeFromFetch()`: false for the context a batch
+  /// request picks its rows with inside its write transaction, so that no application code
+  /// runs while the store's write lock is held.
+  var wakesFetchedObjects = true
 
   /// The entity of the last object inserted.
   private var lastInsertedEntity: EntityDescription?

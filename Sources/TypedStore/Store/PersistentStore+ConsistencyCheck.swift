@@ -128,7 +128,8 @@ private struct ConsistencyCheck<Connection: DatabaseConnection> {
   /// A PostgreSQL store's history counter, from which the next transaction takes its number
   /// and its change rows their IDs: at the newest transaction (behind, it would give a number
   /// again; ahead, it has left a gap) and at or above the newest change row. Then the schema's
-  /// indexes: an index left invalid is not used, and a unique one does not refuse duplicates.
+  /// indexes: an index left invalid is not used, and a unique one does not refuse duplicates
+  /// (one being built concurrently is not valid yet either, and is reported the same way).
   private mutating func serverIntegrity() throws {
     let counter = try connection.statement("SELECT last, last_change FROM _history_counter WHERE id = 1")
     defer { counter.reset() }
@@ -157,7 +158,9 @@ private struct ConsistencyCheck<Connection: DatabaseConnection> {
       """)
     defer { invalid.reset() }
     while try invalid.step() {
-      problem(.integrity, "the index \(invalid.string(0)) is invalid (a failed CREATE INDEX CONCURRENTLY?): drop it")
+      problem(
+        .integrity,
+        "the index \(invalid.string(0)) is not valid: a CREATE INDEX CONCURRENTLY failed (drop it) or is still running")
     }
   }
 

@@ -345,6 +345,12 @@ private let journalModel: ManagedObjectModel = {
     try await container.performBackgroundTask { context in
       _ = try context.execute(BatchInsertRequest<Journal>(count: 3) { index, journal in journal.title = "t4 \(index)" })
       _ = try context.execute(BatchUpdateRequest<Journal>(propertiesToUpdate: [.set(\.saves, 9)]))
+      // On PostgreSQL this predicate only narrows the rows: Swift picks them, in the write
+      // transaction, from objects that wake no hook.
+      let picked = try context.execute(
+        BatchUpdateRequest<Journal>(
+          predicate: #Predicate { $0.title.contains("4 1") }, propertiesToUpdate: [.set(\.saves, 10)]))
+      #expect(picked.count == 1)
       _ = try context.execute(BatchDeleteRequest<Journal>())
     }
     #expect(calls("t4").isEmpty)

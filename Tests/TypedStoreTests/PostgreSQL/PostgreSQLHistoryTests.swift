@@ -179,9 +179,10 @@ import Testing
   /// reader who saw B would never see A). A reader in between sees neither; after both, it
   /// sees A then B, once each.
   ///
-  /// Synchronous, with `Thread.sleep`: a task sleeping on the shared pool may be resumed only
-  /// after its deadline while the rest of the suite keeps the pool's two threads busy.
-  @Test func aTransactionThatCommitsLateIsNeverSkipped() throws {
+  /// The waits run on threads of their own (`offThePool`), with `Thread.sleep`: a task sleeping
+  /// on the shared pool may be resumed only after its deadline while the rest of the suite keeps
+  /// the pool's two threads busy.
+  @Test func aTransactionThatCommitsLateIsNeverSkipped() async throws {
     let store = try Self.store()
     let (history, server) = (store.history, store.server)
     let a = try PostgreSQLConnection(url: server.url)
@@ -207,27 +208,30 @@ import Testing
     b.start()
     // B waits for A's lock on the counter row (the server's lock table says so: a lock of B's
     // not granted), and has not committed.
-    let reader = try PostgreSQLConnection(url: server.url)
-    var waiting = false
-    let waitDeadline = ContinuousClock.now + .seconds(60)  // both cores may be busy
-    while true {
-      let pid = bProcess.value
-      if pid != 0 {
-        let rows = try reader.execute(
-          "SELECT count(*) FROM pg_locks WHERE pid = $1::integer AND NOT granted", [String(pid)])
-        waiting = rows.rows.first?.first != "0"
+    let serverURL = server.url
+    let waiting = try await offThePool { () throws -> Bool in
+      let watcher = try PostgreSQLConnection(url: serverURL)
+      let deadline = ContinuousClock.now + .seconds(60)  // both cores may be busy
+      while true {
+        let pid = bProcess.value
+        if pid != 0 {
+          let rows = try watcher.execute(
+            "SELECT count(*) FROM pg_locks WHERE pid = $1::integer AND NOT granted", [String(pid)])
+          if rows.rows.first?.first != "0" { return true }
+        }
+        if bDone.value || ContinuousClock.now >= deadline { return false }
+        Thread.sleep(forTimeInterval: 0.01)
       }
-      if waiting || bDone.value || ContinuousClock.now >= waitDeadline { break }
-      Thread.sleep(forTimeInterval: 0.01)
     }
     #expect(waiting, "B (server process \(bProcess.value)) never waited for A's number")
+    let reader = try PostgreSQLConnection(url: server.url)
     let bCommitted = bDone.value
     #expect(!bCommitted)
     #expect(try store.transactions(after: 0, on: reader).isEmpty)  // neither committed
     try a.execute("COMMIT")
-    let doneDeadline = ContinuousClock.now + .seconds(30)
-    while !bDone.value && ContinuousClock.now < doneDeadline {
-      Thread.sleep(forTimeInterval: 0.01)
+    try await offThePool {
+      let deadline = ContinuousClock.now + .seconds(30)
+      while !bDone.value && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
     }
     #expect(failures.value.isEmpty, "\(failures.value)")
     let read = try store.transactions(after: 0, on: reader)
