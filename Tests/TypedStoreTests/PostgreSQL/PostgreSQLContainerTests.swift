@@ -215,48 +215,50 @@ import TypedStoreTesting
   @Test func aNarrowingBatchPicksItsRowsInsideItsWriteTransaction() async throws {
     let (url, schema) = try Self.storeURL()
     defer { Self.dropSchema(schema) }
-    let container = try PersistentContainer(name: "Events", model: ManagedObjectModel(Event.self), storeURL: url)
+    var options = StoreOptions()
+    options.busyTimeout = .seconds(60)  // the batch waits for the holder below, on a busy machine
+    let container = try PersistentContainer(
+      name: "Events", model: ManagedObjectModel(Event.self), storeURL: url, options: options)
     let context = container.newModelContext()
     Event(context: context).source = "early é"
     try context.save()
-    // Another writer holds the write lock, and inserts a matching row it has not committed.
-    let holder = try PostgreSQLConnection(url: PostgreSQLTestServer.server().url)
-    try holder.execute(
-      script: "BEGIN; SELECT 1 FROM \(schema)._history_counter WHERE id = 1 FOR UPDATE; "
-        + "INSERT INTO \(schema).\"Event\" (pk, _version, _entity, source, sequence) "
-        + "SELECT 1000, 1, code, 'late é', 0 FROM \(schema)._entities WHERE name = 'Event'")
-    let result = Shared<Result<Int, any Error>?>(nil)
-    let batch = Thread {
-      result.value = Result {
-        try container.newModelContext().execute(
-          BatchDeleteRequest<Event>(predicate: #Predicate { $0.source.contains("é") })
-        ).count
-      }
-    }
-    batch.start()
-    // The waits run on threads of their own: a task sleeping on the shared pool may be resumed
-    // only after its deadline while the rest of the suite keeps the pool busy.
-    let (serverURL, holderID) = (try PostgreSQLTestServer.server().url, holder.processID)
-    let waiting = try await offThePool { () throws -> Bool in
+    // All on a thread of its own, from the holder's lock to its commit: a task on the shared
+    // pool may be resumed seconds late while the rest of the suite keeps the pool busy.
+    let serverURL = try PostgreSQLTestServer.server().url
+    let outcome = try await offThePool { () throws -> (waited: Bool, deleted: Int?) in
+      // Another writer holds the write lock, and inserts a matching row it has not committed.
+      let holder = try PostgreSQLConnection(url: serverURL)
+      try holder.execute(
+        script: "BEGIN; SELECT 1 FROM \(schema)._history_counter WHERE id = 1 FOR UPDATE; "
+          + "INSERT INTO \(schema).\"Event\" (pk, _version, _entity, source, sequence) "
+          + "SELECT 1000, 1, code, 'late é', 0 FROM \(schema)._entities WHERE name = 'Event'")
+      let result = Shared<Result<Int, any Error>?>(nil)
+      Thread {
+        result.value = Result {
+          try container.newModelContext().execute(
+            BatchDeleteRequest<Event>(predicate: #Predicate { $0.source.contains("é") })
+          ).count
+        }
+      }.start()
+      // The batch waits for the write lock: a lock of another session not granted.
       let admin = try PostgreSQLConnection(url: serverURL)
       let deadline = ContinuousClock.now + .seconds(60)
-      while true {
+      var waited = false
+      while !waited && result.value == nil && ContinuousClock.now < deadline {
         let rows = try admin.execute(
           "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
             + "WHERE NOT l.granted AND a.query LIKE '%_history_counter%' AND l.pid <> $1::integer",
-          [String(holderID)])
-        if rows.rows.first?.first != "0" { return true }
-        if result.value != nil || ContinuousClock.now >= deadline { return false }
-        Thread.sleep(forTimeInterval: 0.01)
+          [String(holder.processID)])
+        waited = rows.rows.first?.first != "0"
+        if !waited { Thread.sleep(forTimeInterval: 0.01) }
       }
-    }
-    #expect(waiting && result.value == nil, "the batch waits for the write lock")
-    try holder.execute(script: "COMMIT")
-    try await offThePool {
-      let deadline = ContinuousClock.now + .seconds(60)
+      waited = waited && result.value == nil
+      try holder.execute(script: "COMMIT")
       while result.value == nil && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+      return (waited, try result.value?.get())
     }
-    #expect(try result.value?.get() == 2, "both rows, the late one's too")
+    #expect(outcome.waited, "the batch waits for the write lock")
+    #expect(outcome.deleted == 2, "both rows, the late one's too")
     #expect(try container.newModelContext().count(for: FetchRequest<Event>()) == 0)
   }
 
