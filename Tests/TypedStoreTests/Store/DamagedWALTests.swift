@@ -254,9 +254,20 @@ private func eventCount(_ url: URL, options: StoreOptions = StoreOptions()) thro
     Thread.detachNewThread {
       // Another process's first connection, a moment later: it rebuilds the index from the
       // log (recovery stops at the invalid frame), and stays open.
+      // Tried again until it reads: on a loaded machine (CI's release run) a first attempt
+      // could fail, and leave the index unbuilt for the whole wait below.
       usleep(50_000)
-      let connection = try? SQLiteConnection(path: path, mode: .readWrite)
-      _ = try? connection?.scalarInt("SELECT count(*) FROM sqlite_master")
+      var connection: SQLiteConnection?
+      let deadline = ContinuousClock.now + .seconds(25)
+      while connection == nil && ContinuousClock.now < deadline {
+        if let opened = try? SQLiteConnection(path: path, mode: .readWrite, busyTimeout: .seconds(5)),
+          (try? opened.scalarInt("SELECT count(*) FROM sqlite_master")) != nil
+        {
+          connection = opened
+        } else {
+          usleep(10_000)
+        }
+      }
       done.wait()
       _ = connection
     }
