@@ -105,8 +105,8 @@ extension ContextState {
       filter.swiftSelection = { connection in
         var request = FetchRequest<Entity>(predicate: predicate)
         request.includesSubentities = includesSubentities
-        let scratch = ContextState(store: store, name: "batch", migrationTransaction: connection)
-        scratch.wakesFetchedObjects = false
+        let scratch = ContextState(
+          store: store, name: "batch", migrationTransaction: connection, wakesFetchedObjects: false)
         return try scratch.fetchObjectIDs(for: request).compactMap(\.primaryKey)
       }
     }
