@@ -47,6 +47,15 @@ final class AutomaticPruner: Sendable {
     self.settings = settings
   }
 
+  /// The pruner a store opened with `options` runs: none without `automaticHistoryPruning`,
+  /// without history, or read-only.
+  convenience init?(options: StoreOptions) {
+    guard let settings = options.automaticHistoryPruning, options.recordsHistory, !options.isReadOnly else {
+      return nil
+    }
+    self.init(settings)
+  }
+
   func attach(_ store: PersistentStore) {
     target.withLock { $0.store = store }
   }

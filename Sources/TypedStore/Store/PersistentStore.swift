@@ -117,8 +117,7 @@ public final class PersistentStore: Sendable {
     let stamp = try ModelStamp(connection: connection, model: model)
     connection.transactionCheck = { try stamp.check($0) }
     self.modelStamp = stamp
-    let pruner =
-      options.recordsHistory && !options.isReadOnly ? options.automaticHistoryPruning.map(AutomaticPruner.init) : nil
+    let pruner = AutomaticPruner(options: options)
     self.writer = StoreWriter(
       connection: connection, path: url.path, storeIdentifier: identifier, options: options,
       publish: { committed in
@@ -152,8 +151,7 @@ public final class PersistentStore: Sendable {
     engine: any StoreEngine, url: URL, identifier: UUID, model: ManagedObjectModel, options: StoreOptions,
     publish: @escaping @Sendable (RecordedChanges) -> Void
   ) {
-    let pruner =
-      options.recordsHistory && !options.isReadOnly ? options.automaticHistoryPruning.map(AutomaticPruner.init) : nil
+    let pruner = AutomaticPruner(options: options)
     self.init(
       detachedAt: url, filePath: url.absoluteString, writerPath: url.absoluteString, identifier: identifier,
       model: model, options: options, engine: engine, dialect: engine.dialect,
